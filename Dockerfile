@@ -1,0 +1,24 @@
+# Production image: the same code as the embedded setup, external PostgreSQL and Redis.
+FROM python:3.12-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    KOINON_DATA_DIR=/data \
+    KOINON_LOG_DIR=/data/logs
+
+WORKDIR /app
+RUN useradd --system --create-home koinon && mkdir -p /data && chown koinon /data
+COPY pyproject.toml README.md ./
+COPY koinon ./koinon
+COPY core ./core
+COPY knowledge ./knowledge
+COPY datasets ./datasets
+COPY answers ./answers
+COPY audit ./audit
+RUN pip install --no-cache-dir .
+COPY manage.py ./
+COPY templates ./templates
+COPY static ./static
+USER koinon
+EXPOSE 8000
+CMD ["daphne", "-b", "0.0.0.0", "-p", "8000", "koinon.asgi:application"]

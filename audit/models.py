@@ -1,0 +1,1 @@
+# Models arrive with their issue; the app exists so the layout is stable.

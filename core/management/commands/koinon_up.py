@@ -1,0 +1,187 @@
+"""Run the whole product: embedded services, migrations, a Celery worker and Daphne."""
+
+import fcntl
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import psutil
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import connections
+
+from core.embedded import EmbeddedPostgres, EmbeddedRedis
+from core.processes import terminate_tree
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class Command(BaseCommand):
+    help = "Start (or reuse) the embedded services, migrate, and run Celery and Daphne."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--host", default="127.0.0.1")
+        parser.add_argument("--port", type=int, default=8000)
+        parser.add_argument("--demo", action="store_true", help="load demo data if empty")
+        parser.add_argument("--concurrency", type=int, default=2, help="Celery processes")
+
+    def handle(self, *args, host: str, port: int, demo: bool, concurrency: int, **options):
+        run_dir = settings.DATA_DIR / "run"
+        run_dir.mkdir(parents=True, exist_ok=True)
+        lock = self._acquire_lock(run_dir / "koinon_up.lock")
+        self._stopping = False
+        for signum in STOP_SIGNALS:
+            signal.signal(signum, self._request_stop)
+
+        self.children: list[tuple[str, subprocess.Popen]] = []
+        postgres = (
+            EmbeddedPostgres(settings.EMBEDDED_PG_DIR) if settings.EMBEDDED_POSTGRES else None
+        )
+        redis = EmbeddedRedis(settings.EMBEDDED_REDIS_DIR) if settings.EMBEDDED_REDIS else None
+        exit_code = 0
+        try:
+            self._stop_stale_children(run_dir)
+            self._check_port_free(host, port)
+            if postgres is not None:
+                reused = not postgres.start()
+                postgres.ensure_database(settings.DATABASES["default"]["NAME"])
+                self._say(f"PostgreSQL (embedded) {'reused' if reused else 'started'}")
+            if redis is not None:
+                reused = not redis.start()
+                self._say(f"Redis (embedded) {'reused' if reused else 'started'}")
+            call_command("migrate", interactive=False, verbosity=0)
+            self._say("database migrated")
+            call_command("collectstatic", interactive=False, verbosity=0)
+            if demo:
+                call_command("loaddemo", if_empty=True)
+            connections.close_all()
+            self._start_children(run_dir, host, port, concurrency)
+            self._wait_until_healthy(host, port)
+            base = f"http://{host}:{port}"
+            self._say(f"koinon is up: {base}/  API {base}/v1/  health {base}/v1/health")
+            self._say(f"admin {base}/admin/  API docs {base}/v1/schema/docs/  (Ctrl-C stops)")
+            exit_code = self._supervise()
+        finally:
+            self._stop_children(run_dir)
+            if redis is not None:
+                redis.stop()
+            if postgres is not None:
+                connections.close_all()
+                postgres.stop()
+            self._say("koinon stopped")
+            lock.close()
+        if exit_code:
+            raise CommandError("a koinon process exited unexpectedly; see the output above")
+
+    # --- steps ---------------------------------------------------------------------
+
+    def _say(self, message: str) -> None:
+        self.stdout.write(message)
+        self.stdout.flush()
+
+    def _acquire_lock(self, path: Path):
+        handle = path.open("a+")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "unknown"
+            handle.close()
+            raise CommandError(
+                f"koinon is already running on this data directory (pid {holder}); "
+                "stop it first or set KOINON_DATA_DIR to another directory"
+            ) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
+        return handle
+
+    def _request_stop(self, signum: int, frame: object) -> None:
+        self._stopping = True
+
+    def _check_port_free(self, host: str, port: int) -> None:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind((host, port))
+            except OSError:
+                raise CommandError(
+                    f"port {port} on {host} is in use; choose another with --port"
+                ) from None
+
+    def _stop_stale_children(self, run_dir: Path) -> None:
+        """Children of a koinon_up that was killed outright keep running: end them."""
+        for pidfile in run_dir.glob("*.pid"):
+            try:
+                pid = int(pidfile.read_text())
+                process = psutil.Process(pid)
+                if "koinon" in " ".join(process.cmdline()):
+                    self._say(f"stopping a leftover {pidfile.stem} process ({pid})")
+                    terminate_tree(pid)
+            except (ValueError, psutil.NoSuchProcess, psutil.AccessDenied):
+                pass
+            pidfile.unlink(missing_ok=True)
+
+    def _start_children(self, run_dir: Path, host: str, port: int, concurrency: int) -> None:
+        env = dict(os.environ)
+        env["DJANGO_SETTINGS_MODULE"] = os.environ.get("DJANGO_SETTINGS_MODULE", "koinon.settings")
+        commands = {
+            "celery": [
+                sys.executable, "-m", "celery", "-A", "koinon", "--quiet", "worker",
+                "--loglevel=INFO", f"--concurrency={concurrency}", "--hostname=koinon@%h",
+            ],
+            "daphne": [
+                sys.executable, "-m", "daphne", "-b", host, "-p", str(port),
+                "koinon.asgi:application",
+            ],
+        }  # fmt: skip
+        for name, command in commands.items():
+            # A session of their own: a terminal's Ctrl-C reaches only us, and we
+            # stop the children in order.
+            process = subprocess.Popen(  # noqa: S603 - our own interpreter and arguments
+                command, env=env, cwd=settings.BASE_DIR, start_new_session=True
+            )
+            (run_dir / f"{name}.pid").write_text(str(process.pid))
+            self.children.append((name, process))
+            self._say(f"{name} started (pid {process.pid})")
+
+    def _wait_until_healthy(self, host: str, port: int, timeout: float = 90) -> None:
+        url = f"http://{host}:{port}/v1/health"
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and not self._stopping:
+            for name, process in self.children:
+                if process.poll() is not None:
+                    raise CommandError(f"{name} exited during start-up (code {process.returncode})")
+            try:
+                with urllib.request.urlopen(url, timeout=5) as response:
+                    if response.status == 200:
+                        return
+            except OSError:
+                pass
+            time.sleep(0.5)
+        if not self._stopping:
+            self._say(f"warning: {url} did not report healthy within {timeout:.0f}s")
+
+    def _supervise(self) -> int:
+        while not self._stopping:
+            for name, process in self.children:
+                if process.poll() is not None:
+                    self._say(f"{name} exited (code {process.returncode}); stopping koinon")
+                    return 1
+            time.sleep(0.3)
+        return 0
+
+    def _stop_children(self, run_dir: Path) -> None:
+        for name, process in reversed(self.children):
+            if process.poll() is None:
+                self._say(f"stopping {name}")
+                terminate_tree(process.pid)
+            process.wait()
+            (run_dir / f"{name}.pid").unlink(missing_ok=True)

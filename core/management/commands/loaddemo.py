@@ -1,0 +1,35 @@
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandParser
+from django.db import transaction
+
+from knowledge.models import Space
+from knowledge.services import space_create, space_member_set
+
+DEMO_SPACE = "Demo"
+
+
+class Command(BaseCommand):
+    help = "Load koinon's demo data: an admin, a reader and the Demo space."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--if-empty", action="store_true", help="skip when spaces exist")
+
+    @transaction.atomic
+    def handle(self, *args, if_empty: bool, **options) -> None:
+        if if_empty and Space.objects.exists():
+            self.stdout.write("demo data: skipped, the database already has spaces")
+            return
+        users = get_user_model().objects
+        admin = users.filter(username="admin").first()
+        if admin is None:
+            # Local demo only: the password is printed and meant to be changed.
+            admin = users.create_superuser("admin", "admin@example.invalid", "koinon-demo")
+        if not users.filter(username="reader").exists():
+            users.create_user("reader", "reader@example.invalid", "koinon-demo")
+        space = Space.objects.filter(name=DEMO_SPACE).first() or space_create(
+            name=DEMO_SPACE, description="Demo corpus shipped with koinon.", created_by=admin
+        )
+        space_member_set(space=space, username="reader", role="reader")
+        self.stdout.write(
+            "demo data: users admin and reader (password 'koinon-demo'), space 'Demo'"
+        )

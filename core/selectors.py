@@ -1,0 +1,13 @@
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import QuerySet
+
+from core.models import ApiKey
+
+
+def api_keys_of(*, user: AbstractBaseUser) -> QuerySet[ApiKey]:
+    return ApiKey.objects.filter(user=user).order_by("-created_at")
+
+
+def user_get_by_username(*, username: str) -> AbstractBaseUser | None:
+    return get_user_model().objects.filter(username=username, is_active=True).first()

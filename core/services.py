@@ -1,0 +1,90 @@
+"""State changes of the platform: API keys."""
+
+import hashlib
+import secrets
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from core.models import ApiKey
+
+KEY_PREFIX = "kn_"
+VISIBLE_PREFIX_LENGTH = 11  # "kn_" + 8 characters of the secret
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
+class ApiKeyNotFound(Exception):
+    pass
+
+
+class ApiKeyAmbiguous(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class IssuedApiKey:
+    api_key: ApiKey
+    secret: str  # shown once, never stored
+
+
+def api_key_hash(raw_key: str) -> str:
+    return hashlib.sha256(raw_key.encode()).hexdigest()
+
+
+@transaction.atomic
+def api_key_create(*, user: AbstractBaseUser, name: str = "") -> IssuedApiKey:
+    """Issue a new key for user. The returned secret is the only copy of the key."""
+    raw = KEY_PREFIX + secrets.token_urlsafe(32)
+    api_key = ApiKey.objects.create(
+        user=user,
+        name=name[:100],
+        prefix=raw[:VISIBLE_PREFIX_LENGTH],
+        key_sha256=api_key_hash(raw),
+    )
+    return IssuedApiKey(api_key=api_key, secret=raw)
+
+
+@transaction.atomic
+def api_key_revoke(*, prefix: str, user: AbstractBaseUser | None = None) -> ApiKey:
+    """Revoke the one active key whose visible prefix is `prefix`.
+
+    Raises ApiKeyNotFound when none matches and ApiKeyAmbiguous when several do.
+    Revoking twice keeps the first revocation time.
+    """
+    keys = ApiKey.objects.select_for_update().filter(prefix=prefix[:VISIBLE_PREFIX_LENGTH])
+    if user is not None:
+        keys = keys.filter(user=user)
+    matches = list(keys)
+    if not matches:
+        raise ApiKeyNotFound(prefix)
+    if len(matches) > 1:
+        raise ApiKeyAmbiguous(prefix)
+    api_key = matches[0]
+    if api_key.revoked_at is None:
+        api_key.revoked_at = timezone.now()
+        api_key.save(update_fields=["revoked_at"])
+    return api_key
+
+
+def api_key_authenticate(*, raw_key: str) -> ApiKey | None:
+    """The active key matching raw_key, with its user, or None.
+
+    Touches last_used_at at most once a minute so that reads stay cheap.
+    """
+    if not raw_key.startswith(KEY_PREFIX) or len(raw_key) > 200:
+        return None
+    api_key = (
+        ApiKey.objects.select_related("user")
+        .filter(key_sha256=api_key_hash(raw_key), revoked_at__isnull=True)
+        .first()
+    )
+    if api_key is None or not api_key.user.is_active:
+        return None
+    now = timezone.now()
+    if api_key.last_used_at is None or now - api_key.last_used_at > LAST_USED_RESOLUTION:
+        ApiKey.objects.filter(pk=api_key.pk).update(last_used_at=now)
+        api_key.last_used_at = now
+    return api_key

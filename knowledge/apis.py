@@ -1,0 +1,94 @@
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from core.pagination import Pagination
+from knowledge.models import Space
+from knowledge.selectors import (
+    space_can_manage,
+    space_get_for_user,
+    space_members,
+    space_role_of,
+    spaces_visible_to,
+)
+from knowledge.services import ROLES, space_create, space_member_remove, space_member_set
+
+
+class SpaceOutput(serializers.ModelSerializer):
+    class Meta:
+        model = Space
+        fields = ["id", "name", "description", "created_at"]
+
+
+class SpaceListCreateApi(APIView):
+    class InputSerializer(serializers.Serializer):
+        name = serializers.CharField(max_length=200)
+        description = serializers.CharField(required=False, allow_blank=True, default="")
+
+    @extend_schema(responses=SpaceOutput(many=True))
+    def get(self, request: Request) -> Response:
+        paginator = Pagination()
+        page = paginator.paginate_queryset(spaces_visible_to(user=request.user), request, self)
+        return paginator.get_paginated_response(SpaceOutput(page, many=True).data)
+
+    @extend_schema(request=InputSerializer, responses={201: SpaceOutput})
+    def post(self, request: Request) -> Response:
+        if not request.user.is_staff:
+            raise PermissionDenied("Only staff create spaces.")
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        space = space_create(**data.validated_data, created_by=request.user)
+        return Response(SpaceOutput(space).data, status=status.HTTP_201_CREATED)
+
+
+class SpaceDetailApi(APIView):
+    @extend_schema(responses=SpaceOutput)
+    def get(self, request: Request, space_id: str) -> Response:
+        space = space_get_for_user(user=request.user, space_id=space_id)
+        body = SpaceOutput(space).data
+        body["role"] = space_role_of(user=request.user, space=space)
+        return Response(body)
+
+
+class MemberOutput(serializers.Serializer):
+    username = serializers.CharField()
+    role = serializers.ChoiceField(choices=ROLES)
+
+
+def _space_for_management(request: Request, space_id: str) -> Space:
+    space = space_get_for_user(user=request.user, space_id=space_id)
+    if not space_can_manage(user=request.user, space=space):
+        raise PermissionDenied("Only staff and curators of this space manage its members.")
+    return space
+
+
+class SpaceMembersApi(APIView):
+    class InputSerializer(serializers.Serializer):
+        username = serializers.CharField(max_length=150)
+        role = serializers.ChoiceField(choices=ROLES)
+
+    @extend_schema(responses=MemberOutput(many=True))
+    def get(self, request: Request, space_id: str) -> Response:
+        space = space_get_for_user(user=request.user, space_id=space_id)
+        return Response({"results": space_members(space=space), "next": None})
+
+    @extend_schema(request=InputSerializer, responses={201: MemberOutput})
+    def post(self, request: Request, space_id: str) -> Response:
+        space = _space_for_management(request, space_id)
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        user = space_member_set(space=space, **data.validated_data)
+        return Response(
+            {"username": user.get_username(), "role": data.validated_data["role"]},
+            status=status.HTTP_201_CREATED,
+        )
+
+
+class SpaceMemberDetailApi(APIView):
+    def delete(self, request: Request, space_id: str, username: str) -> Response:
+        space = _space_for_management(request, space_id)
+        space_member_remove(space=space, username=username)
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -1,0 +1,62 @@
+"""Reads of knowledge objects, always scoped to what the user may see."""
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db.models import QuerySet
+from guardian.shortcuts import get_objects_for_user, get_users_with_perms
+
+from core.errors import NotFoundError
+from knowledge.models import Space
+
+ROLE_READER = "reader"
+ROLE_CURATOR = "curator"
+
+
+def spaces_visible_to(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Space]:
+    """Spaces the user may read. Staff manage every space and so see them all."""
+    if not user.is_authenticated or not user.is_active:
+        return Space.objects.none()
+    if user.is_staff or user.is_superuser:
+        return Space.objects.all()
+    return get_objects_for_user(
+        user, "knowledge.view_space", klass=Space, accept_global_perms=False
+    )
+
+
+def space_get_for_user(*, user: AbstractBaseUser | AnonymousUser, space_id: object) -> Space:
+    """The space if the user may read it; NotFoundError whether missing or hidden."""
+    try:
+        pk = int(str(space_id))
+    except ValueError:
+        raise NotFoundError("Space not found.") from None
+    space = spaces_visible_to(user=user).filter(pk=pk).first()
+    if space is None:
+        raise NotFoundError("Space not found.")
+    return space
+
+
+def space_role_of(*, user: AbstractBaseUser, space: Space) -> str | None:
+    """The member role of user in space ("curator", "reader") or None."""
+    if user.has_perm("knowledge.curate_space", space):
+        return ROLE_CURATOR
+    if user.has_perm("knowledge.view_space", space):
+        return ROLE_READER
+    return None
+
+
+def space_can_manage(*, user: AbstractBaseUser, space: Space) -> bool:
+    return bool(user.is_staff or user.is_superuser) or user.has_perm(
+        "knowledge.curate_space", space
+    )
+
+
+def space_members(*, space: Space) -> list[dict]:
+    """Members with their role, sorted by username."""
+    members = get_users_with_perms(
+        space, attach_perms=True, with_superusers=False, with_group_users=False
+    )
+    rows = []
+    for user, perms in members.items():
+        role = ROLE_CURATOR if "curate_space" in perms else ROLE_READER
+        if "view_space" in perms or "curate_space" in perms:
+            rows.append({"username": user.get_username(), "role": role})
+    return sorted(rows, key=lambda row: row["username"])

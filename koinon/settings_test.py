@@ -1,0 +1,14 @@
+"""Test settings: the suite runs its own embedded services under var/test."""
+
+import os
+from pathlib import Path
+
+os.environ.setdefault(
+    "KOINON_DATA_DIR", str(Path(__file__).resolve().parent.parent / "var" / "test")
+)
+
+from koinon.settings import *  # noqa: F403
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+KOINON_HEALTH_TIMEOUT = 1.0
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # noqa: F405 - whitenoise warns when missing

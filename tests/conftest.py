@@ -1,0 +1,112 @@
+from collections.abc import Iterator
+
+import pytest
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from rest_framework.test import APIClient
+
+from core.embedded import EmbeddedPostgres, EmbeddedRedis
+from core.services import api_key_create
+from knowledge.models import Space
+from knowledge.services import space_create, space_member_set
+from tests.services import celery_worker_process, daphne_process
+
+
+@pytest.fixture(scope="session")
+def embedded_services() -> Iterator[None]:
+    """The suite's own PostgreSQL and Redis under var/test (unless URLs are configured)."""
+    started = []
+    if settings.EMBEDDED_POSTGRES:
+        postgres = EmbeddedPostgres(settings.EMBEDDED_PG_DIR)
+        if postgres.start():
+            started.append(postgres)
+    if settings.EMBEDDED_REDIS:
+        redis = EmbeddedRedis(settings.EMBEDDED_REDIS_DIR)
+        if redis.start():
+            started.append(redis)
+    yield
+    from django.db import connections
+
+    connections.close_all()
+    for service in reversed(started):
+        service.stop()
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(embedded_services, django_db_setup):
+    """pytest-django's test database, created once the embedded services run."""
+    yield
+
+
+@pytest.fixture(scope="session")
+def test_database_name(django_db_setup, django_db_blocker) -> str:
+    from django.db import connection
+
+    return connection.settings_dict["NAME"]
+
+
+@pytest.fixture(scope="session")
+def logs_dir() -> "Path":  # noqa: F821
+    path = settings.DATA_DIR / "logs"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@pytest.fixture(scope="session")
+def celery_worker(test_database_name, logs_dir):
+    """A real Celery worker process on the test database and the test Redis.
+
+    Tests that use it need `transactional_db`: the worker sees committed rows only.
+    """
+    with celery_worker_process(test_database_name, logs_dir / "celery-worker.log") as worker:
+        yield worker
+
+
+@pytest.fixture(scope="session")
+def live_server_url(test_database_name, logs_dir) -> Iterator[str]:
+    """A real Daphne server on a free port, on the test database."""
+    with daphne_process(test_database_name, logs_dir / "daphne.log") as url:
+        yield url
+
+
+# --- people and spaces: an owner (curator), a member (reader) and an outsider -----
+
+
+def make_user(username: str, *, staff: bool = False):
+    return get_user_model().objects.create_user(
+        username=username, password="test-password-1", is_staff=staff
+    )
+
+
+@pytest.fixture
+def staff(db):
+    return make_user("staff", staff=True)
+
+
+@pytest.fixture
+def owner(db):
+    return make_user("owner")
+
+
+@pytest.fixture
+def member(db):
+    return make_user("member")
+
+
+@pytest.fixture
+def outsider(db):
+    return make_user("outsider")
+
+
+@pytest.fixture
+def space(staff, owner, member) -> Space:
+    space = space_create(name="Operations", created_by=staff)
+    space_member_set(space=space, username=owner.username, role="curator")
+    space_member_set(space=space, username=member.username, role="reader")
+    return space
+
+
+def client_for(user) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {api_key_create(user=user).secret}")
+    return client

@@ -1,0 +1,155 @@
+"""`manage.py koinon_up` end to end: its own data directory, real processes."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+
+import httpx
+import psutil
+import pytest
+from django.conf import settings
+
+from core.embedded import remove_data_directory
+from tests.services import ROOT, free_port, stop_process
+
+pytestmark = pytest.mark.slow
+
+
+def up_env(data_dir) -> dict[str, str]:
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in {"DATABASE_URL", "REDIS_URL", "KOINON_DATABASE_NAME", "CELERY_BROKER_URL"}
+    }
+    env.update(
+        DJANGO_SETTINGS_MODULE="koinon.settings",
+        KOINON_DATA_DIR=str(data_dir),
+        PYTHONUNBUFFERED="1",
+    )
+    return env
+
+
+def start_up(data_dir, port: int, log) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "manage.py", "koinon_up", "--port", str(port), "--demo",
+         "--concurrency", "1"],
+        cwd=ROOT, env=up_env(data_dir), stdout=log, stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )  # fmt: skip
+
+
+def wait_healthy(url: str, process: subprocess.Popen, timeout: float = 150) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert process.poll() is None, "koinon_up exited during start-up"
+        try:
+            response = httpx.get(f"{url}/v1/health", timeout=5)
+            if response.status_code == 200:
+                return response.json()
+        except httpx.TransportError:
+            pass
+        time.sleep(0.5)
+    raise AssertionError("koinon_up did not become healthy")
+
+
+def processes_using(data_dir) -> list[psutil.Process]:
+    """Every live process whose command line or working files name the data directory."""
+    found = []
+    marker = str(data_dir)
+    for process in psutil.process_iter(["cmdline", "status"]):
+        if process.info["status"] == psutil.STATUS_ZOMBIE:
+            continue
+        cmdline = " ".join(process.info["cmdline"] or [])
+        if marker in cmdline:
+            found.append(process)
+    return found
+
+
+def children_named_in_pidfiles(data_dir) -> list[int]:
+    return [int(path.read_text()) for path in (data_dir / "run").glob("*.pid")]
+
+
+@pytest.fixture
+def up_data_dir():
+    # Under var/ (short, traversable by the postgres system user), not the dev data.
+    path = settings.BASE_DIR / "var" / f"up-{uuid.uuid4().hex[:8]}"
+    yield path
+    for process in processes_using(path):
+        process.kill()
+    remove_data_directory(path)
+
+
+def test_koinon_up_serves_refuses_a_second_copy_and_stops_cleanly(up_data_dir):
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    log_path = up_data_dir.parent / f"{up_data_dir.name}.log"
+    up_data_dir.mkdir(parents=True)
+    with log_path.open("w") as log:
+        first = start_up(up_data_dir, port, log)
+        try:
+            health = wait_healthy(url, first)
+            assert {name: part["status"] for name, part in health["components"].items()} == {
+                "database": "ok", "vector": "ok", "redis": "ok", "celery": "ok",
+            }  # fmt: skip
+            children = children_named_in_pidfiles(up_data_dir)
+            postmaster = int((up_data_dir / "pg" / "postmaster.pid").read_text().split()[0])
+
+            second = subprocess.run(
+                [sys.executable, "manage.py", "koinon_up", "--port", str(free_port())],
+                cwd=ROOT, env=up_env(up_data_dir), capture_output=True, text=True, timeout=60,
+            )  # fmt: skip
+            assert second.returncode != 0
+            assert "already running on this data directory" in second.stderr
+            assert "Traceback" not in second.stderr
+            postmasters = [
+                p for p in processes_using(up_data_dir) if p.name() == "postgres" and p.ppid() == 1
+            ]
+            assert int((up_data_dir / "pg" / "postmaster.pid").read_text().split()[0]) == postmaster
+            assert len({p.pid for p in postmasters}) <= 1
+
+            first.send_signal(signal.SIGTERM)
+            assert first.wait(timeout=90) == 0
+        finally:
+            stop_process(first)
+    output = log_path.read_text()
+    log_path.unlink()
+    assert "koinon stopped" in output
+    assert processes_using(up_data_dir) == []
+    assert not any(
+        psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"
+        for pid in [*children, postmaster]
+    )
+
+    # A second run reuses the data: no new cluster, the demo data is already there.
+    with log_path.open("w") as log:
+        again = start_up(up_data_dir, port, log)
+        try:
+            wait_healthy(url, again)
+            again.send_signal(signal.SIGINT)
+            assert again.wait(timeout=90) == 0
+        finally:
+            stop_process(again)
+    output = log_path.read_text()
+    log_path.unlink()
+    assert "initialising embedded PostgreSQL" not in output
+    assert "demo data: skipped" in output
+    assert processes_using(up_data_dir) == []
+
+
+def test_koinon_up_refuses_a_port_in_use(up_data_dir):
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "manage.py", "koinon_up", "--port", str(port)],
+            cwd=ROOT, env=up_env(up_data_dir), capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    assert result.returncode != 0
+    assert f"port {port}" in result.stderr and "in use" in result.stderr
+    assert processes_using(up_data_dir) == []

@@ -1,0 +1,31 @@
+import httpx
+import pytest
+
+from tests.conftest import client_for
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_an_api_key_works_against_the_live_server(live_server_url, space, member, outsider):
+    member_key = client_for(member)._credentials["HTTP_AUTHORIZATION"]
+    outsider_key = client_for(outsider)._credentials["HTTP_AUTHORIZATION"]
+
+    seen = httpx.get(f"{live_server_url}/v1/spaces", headers={"Authorization": member_key})
+    assert seen.status_code == 200
+    assert [row["name"] for row in seen.json()["results"]] == ["Operations"]
+
+    hidden = httpx.get(
+        f"{live_server_url}/v1/spaces/{space.pk}", headers={"Authorization": outsider_key}
+    )
+    assert hidden.status_code == 404
+    assert hidden.json()["error"]["code"] == "not_found"
+
+    anonymous = httpx.get(f"{live_server_url}/v1/spaces")
+    assert anonymous.status_code == 401
+    assert anonymous.json()["error"]["code"] == "not_authenticated"
+
+
+def test_unknown_api_paths_get_a_json_404(live_server_url):
+    response = httpx.get(f"{live_server_url}/v1/no-such-endpoint")
+    assert response.status_code == 404
+    assert response.json()["error"]["code"] == "not_found"
