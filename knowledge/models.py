@@ -1,5 +1,12 @@
 from django.conf import settings
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
+from pgvector.django import HnswIndex, VectorField
+
+# all-MiniLM-L6-v2, the default local embedding model. Another model with another
+# dimension needs a migration; a query with a different model is refused.
+EMBEDDING_DIMENSION = 384
 
 
 class Space(models.Model):
@@ -18,3 +25,187 @@ class Space(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class DocumentKind(models.TextChoices):
+    PDF = "pdf", "PDF"
+    DOCX = "docx", "Word document"
+    HTML = "html", "HTML"
+    MARKDOWN = "markdown", "Markdown"
+    TEXT = "text", "Plain text"
+    VTT = "vtt", "WebVTT transcript"
+    SRT = "srt", "SubRip transcript"
+
+
+class Document(models.Model):
+    """A document in a space, or a private file of one owner (exactly one of the two)."""
+
+    space = models.ForeignKey(
+        Space, on_delete=models.PROTECT, null=True, blank=True, related_name="documents"
+    )
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="private_documents",
+    )
+    title = models.CharField(max_length=300)
+    kind = models.CharField(max_length=16, choices=DocumentKind.choices)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    current_revision = models.ForeignKey(
+        "DocumentRevision", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["-id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=(
+                    models.Q(space__isnull=False, owner__isnull=True)
+                    | models.Q(space__isnull=True, owner__isnull=False)
+                ),
+                name="document_in_space_xor_private",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.title
+
+    @property
+    def is_private(self) -> bool:
+        return self.owner_id is not None
+
+
+class DocumentRevision(models.Model):
+    """Immutable bytes of a document; identical bytes never make a second revision."""
+
+    document = models.ForeignKey(Document, on_delete=models.PROTECT, related_name="revisions")
+    number = models.PositiveIntegerField()
+    sha256 = models.CharField(max_length=64)
+    file = models.FileField(upload_to="revisions/%Y/%m/")
+    filename = models.CharField(max_length=255)
+    size = models.PositiveBigIntegerField()
+    uploaded_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["document_id", "-number"]
+        constraints = [
+            models.UniqueConstraint(fields=["document", "number"], name="revision_number_unique"),
+            models.UniqueConstraint(fields=["document", "sha256"], name="revision_bytes_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.document} r{self.number}"
+
+
+class ExtractionRole(models.TextChoices):
+    PRIMARY = "primary"
+    SECONDARY = "secondary"
+
+
+class ExtractionStatus(models.TextChoices):
+    PENDING = "pending"
+    RUNNING = "running"
+    ADMITTED = "admitted"
+    FAILED = "failed"
+
+
+class Extraction(models.Model):
+    """Text of a revision by one extractor library. Only an admitted primary feeds passages."""
+
+    revision = models.ForeignKey(
+        DocumentRevision, on_delete=models.PROTECT, related_name="extractions"
+    )
+    role = models.CharField(max_length=16, choices=ExtractionRole.choices)
+    extractor = models.CharField(max_length=64, blank=True)
+    extractor_version = models.CharField(max_length=32, blank=True)
+    text = models.TextField(blank=True)
+    text_sha256 = models.CharField(max_length=64, blank=True)
+    # Normalised words of `text` (see knowledge.normalise), for the one-statement quote check.
+    norm_text = models.TextField(blank=True)
+    status = models.CharField(
+        max_length=16, choices=ExtractionStatus.choices, default=ExtractionStatus.PENDING
+    )
+    error_code = models.CharField(max_length=32, blank=True)
+    progress = models.PositiveSmallIntegerField(default=0)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["revision_id", "role"]
+        constraints = [
+            models.UniqueConstraint(fields=["revision", "role"], name="extraction_role_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.revision} {self.role} ({self.status})"
+
+
+class EmbeddingStatus(models.TextChoices):
+    PENDING = "pending"
+    EMBEDDED = "embedded"
+    UNAVAILABLE = "embedding_unavailable"
+
+
+class Passage(models.Model):
+    """A slice of an admitted extraction: text == extraction.text[char_start:char_end]."""
+
+    extraction = models.ForeignKey(Extraction, on_delete=models.PROTECT, related_name="passages")
+    # Denormalised from the extraction so that the permission filter runs inside one query.
+    revision = models.ForeignKey(
+        DocumentRevision, on_delete=models.PROTECT, related_name="passages"
+    )
+    document = models.ForeignKey(Document, on_delete=models.PROTECT, related_name="passages")
+    space = models.ForeignKey(Space, on_delete=models.PROTECT, null=True, related_name="+")
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, related_name="+"
+    )
+    ordinal = models.PositiveIntegerField()
+    char_start = models.PositiveIntegerField()
+    char_end = models.PositiveIntegerField()
+    text = models.TextField()
+    locator = models.JSONField(default=dict, blank=True)
+    embedding = VectorField(dimensions=EMBEDDING_DIMENSION, null=True, blank=True)
+    embedding_model = models.CharField(max_length=100, blank=True)
+    embedding_dimension = models.PositiveSmallIntegerField(null=True, blank=True)
+    embedding_status = models.CharField(
+        max_length=32, choices=EmbeddingStatus.choices, default=EmbeddingStatus.PENDING
+    )
+    search_vector = models.GeneratedField(
+        expression=SearchVector("text", config="english"),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
+
+    class Meta:
+        ordering = ["extraction_id", "ordinal"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["extraction", "ordinal"], name="passage_ordinal_unique"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(char_end__gt=models.F("char_start")), name="passage_not_empty"
+            ),
+        ]
+        indexes = [
+            GinIndex(fields=["search_vector"], name="passage_search_gin"),
+            HnswIndex(
+                name="passage_embedding_hnsw",
+                fields=["embedding"],
+                m=16,
+                ef_construction=64,
+                opclasses=["vector_cosine_ops"],
+            ),
+            models.Index(fields=["space", "document"], name="passage_scope_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.revision} #{self.ordinal}"

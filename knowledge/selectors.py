@@ -1,11 +1,11 @@
 """Reads of knowledge objects, always scoped to what the user may see."""
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from guardian.shortcuts import get_objects_for_user, get_users_with_perms
 
 from core.errors import NotFoundError
-from knowledge.models import Space
+from knowledge.models import Document, Extraction, ExtractionRole, ExtractionStatus, Space
 
 ROLE_READER = "reader"
 ROLE_CURATOR = "curator"
@@ -60,3 +60,37 @@ def space_members(*, space: Space) -> list[dict]:
         if "view_space" in perms or "curate_space" in perms:
             rows.append({"username": user.get_username(), "role": role})
     return sorted(rows, key=lambda row: row["username"])
+
+
+def documents_visible_to(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Document]:
+    """Documents of visible spaces plus the user's own private files."""
+    if not user.is_authenticated or not user.is_active:
+        return Document.objects.none()
+    return Document.objects.filter(
+        Q(space__in=spaces_visible_to(user=user).values("pk")) | Q(owner=user)
+    )
+
+
+def document_get_for_user(
+    *, user: AbstractBaseUser | AnonymousUser, document_id: object
+) -> Document:
+    """The document if the user may read it; NotFoundError whether missing or hidden."""
+    try:
+        pk = int(str(document_id))
+    except ValueError:
+        raise NotFoundError("Document not found.") from None
+    document = documents_visible_to(user=user).filter(pk=pk).first()
+    if document is None:
+        raise NotFoundError("Document not found.")
+    return document
+
+
+def document_admitted_text(*, document: Document) -> Extraction | None:
+    """The admitted primary extraction of the document's current revision."""
+    if document.current_revision_id is None:
+        return None
+    return Extraction.objects.filter(
+        revision_id=document.current_revision_id,
+        role=ExtractionRole.PRIMARY,
+        status=ExtractionStatus.ADMITTED,
+    ).first()

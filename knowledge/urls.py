@@ -1,8 +1,18 @@
 from django.urls import path
 
 from knowledge.apis import SpaceDetailApi, SpaceListCreateApi, SpaceMemberDetailApi, SpaceMembersApi
+from knowledge.document_apis import (
+    DocumentDetailApi,
+    DocumentListCreateApi,
+    DocumentTextApi,
+    SearchApi,
+)
 
 urlpatterns = [
+    path("search", SearchApi.as_view(), name="search"),
+    path("documents", DocumentListCreateApi.as_view(), name="document-list"),
+    path("documents/<str:document_id>", DocumentDetailApi.as_view(), name="document-detail"),
+    path("documents/<str:document_id>/text", DocumentTextApi.as_view(), name="document-text"),
     path("spaces", SpaceListCreateApi.as_view(), name="space-list"),
     path("spaces/<str:space_id>", SpaceDetailApi.as_view(), name="space-detail"),
     path("spaces/<str:space_id>/members", SpaceMembersApi.as_view(), name="space-members"),

@@ -41,7 +41,7 @@ def test_celery_check_fails_without_a_worker_and_without_a_broker(settings, tmp_
     settings.KOINON_HEALTH_TIMEOUT = 0.5
     redis = EmbeddedRedis(tmp_path / "redis")
     redis.start()
-    lonely = Celery("lonely", broker=f"redis+socket://{redis.socket}")
+    lonely = Celery("lonely", broker=f"redis+socket://{redis.socket}", set_as_current=False)
     try:
         assert check_celery(lonely) == ComponentStatus("celery", False, "no worker answered")
         redis.stop()

@@ -24,6 +24,8 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 class Command(BaseCommand):
     help = "Start (or reuse) the embedded services, migrate, and run Celery and Daphne."
+    # Some model checks need the database, which this command starts: check afterwards.
+    requires_system_checks: list = []
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--host", default="127.0.0.1")
@@ -55,6 +57,7 @@ class Command(BaseCommand):
             if redis is not None:
                 reused = not redis.start()
                 self._say(f"Redis (embedded) {'reused' if reused else 'started'}")
+            call_command("check")
             call_command("migrate", interactive=False, verbosity=0)
             self._say("database migrated")
             call_command("collectstatic", interactive=False, verbosity=0)

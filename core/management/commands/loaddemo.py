@@ -1,11 +1,15 @@
+from pathlib import Path
+
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import transaction
 
+from knowledge.documents import document_upload
 from knowledge.models import Space
 from knowledge.services import space_create, space_member_set
 
 DEMO_SPACE = "Demo"
+DEMO_CORPUS = Path(__file__).resolve().parents[3] / "knowledge" / "demo"
 
 
 class Command(BaseCommand):
@@ -30,6 +34,12 @@ class Command(BaseCommand):
             name=DEMO_SPACE, description="Demo corpus shipped with koinon.", created_by=admin
         )
         space_member_set(space=space, username="reader", role="reader")
+        self._load_documents(space=space, admin=admin)
         self.stdout.write(
             "demo data: users admin and reader (password 'koinon-demo'), space 'Demo'"
         )
+
+    def _load_documents(self, *, space: Space, admin) -> None:
+        # Written for koinon; extraction runs in the worker once the transaction commits.
+        for path in sorted(DEMO_CORPUS.iterdir()):
+            document_upload(user=admin, filename=path.name, data=path.read_bytes(), space=space)

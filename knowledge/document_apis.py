@@ -1,0 +1,192 @@
+from django.db.models import Count, Prefetch
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from core.errors import NotFoundError, PayloadTooLargeError
+from core.pagination import Pagination
+from knowledge.documents import document_upload
+from knowledge.models import Document, DocumentRevision, Extraction
+from knowledge.retrieval import RETRIEVAL_TOOLS, retrieve
+from knowledge.selectors import (
+    document_admitted_text,
+    document_get_for_user,
+    documents_visible_to,
+    space_can_manage,
+    space_get_for_user,
+)
+
+
+class ExtractionOutput(serializers.ModelSerializer):
+    class Meta:
+        model = Extraction
+        fields = ["role", "status", "error_code", "progress", "extractor", "extractor_version"]
+
+
+class RevisionOutput(serializers.ModelSerializer):
+    extractions = ExtractionOutput(many=True)
+    passage_count = serializers.IntegerField(source="passage_total", default=0)
+
+    class Meta:
+        model = DocumentRevision
+        fields = ["id", "number", "sha256", "filename", "size", "created_at", "extractions",
+                  "passage_count"]  # fmt: skip
+
+
+class DocumentOutput(serializers.ModelSerializer):
+    private = serializers.BooleanField(source="is_private")
+
+    class Meta:
+        model = Document
+        fields = ["id", "title", "kind", "space", "private", "created_at", "current_revision"]
+
+
+class DocumentDetailOutput(DocumentOutput):
+    revisions = RevisionOutput(many=True)
+
+    class Meta(DocumentOutput.Meta):
+        fields = [*DocumentOutput.Meta.fields, "revisions"]
+
+
+class DocumentListCreateApi(APIView):
+    class InputSerializer(serializers.Serializer):
+        file = serializers.FileField(allow_empty_file=True)
+        space = serializers.CharField(required=False)
+        title = serializers.CharField(required=False, allow_blank=True, default="", max_length=300)
+        private = serializers.BooleanField(required=False, default=False)
+        document = serializers.CharField(required=False)
+
+        def validate(self, attrs: dict) -> dict:
+            if attrs["private"] == ("space" in attrs):
+                raise serializers.ValidationError(
+                    {"space": "Give a space, or private=true for a private file (not both)."}
+                )
+            return attrs
+
+    @extend_schema(responses=DocumentOutput(many=True))
+    def get(self, request: Request) -> Response:
+        paginator = Pagination()
+        documents = documents_visible_to(user=request.user)
+        page = paginator.paginate_queryset(documents, request, self)
+        return paginator.get_paginated_response(DocumentOutput(page, many=True).data)
+
+    @extend_schema(request=InputSerializer, responses={202: DocumentDetailOutput})
+    def post(self, request: Request) -> Response:
+        from django.conf import settings
+
+        upload = request.FILES.get("file")
+        if upload is not None and upload.size > settings.KOINON_UPLOAD_MAX_BYTES:
+            raise PayloadTooLargeError(
+                f"The file is larger than {settings.KOINON_UPLOAD_MAX_BYTES} bytes."
+            )
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        space = document = None
+        if "space" in values:
+            space = space_get_for_user(user=request.user, space_id=values["space"])
+            if not space_can_manage(user=request.user, space=space):
+                raise PermissionDenied("Only curators of this space add documents to it.")
+        if "document" in values:
+            document = document_get_for_user(user=request.user, document_id=values["document"])
+            if (document.space_id != (space.pk if space else None)) or (
+                values["private"] and document.owner_id != request.user.pk
+            ):
+                raise NotFoundError("Document not found.")
+        result = document_upload(
+            user=request.user,
+            filename=values["file"].name,
+            data=values["file"].read(),
+            space=space,
+            private=values["private"],
+            title=values["title"],
+            document=document,
+        )
+        body = DocumentDetailOutput(_with_revisions(result.document)).data
+        body["revision"] = result.revision.pk
+        body["created"] = result.created
+        return Response(body, status=status.HTTP_202_ACCEPTED if result.created else 200)
+
+
+def _with_revisions(document: Document) -> Document:
+    revisions = (
+        DocumentRevision.objects.annotate(passage_total=Count("passages"))
+        .order_by("-number")
+        .prefetch_related(Prefetch("extractions", queryset=Extraction.objects.order_by("role")))
+    )
+    return Document.objects.prefetch_related(Prefetch("revisions", queryset=revisions)).get(
+        pk=document.pk
+    )
+
+
+class DocumentDetailApi(APIView):
+    @extend_schema(responses=DocumentDetailOutput)
+    def get(self, request: Request, document_id: str) -> Response:
+        document = document_get_for_user(user=request.user, document_id=document_id)
+        return Response(DocumentDetailOutput(_with_revisions(document)).data)
+
+
+class DocumentTextApi(APIView):
+    def get(self, request: Request, document_id: str) -> Response:
+        document = document_get_for_user(user=request.user, document_id=document_id)
+        extraction = document_admitted_text(document=document)
+        if extraction is None:
+            raise NotFoundError("No admitted text for this document yet.", code="no_admitted_text")
+        return Response(
+            {
+                "document": document.pk,
+                "revision": extraction.revision_id,
+                "extractor": extraction.extractor,
+                "text_sha256": extraction.text_sha256,
+                "text": extraction.text,
+            }
+        )
+
+
+class SearchApi(APIView):
+    """Raw retrieval results for inspection. They are `unverified`: not an answer."""
+
+    class InputSerializer(serializers.Serializer):
+        q = serializers.CharField(max_length=2000)
+        space = serializers.ListField(child=serializers.IntegerField(), required=False)
+        tools = serializers.CharField(required=False, default=",".join(RETRIEVAL_TOOLS))
+        limit = serializers.IntegerField(required=False, default=10, min_value=1, max_value=50)
+
+        def validate_tools(self, value: str) -> tuple[str, ...]:
+            names = tuple(name.strip() for name in value.split(",") if name.strip())
+            unknown = sorted(set(names) - set(RETRIEVAL_TOOLS))
+            if unknown or not names or len(set(names)) != len(names):
+                raise serializers.ValidationError(
+                    f"Give distinct tools among {', '.join(RETRIEVAL_TOOLS)}."
+                )
+            return names
+
+    def get(self, request: Request) -> Response:
+        params = {
+            "q": request.query_params.get("q", ""),
+            "space": request.query_params.getlist("space"),
+        }
+        if "tools" in request.query_params:
+            params["tools"] = request.query_params["tools"]
+        if "limit" in request.query_params:
+            params["limit"] = request.query_params["limit"]
+        data = self.InputSerializer(data=params)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        result = retrieve(
+            user=request.user,
+            query=values["q"],
+            tools=values["tools"],
+            space_ids=values.get("space") or None,
+            limit=values["limit"],
+        )
+        return Response(
+            {
+                "label": "unverified",
+                "results": [candidate.__dict__ for candidate in result.candidates],
+                "outcomes": [outcome.as_dict() for outcome in result.outcomes],
+            }
+        )

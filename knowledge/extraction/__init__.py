@@ -1,0 +1,85 @@
+"""Text extraction from uploaded documents, with an independent second reading.
+
+`detect_format` decides what a file is from its name and its bytes; `extract`
+turns it into normalised text plus located segments. Every format has a
+"primary" extractor and a "secondary" one built on a different library, so a
+later step can compare the two readings and distrust documents where they
+disagree. Library failures never escape: they become `ExtractionError` with a
+user-safe message and a stable `code`.
+
+Pure Python and import-safe without Django settings; libraries are imported
+lazily so that importing this package stays cheap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from . import docx, html, markdown, pdf, text, transcripts
+from .base import ERROR_CODES, ExtractionError, ExtractionResult, Limits, Segment, normalise_text
+from .formats import FORMATS, detect_format
+
+__all__ = [
+    "ERROR_CODES",
+    "FORMATS",
+    "ROLES",
+    "ExtractionError",
+    "ExtractionResult",
+    "Segment",
+    "detect_format",
+    "extract",
+    "normalise_text",
+]
+
+ROLES = ("primary", "secondary")
+
+_Extractor = Callable[[bytes, Limits], ExtractionResult]
+
+_EXTRACTORS: dict[tuple[str, str], _Extractor] = {
+    ("pdf", "primary"): pdf.extract_primary,
+    ("pdf", "secondary"): pdf.extract_secondary,
+    ("docx", "primary"): docx.extract_primary,
+    ("docx", "secondary"): docx.extract_secondary,
+    ("html", "primary"): html.extract_primary,
+    ("html", "secondary"): html.extract_secondary,
+    ("markdown", "primary"): markdown.extract_primary,
+    ("markdown", "secondary"): markdown.extract_secondary,
+    ("text", "primary"): text.extract_primary,
+    ("text", "secondary"): text.extract_secondary,
+    ("vtt", "primary"): lambda data, limits: transcripts.extract_webvtt(data, limits, srt=False),
+    ("vtt", "secondary"): lambda data, limits: transcripts.extract_cue_parser(
+        data, limits, srt=False
+    ),
+    ("srt", "primary"): lambda data, limits: transcripts.extract_webvtt(data, limits, srt=True),
+    ("srt", "secondary"): lambda data, limits: transcripts.extract_cue_parser(
+        data, limits, srt=True
+    ),
+}
+
+
+def extract(
+    fmt: str,
+    data: bytes,
+    *,
+    role: str,
+    max_chars: int = 5_000_000,
+    max_pages: int = 2000,
+) -> ExtractionResult:
+    """Extracts `data`, already detected as `fmt`, with the "primary" or "secondary" extractor.
+
+    Raises ExtractionError with code corrupt, encrypted, no_text, too_large or
+    unsupported_type. A wrong `role` is a programming error and raises ValueError.
+    """
+    if role not in ROLES:
+        raise ValueError(f"role must be one of {ROLES}, not {role!r}")
+    extractor = _EXTRACTORS.get((fmt, role))
+    if extractor is None:
+        raise ExtractionError("unsupported_type")
+    try:
+        return extractor(data, Limits(max_chars=max_chars, max_pages=max_pages))
+    except ExtractionError:
+        raise
+    except Exception as exc:
+        # Parsers fail in countless library-specific ways on hostile or damaged
+        # input; the cause stays chained for logs, the user sees only "corrupt".
+        raise ExtractionError("corrupt") from exc

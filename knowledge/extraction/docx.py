@@ -1,0 +1,92 @@
+"""DOCX: python-docx as primary (with heading paths), docx2txt as an independent second reading.
+
+Both read the document body only (word/document.xml): page headers and footers
+repeat on every page and would only add noise to retrieval.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import zipfile
+from collections.abc import Iterator
+from typing import Any
+
+from .base import (
+    ExtractionError,
+    ExtractionResult,
+    Limits,
+    TextBuilder,
+    add_paragraphs,
+    dist_version,
+)
+
+_DOCUMENT_XML = "word/document.xml"
+# A zip's declared size bounds how much zipfile will inflate, so checking it
+# before parsing stops decompression bombs cheaply.
+_MAX_DOCUMENT_XML_BYTES = 256 * 1024 * 1024
+_HEADING_STYLE = re.compile(r"^heading\s+([1-9])$", re.IGNORECASE)
+
+
+def _check_archive(data: bytes) -> None:
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        info = archive.getinfo(_DOCUMENT_XML)
+        if info.file_size > _MAX_DOCUMENT_XML_BYTES:
+            raise ExtractionError("too_large")
+
+
+def _iter_paragraphs(container: Any, parent: Any) -> Iterator[Any]:
+    """Paragraphs in reading order, descending into tables and content controls.
+
+    python-docx's own iteration skips w:sdt blocks (tables of contents, form
+    fields) that docx2txt reads, which would make the two readings disagree.
+    """
+    from docx.oxml.ns import qn
+    from docx.text.paragraph import Paragraph
+
+    for child in container.iterchildren():
+        if child.tag == qn("w:p"):
+            yield Paragraph(child, parent)
+        elif child.tag == qn("w:tbl"):
+            for row in child.iterchildren(qn("w:tr")):
+                for cell in row.iterchildren(qn("w:tc")):
+                    yield from _iter_paragraphs(cell, parent)
+        elif child.tag == qn("w:sdt"):
+            for content in child.iterchildren(qn("w:sdtContent")):
+                yield from _iter_paragraphs(content, parent)
+
+
+def _heading_level(paragraph: Any) -> int | None:
+    style = paragraph.style
+    match = _HEADING_STYLE.match(style.name or "") if style is not None else None
+    return int(match.group(1)) if match else None
+
+
+def extract_primary(data: bytes, limits: Limits) -> ExtractionResult:
+    import docx
+
+    _check_archive(data)
+    document = docx.Document(io.BytesIO(data))
+    body = document.element.body
+    builder = TextBuilder(limits)
+    path: list[tuple[int, str]] = []
+    for paragraph in _iter_paragraphs(body, document):
+        text = paragraph.text
+        level = _heading_level(paragraph)
+        if level is not None and text.strip():
+            path = [entry for entry in path if entry[0] < level]
+            path.append((level, " ".join(text.split())))
+        locator = {"headings": [title for _, title in path]} if path else {}
+        builder.add(text, locator)
+    return builder.result("python-docx", dist_version("python-docx"))
+
+
+def extract_secondary(data: bytes, limits: Limits) -> ExtractionResult:
+    from docx2txt.docx2txt import xml2text
+
+    _check_archive(data)
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        xml = archive.read(_DOCUMENT_XML)
+    builder = TextBuilder(limits)
+    add_paragraphs(builder, xml2text(xml))
+    return builder.result("docx2txt", dist_version("docx2txt"))

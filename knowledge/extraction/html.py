@@ -1,0 +1,195 @@
+"""HTML: BeautifulSoup (html.parser) as primary, lxml.html (libxml2) as the second reading.
+
+Both readings feed the same block collector, so they differ only in how each
+parser repairs and interprets the markup, which is what the comparison is for.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from .base import ExtractionError, ExtractionResult, Limits, TextBuilder, dist_version
+from .text import decode_or_raise
+
+DROPPED_TAGS = frozenset({"script", "style", "template", "noscript"})
+HEADING_TAGS = {f"h{level}": level for level in range(1, 7)}
+BLOCK_TAGS = frozenset(
+    {
+        "address",
+        "article",
+        "aside",
+        "blockquote",
+        "body",
+        "caption",
+        "dd",
+        "details",
+        "dialog",
+        "div",
+        "dl",
+        "dt",
+        "fieldset",
+        "figcaption",
+        "figure",
+        "footer",
+        "form",
+        "head",
+        "header",
+        "hgroup",
+        "hr",
+        "html",
+        "legend",
+        "li",
+        "main",
+        "menu",
+        "nav",
+        "ol",
+        "option",
+        "p",
+        "pre",
+        "section",
+        "summary",
+        "table",
+        "tbody",
+        "td",
+        "tfoot",
+        "th",
+        "thead",
+        "title",
+        "tr",
+        "ul",
+    }
+)
+_SPACES = re.compile(r"\s+")
+_BREAK = "\x01"
+
+
+class BlockCollector:
+    """Turns a stream of text, line breaks, blocks and headings into located pieces."""
+
+    def __init__(self, limits: Limits) -> None:
+        self.builder = TextBuilder(limits)
+        self._path: list[tuple[int, str]] = []
+        self._buffer: list[str] = []
+        self._heading_level = 0
+        self._preformatted = 0
+
+    def text(self, value: str) -> None:
+        self._buffer.append(value if self._preformatted else _SPACES.sub(" ", value))
+
+    def line_break(self) -> None:
+        # A marker rather than "\n", so whitespace collapsing cannot eat it.
+        self._buffer.append(_BREAK)
+
+    def flush(self) -> None:
+        if self._heading_level:
+            return  # block markup nested inside a heading still belongs to the heading
+        raw = "".join(self._buffer)
+        self._buffer = []
+        if self._preformatted:
+            piece = raw.replace(_BREAK, "\n")
+        else:
+            piece = "\n".join(line.strip() for line in raw.split(_BREAK))
+        if piece.strip():
+            self.builder.add(piece, self._locator())
+
+    def enter(self, name: str) -> None:
+        self.flush()
+        if name in HEADING_TAGS and not self._heading_level:
+            self._heading_level = HEADING_TAGS[name]
+        self._preformatted += name == "pre"
+
+    def leave(self, name: str) -> None:
+        if name in HEADING_TAGS and self._heading_level == HEADING_TAGS[name]:
+            level, self._heading_level = self._heading_level, 0
+            title = _SPACES.sub(" ", "".join(self._buffer).replace(_BREAK, " ")).strip()
+            self._buffer = []
+            if title:
+                self._path = [entry for entry in self._path if entry[0] < level]
+                self._path.append((level, title))
+                self.builder.add(title, self._locator())
+        self.flush()
+        self._preformatted -= name == "pre"
+
+    def _locator(self) -> dict:
+        return {"headings": [title for _, title in self._path]}
+
+
+# (kind, tag name or text, node): kind is "text" or "tag".
+_Item = tuple[str, str, Any]
+
+
+def _soup_children(node: Any) -> Iterator[_Item]:
+    from bs4.element import NavigableString, PreformattedString, Tag
+
+    for child in node.children:
+        if isinstance(child, PreformattedString):
+            continue  # comments, CDATA, doctype, processing instructions
+        if isinstance(child, NavigableString):
+            yield "text", str(child), None
+        elif isinstance(child, Tag):
+            yield "tag", child.name.lower(), child
+
+
+def _lxml_children(element: Any) -> Iterator[_Item]:
+    if element.text:
+        yield "text", element.text, None
+    for child in element.iterchildren():
+        # Comments and processing instructions have a non-string tag; their tail is still text.
+        if isinstance(child.tag, str):
+            yield "tag", child.tag.lower(), child
+        if child.tail:
+            yield "text", child.tail, None
+
+
+def _walk(root: Any, collector: BlockCollector, children: Callable[[Any], Iterator[_Item]]) -> None:
+    """Depth-first walk with an explicit stack: hostile nesting must not hit the recursion limit.
+
+    The children iterators are lazy, so a tail text is only produced after the
+    subtree before it has been walked.
+    """
+    stack: list[tuple[Iterator[_Item], str | None]] = [(children(root), None)]
+    while stack:
+        item = next(stack[-1][0], None)
+        if item is None:
+            closing = stack.pop()[1]
+            if closing is not None:
+                collector.leave(closing)
+            continue
+        kind, value, node = item
+        if kind == "text":
+            collector.text(value)
+        elif value == "br":
+            collector.line_break()
+        elif value not in DROPPED_TAGS:
+            block = value in BLOCK_TAGS or value in HEADING_TAGS
+            if block:
+                collector.enter(value)
+            stack.append((children(node), value if block else None))
+    collector.flush()
+
+
+def extract_primary(data: bytes, limits: Limits) -> ExtractionResult:
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(decode_or_raise(data), "html.parser")
+    collector = BlockCollector(limits)
+    _walk(soup, collector, _soup_children)
+    return collector.builder.result("beautifulsoup4", dist_version("beautifulsoup4"))
+
+
+def extract_secondary(data: bytes, limits: Limits) -> ExtractionResult:
+    import lxml.html
+
+    text = decode_or_raise(data)
+    if not text.strip():
+        raise ExtractionError("no_text")
+    # Handing lxml UTF-8 bytes with an explicit encoding sidesteps its refusal of
+    # str input that carries an XML encoding declaration, and any <meta charset>.
+    # huge_tree lifts libxml2's nesting limit of 256, past which it silently drops text.
+    parser = lxml.html.HTMLParser(encoding="utf-8", huge_tree=True)
+    root = lxml.html.document_fromstring(text.encode("utf-8"), parser=parser)
+    collector = BlockCollector(limits)
+    _walk(root, collector, _lxml_children)
+    return collector.builder.result("lxml", dist_version("lxml"))

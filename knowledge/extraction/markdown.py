@@ -1,0 +1,103 @@
+"""Markdown: markdown-it-py tokens as primary, the mistune AST as the second reading.
+
+Both render to plain text without markup characters: one piece per heading,
+paragraph, list item paragraph, table cell or code block. Raw HTML blocks are
+dropped in both, since their tags are markup and their text is rarely prose.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from .base import ExtractionResult, Limits, TextBuilder, dist_version
+from .text import decode_or_raise
+
+_INLINE_BLOCKS = frozenset({"paragraph", "block_text", "table_cell"})
+
+
+class _HeadingPath:
+    def __init__(self, builder: TextBuilder) -> None:
+        self._builder = builder
+        self._path: list[tuple[int, str]] = []
+
+    def heading(self, level: int, title: str) -> None:
+        title = " ".join(title.split())
+        if title:
+            self._path = [entry for entry in self._path if entry[0] < level]
+            self._path.append((level, title))
+        self.block(title)
+
+    def block(self, text: str) -> None:
+        self._builder.add(text, {"headings": [title for _, title in self._path]})
+
+
+def _render_it_inline(children: list[Any]) -> str:
+    parts: list[str] = []
+    for token in children:
+        if token.type in ("text", "text_special", "code_inline"):
+            parts.append(token.content)
+        elif token.type in ("softbreak", "hardbreak"):
+            parts.append("\n")
+        elif token.type == "image":
+            parts.append(_render_it_inline(token.children or []))
+    return "".join(parts)
+
+
+def extract_primary(data: bytes, limits: Limits) -> ExtractionResult:
+    from markdown_it import MarkdownIt
+
+    parser = MarkdownIt("commonmark").enable(["table", "strikethrough"])
+    tokens = parser.parse(decode_or_raise(data))
+    builder = TextBuilder(limits)
+    path = _HeadingPath(builder)
+    for index, token in enumerate(tokens):
+        if token.type == "inline":
+            opener = tokens[index - 1] if index else None
+            text = _render_it_inline(token.children or [])
+            if opener is not None and opener.type == "heading_open":
+                path.heading(int(opener.tag[1]), text)
+            else:
+                path.block(text)
+        elif token.type in ("fence", "code_block"):
+            path.block(token.content)
+    return builder.result("markdown-it-py", dist_version("markdown-it-py"))
+
+
+def _render_mistune_inline(children: list[dict]) -> str:
+    parts: list[str] = []
+    for node in children:
+        kind = node.get("type")
+        if kind == "text":
+            # mistune's AST keeps character references undecoded; markdown-it decodes them.
+            parts.append(html.unescape(node.get("raw", "")))
+        elif kind == "codespan":
+            parts.append(node.get("raw", ""))
+        elif kind in ("softbreak", "linebreak"):
+            parts.append("\n")
+        elif kind != "inline_html":
+            parts.append(_render_mistune_inline(node.get("children") or []))
+    return "".join(parts)
+
+
+def _walk_mistune(nodes: list[dict], path: _HeadingPath) -> None:
+    for node in nodes:
+        kind = node.get("type")
+        if kind == "heading":
+            path.heading(node["attrs"]["level"], _render_mistune_inline(node.get("children") or []))
+        elif kind in _INLINE_BLOCKS:
+            path.block(_render_mistune_inline(node.get("children") or []))
+        elif kind == "block_code":
+            path.block(node.get("raw", ""))
+        elif kind != "block_html":
+            _walk_mistune(node.get("children") or [], path)
+
+
+def extract_secondary(data: bytes, limits: Limits) -> ExtractionResult:
+    import mistune
+
+    parser = mistune.create_markdown(renderer=None, plugins=["table", "strikethrough"])
+    nodes = parser(decode_or_raise(data))
+    builder = TextBuilder(limits)
+    _walk_mistune(nodes if isinstance(nodes, list) else [], _HeadingPath(builder))
+    return builder.result("mistune", dist_version("mistune"))

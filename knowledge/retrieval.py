@@ -1,0 +1,162 @@
+"""Hybrid retrieval: pgvector similarity + PostgreSQL full text, fused by reciprocal rank.
+
+The permission filter is part of every SQL query (never a post-filter), and a hidden
+document is indistinguishable from no document: both give `empty_corpus`.
+"""
+
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.postgres.search import SearchQuery, SearchRank
+from django.db import connection, transaction
+from django.db.models import F, Q, QuerySet
+from pgvector.django import CosineDistance
+
+from knowledge.models import EmbeddingStatus, Passage
+from knowledge.selectors import spaces_visible_to
+
+VECTOR_SEARCH = "vector_search"
+KEYWORD_SEARCH = "keyword_search"
+RETRIEVAL_TOOLS = (VECTOR_SEARCH, KEYWORD_SEARCH)
+RRF_K = 60
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    tool: str
+    state: str  # succeeded | failed
+    code: str  # matched | empty_corpus | no_relevant_hit | embedding_* | timeout
+    result_count: int = 0
+    retryable: bool = False
+
+    def as_dict(self) -> dict:
+        return self.__dict__.copy()
+
+
+@dataclass
+class Candidate:
+    passage_id: int
+    document_id: int
+    revision_id: int
+    extraction_id: int
+    char_start: int
+    char_end: int
+    text: str
+    locator: dict
+    score: float = 0.0
+    contributions: dict[str, dict] = field(default_factory=dict)
+
+
+@dataclass
+class RetrievalResult:
+    candidates: list[Candidate]
+    outcomes: list[ToolOutcome]
+
+
+def passages_visible_to(
+    *,
+    user: AbstractBaseUser,
+    space_ids: list[int] | None = None,
+    selected_sources: list[int] | None = None,
+) -> QuerySet[Passage]:
+    """Passages of current revisions the user may read in this scope.
+
+    Space passages: spaces the user can view (narrowed to space_ids when given).
+    Private passages: the user's own files, and only those in selected_sources.
+    """
+    spaces = spaces_visible_to(user=user)
+    if space_ids:
+        spaces = spaces.filter(pk__in=space_ids)
+    scope = Q(space__in=spaces.values("pk"))
+    if selected_sources:
+        scope |= Q(owner=user, document_id__in=selected_sources)
+    return Passage.objects.filter(scope, revision_id=F("document__current_revision_id"))
+
+
+def _rows(queryset: QuerySet[Passage]) -> list[Candidate]:
+    fields = ["pk", "document_id", "revision_id", "extraction_id", "char_start", "char_end",
+              "text", "locator"]  # fmt: skip
+    return [Candidate(*row) for row in queryset.values_list(*fields)]
+
+
+def keyword_search(scope: QuerySet[Passage], query: str, limit: int) -> tuple[list, ToolOutcome]:
+    search = SearchQuery(query, search_type="websearch", config="english")
+    ranked = (
+        scope.filter(search_vector=search)
+        .annotate(rank=SearchRank(F("search_vector"), search))
+        .filter(rank__gt=settings.KOINON_KEYWORD_MIN_RANK)
+        .order_by("-rank", "pk")[:limit]
+    )
+    scored = [
+        (row, rank)
+        for row, rank in zip(_rows(ranked), ranked.values_list("rank", flat=True), strict=True)
+    ]
+    code = "matched" if scored else "no_relevant_hit"
+    return scored, ToolOutcome(KEYWORD_SEARCH, "succeeded", code, len(scored))
+
+
+def vector_search(scope: QuerySet[Passage], query: str, limit: int) -> tuple[list, ToolOutcome]:
+    from knowledge.embeddings import EmbeddingError, get_embedding_provider
+
+    try:
+        provider = get_embedding_provider()
+        (vector,) = provider.embed([query])
+    except EmbeddingError as error:
+        retryable = error.code == "embedding_unavailable"
+        return [], ToolOutcome(VECTOR_SEARCH, "failed", error.code, 0, retryable)
+    embedded = scope.filter(embedding_status=EmbeddingStatus.EMBEDDED)
+    if not embedded.filter(embedding_model=provider.model_id).exists():
+        if embedded.exists():
+            # Vectors of another model are not comparable: refuse rather than mislead.
+            return [], ToolOutcome(VECTOR_SEARCH, "failed", "embedding_configuration_invalid")
+        return [], ToolOutcome(VECTOR_SEARCH, "failed", "embedding_unavailable", 0, True)
+    nearest = (
+        embedded.filter(embedding_model=provider.model_id)
+        .annotate(distance=CosineDistance("embedding", vector))
+        .order_by("distance", "pk")[:limit]
+    )
+    with transaction.atomic(), connection.cursor() as cursor:
+        # A filtered HNSW scan stops at ef_search rows unless it may continue (pgvector 0.8).
+        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        cursor.execute("SET LOCAL hnsw.ef_search = %s", [max(100, limit * 4)])
+        rows = list(zip(_rows(nearest), nearest.values_list("distance", flat=True), strict=True))
+    # relaxed_order may return rows slightly out of order: sort them.
+    rows.sort(key=lambda item: (item[1], item[0].passage_id))
+    scored = [(row, 1 - distance) for row, distance in rows
+              if 1 - distance >= settings.KOINON_VECTOR_MIN_SIMILARITY]  # fmt: skip
+    code = "matched" if scored else "no_relevant_hit"
+    return scored, ToolOutcome(VECTOR_SEARCH, "succeeded", code, len(scored))
+
+
+def retrieve(
+    *,
+    user: AbstractBaseUser,
+    query: str,
+    tools: tuple[str, ...] = RETRIEVAL_TOOLS,
+    space_ids: list[int] | None = None,
+    selected_sources: list[int] | None = None,
+    limit: int = 10,
+) -> RetrievalResult:
+    """Candidates for query from each allowed tool, fused by reciprocal rank fusion.
+
+    Each candidate keeps every tool's rank and score; each tool reports an outcome.
+    """
+    scope = passages_visible_to(user=user, space_ids=space_ids, selected_sources=selected_sources)
+    wanted = [tool for tool in RETRIEVAL_TOOLS if tool in tools]
+    if not scope.exists():
+        return RetrievalResult(
+            [], [ToolOutcome(tool, "succeeded", "empty_corpus") for tool in wanted]
+        )
+    runners = {KEYWORD_SEARCH: keyword_search, VECTOR_SEARCH: vector_search}
+    fused: dict[int, Candidate] = {}
+    outcomes = []
+    for tool in wanted:
+        scored, outcome = runners[tool](scope, query, limit * 2)
+        outcomes.append(outcome)
+        for rank, (candidate, score) in enumerate(scored, start=1):
+            entry = fused.setdefault(candidate.passage_id, candidate)
+            entry.contributions[tool] = {"rank": rank, "score": round(float(score), 6)}
+            entry.score += 1 / (RRF_K + rank)
+    candidates = sorted(fused.values(), key=lambda c: (-c.score, c.passage_id))[:limit]
+    return RetrievalResult(candidates, outcomes)
