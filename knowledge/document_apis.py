@@ -1,3 +1,4 @@
+from django.conf import settings
 from django.db.models import Count, Prefetch
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
@@ -75,8 +76,6 @@ class DocumentListCreateApi(APIView):
 
     @extend_schema(request=InputSerializer, responses={202: DocumentDetailOutput})
     def post(self, request: Request) -> Response:
-        from django.conf import settings
-
         upload = request.FILES.get("file")
         if upload is not None and upload.size > settings.KOINON_UPLOAD_MAX_BYTES:
             raise PayloadTooLargeError(

@@ -74,10 +74,15 @@ def passages_visible_to(
     return Passage.objects.filter(scope, revision_id=F("document__current_revision_id"))
 
 
-def _rows(queryset: QuerySet[Passage]) -> list[Candidate]:
-    fields = ["pk", "document_id", "revision_id", "extraction_id", "char_start", "char_end",
-              "text", "locator"]  # fmt: skip
-    return [Candidate(*row) for row in queryset.values_list(*fields)]
+_CANDIDATE_FIELDS = ("pk", "document_id", "revision_id", "extraction_id", "char_start",
+                     "char_end", "text", "locator")  # fmt: skip
+
+
+def _scored_rows(queryset: QuerySet[Passage], score: str) -> list[tuple[Candidate, float]]:
+    """Candidates with the annotated score, read in one query."""
+    return [
+        (Candidate(*row[:-1]), row[-1]) for row in queryset.values_list(*_CANDIDATE_FIELDS, score)
+    ]
 
 
 def keyword_search(scope: QuerySet[Passage], query: str, limit: int) -> tuple[list, ToolOutcome]:
@@ -88,10 +93,7 @@ def keyword_search(scope: QuerySet[Passage], query: str, limit: int) -> tuple[li
         .filter(rank__gt=settings.KOINON_KEYWORD_MIN_RANK)
         .order_by("-rank", "pk")[:limit]
     )
-    scored = [
-        (row, rank)
-        for row, rank in zip(_rows(ranked), ranked.values_list("rank", flat=True), strict=True)
-    ]
+    scored = _scored_rows(ranked, "rank")
     code = "matched" if scored else "no_relevant_hit"
     return scored, ToolOutcome(KEYWORD_SEARCH, "succeeded", code, len(scored))
 
@@ -120,7 +122,7 @@ def vector_search(scope: QuerySet[Passage], query: str, limit: int) -> tuple[lis
         # A filtered HNSW scan stops at ef_search rows unless it may continue (pgvector 0.8).
         cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
         cursor.execute("SET LOCAL hnsw.ef_search = %s", [max(100, limit * 4)])
-        rows = list(zip(_rows(nearest), nearest.values_list("distance", flat=True), strict=True))
+        rows = _scored_rows(nearest, "distance")
     # relaxed_order may return rows slightly out of order: sort them.
     rows.sort(key=lambda item: (item[1], item[0].passage_id))
     scored = [(row, 1 - distance) for row, distance in rows
