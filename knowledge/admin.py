@@ -1,7 +1,28 @@
-from django.contrib import admin
-from guardian.admin import GuardedModelAdmin
+import difflib
 
-from knowledge.models import Document, DocumentRevision, Extraction, Space
+from django.contrib import admin, messages
+from django.contrib.admin.utils import unquote
+from django.core.exceptions import PermissionDenied
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
+from guardian.admin import GuardedModelAdmin
+from guardian.shortcuts import get_objects_for_user
+
+from core.errors import ApiError
+from knowledge.curation import proposal_approve, proposal_reject
+from knowledge.documents import revision_retry_extraction
+from knowledge.models import (
+    Document,
+    DocumentRevision,
+    Extraction,
+    KnowledgeEntry,
+    KnowledgeProposal,
+    KnowledgeVersion,
+    Space,
+)
+from knowledge.selectors import space_can_curate
 
 
 @admin.register(Space)
@@ -51,6 +72,23 @@ class DocumentRevisionAdmin(ReadOnlyAdmin):
     list_select_related = ["document", "uploaded_by"]
     search_fields = ["document__title", "sha256"]
     inlines = [ExtractionInline]
+    actions = ["retry_failed_extractions"]
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        # Actions need change permission; the fields stay read-only (no change form fields).
+        return request.user.is_active and request.user.is_staff
+
+    def get_readonly_fields(self, request: HttpRequest, obj=None) -> list[str]:
+        return [field.name for field in DocumentRevision._meta.fields]
+
+    @admin.action(description="Retry failed extractions")
+    def retry_failed_extractions(self, request: HttpRequest, queryset: QuerySet) -> None:
+        for revision in queryset:
+            try:
+                revision_retry_extraction(revision=revision)
+                self.message_user(request, f"{revision}: extraction queued again.")
+            except ApiError as error:
+                self.message_user(request, f"{revision}: {error.detail}", messages.WARNING)
 
 
 @admin.register(Extraction)
@@ -59,3 +97,108 @@ class ExtractionAdmin(ReadOnlyAdmin):
     list_filter = ["status", "role", "error_code"]
     list_select_related = ["revision__document"]
     exclude = ["norm_text"]
+
+
+def _proposal_diff(proposal: KnowledgeProposal) -> str:
+    current = proposal.entry.current_version if proposal.entry else None
+    before = current.body.splitlines() if current else []
+    label = f"v{current.number}" if current else "(new entry)"
+    lines = difflib.unified_diff(before, proposal.body.splitlines(), label, "proposal", lineterm="")
+    styles = {"+": "color:#116611", "-": "color:#aa1111", "@": "color:#555555"}
+    rendered = format_html_join(
+        "\n", '<span style="{}">{}</span>', ((styles.get(line[:1], ""), line) for line in lines)
+    )
+    return format_html('<pre style="white-space:pre-wrap">{}</pre>', rendered)
+
+
+@admin.register(KnowledgeProposal)
+class KnowledgeProposalAdmin(admin.ModelAdmin):
+    """Curators review here; every decision goes through knowledge.curation."""
+
+    change_form_template = "admin/knowledge/knowledgeproposal/change_form.html"
+    list_display = ["title", "space", "status", "origin", "proposed_by", "created_at"]
+    list_filter = ["status", "origin", "space"]
+    list_select_related = ["space", "proposed_by"]
+    search_fields = ["title", "body"]
+    actions = ["approve_selected", "reject_selected"]
+    fields = ["title", "space", "entry", "base_version", "status", "origin", "proposed_by",
+              "created_at", "reason", "diff", "reviewer", "reviewed_at", "review_note"]  # fmt: skip
+    readonly_fields = fields
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[KnowledgeProposal]:
+        proposals = super().get_queryset(request)
+        if request.user.is_superuser:
+            return proposals
+        curated = get_objects_for_user(
+            request.user, "knowledge.curate_space", klass=Space, accept_global_perms=False
+        )
+        return proposals.filter(space__in=curated.values("pk"))
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return request.user.is_active and request.user.is_staff
+
+    def has_view_permission(self, request: HttpRequest, obj=None) -> bool:
+        if obj is None:
+            return self.has_module_permission(request)
+        return space_can_curate(user=request.user, space=obj.space)
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        return self.has_view_permission(request, obj)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+    @admin.display(description="Diff against the current version")
+    def diff(self, proposal: KnowledgeProposal) -> str:
+        return _proposal_diff(proposal)
+
+    def change_view(self, request: HttpRequest, object_id: str, form_url: str = "",
+                    extra_context: dict | None = None) -> HttpResponse:  # fmt: skip
+        decision = next((key for key in ("_approve", "_reject") if key in request.POST), None)
+        if request.method == "POST" and decision:
+            proposal = self.get_object(request, unquote(object_id))
+            if proposal is None or not self.has_change_permission(request, proposal):
+                raise PermissionDenied
+            self._decide(request, proposal, decision, request.POST.get("review_note", ""))
+            return HttpResponseRedirect(reverse("admin:knowledge_knowledgeproposal_changelist"))
+        return super().change_view(request, object_id, form_url, extra_context)
+
+    def _decide(
+        self, request: HttpRequest, proposal: KnowledgeProposal, decision: str, note: str
+    ) -> None:
+        try:
+            if decision == "_approve":
+                version = proposal_approve(proposal_id=proposal.pk, curator=request.user, note=note)
+                self.message_user(
+                    request, f"Approved “{proposal.title}” as version {version.number}."
+                )
+            else:
+                proposal_reject(proposal_id=proposal.pk, curator=request.user, note=note)
+                self.message_user(request, f"Rejected “{proposal.title}”.")
+        except ApiError as error:
+            self.message_user(request, f"“{proposal.title}”: {error.detail}", messages.ERROR)
+
+    @admin.action(description="Approve selected proposals")
+    def approve_selected(self, request: HttpRequest, queryset: QuerySet) -> None:
+        for proposal in queryset:
+            self._decide(request, proposal, "_approve", "")
+
+    @admin.action(description="Reject selected proposals")
+    def reject_selected(self, request: HttpRequest, queryset: QuerySet) -> None:
+        for proposal in queryset:
+            self._decide(request, proposal, "_reject", "")
+
+
+@admin.register(KnowledgeEntry)
+class KnowledgeEntryAdmin(ReadOnlyAdmin):
+    list_display = ["title", "space", "current_version", "created_at"]
+    list_select_related = ["space", "current_version"]
+
+
+@admin.register(KnowledgeVersion)
+class KnowledgeVersionAdmin(ReadOnlyAdmin):
+    list_display = ["entry", "number", "approved_by", "approved_at"]
+    list_select_related = ["entry", "approved_by"]

@@ -185,15 +185,16 @@ def revision_extract(*, revision_id: int, time_limited: bool = True) -> None:
                 progress=30,
             )
             if extraction.role == ExtractionRole.PRIMARY:
-                _passages_create(extraction=extraction, revision=revision, segments=result.segments)
+                passages_create(extraction=extraction, revision=revision, segments=result.segments)
             _set(extraction, status=ExtractionStatus.ADMITTED, finished_at=timezone.now())
         if extraction.role == ExtractionRole.PRIMARY:
-            _document_point_to(revision=revision)
+            document_point_to(revision=revision)
             passages_embed(extraction=extraction)
         _set(extraction, progress=100)
 
 
-def _passages_create(*, extraction: Extraction, revision: DocumentRevision, segments: list) -> None:
+def passages_create(*, extraction: Extraction, revision: DocumentRevision, segments: list) -> None:
+    """Chunk an admitted text into passages (not yet embedded)."""
     document = revision.document
     spans = chunk(extraction.text, segments)
     Passage.objects.bulk_create(
@@ -216,7 +217,7 @@ def _passages_create(*, extraction: Extraction, revision: DocumentRevision, segm
     )
 
 
-def _document_point_to(*, revision: DocumentRevision) -> None:
+def document_point_to(*, revision: DocumentRevision) -> None:
     """The newest admitted revision becomes the one retrieval reads."""
     with transaction.atomic():
         document = Document.objects.select_for_update().get(pk=revision.document_id)

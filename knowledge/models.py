@@ -35,6 +35,7 @@ class DocumentKind(models.TextChoices):
     TEXT = "text", "Plain text"
     VTT = "vtt", "WebVTT transcript"
     SRT = "srt", "SubRip transcript"
+    KNOWLEDGE = "knowledge", "Curated knowledge"
 
 
 class Document(models.Model):
@@ -209,3 +210,110 @@ class Passage(models.Model):
 
     def __str__(self) -> str:
         return f"{self.revision} #{self.ordinal}"
+
+
+class KnowledgeEntry(models.Model):
+    """A curated topic of a space. Its text lives in immutable numbered versions.
+
+    Each version is also stored as a revision of a backing Document (kind
+    "knowledge") so that it is retrieved, cited and verified like any document.
+    """
+
+    space = models.ForeignKey(Space, on_delete=models.PROTECT, related_name="knowledge_entries")
+    title = models.CharField(max_length=300)
+    document = models.OneToOneField(
+        Document, on_delete=models.PROTECT, related_name="knowledge_entry"
+    )
+    current_version = models.ForeignKey(
+        "KnowledgeVersion", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["title"]
+        verbose_name_plural = "knowledge entries"
+        constraints = [
+            models.UniqueConstraint(fields=["space", "title"], name="knowledge_entry_title_unique")
+        ]
+
+    def __str__(self) -> str:
+        return self.title
+
+
+class KnowledgeVersion(models.Model):
+    """An approved, immutable text of an entry; created only by approving a proposal."""
+
+    entry = models.ForeignKey(KnowledgeEntry, on_delete=models.PROTECT, related_name="versions")
+    number = models.PositiveIntegerField()
+    body = models.TextField()
+    body_sha256 = models.CharField(max_length=64)
+    revision = models.OneToOneField(
+        DocumentRevision, on_delete=models.PROTECT, related_name="knowledge_version"
+    )
+    approved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    approved_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["entry_id", "-number"]
+        constraints = [
+            models.UniqueConstraint(fields=["entry", "number"], name="knowledge_version_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.entry} v{self.number}"
+
+
+class ProposalStatus(models.TextChoices):
+    PENDING = "pending"
+    APPROVED = "approved"
+    REJECTED = "rejected"
+    SUPERSEDED = "superseded"
+
+
+class ProposalOrigin(models.TextChoices):
+    API = "api"
+    CONVERSATION = "conversation"
+    ADMIN = "admin"
+
+
+class KnowledgeProposal(models.Model):
+    """A proposed new text for an entry (or a new entry). It stays a proposal until a
+    curator of the space approves it in admin; no answer or API call can apply it."""
+
+    space = models.ForeignKey(Space, on_delete=models.PROTECT, related_name="knowledge_proposals")
+    entry = models.ForeignKey(
+        KnowledgeEntry, on_delete=models.PROTECT, null=True, blank=True, related_name="proposals"
+    )
+    # The version the proposer saw; approval is refused once the entry moved on.
+    base_version = models.ForeignKey(
+        KnowledgeVersion, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    title = models.CharField(max_length=300)
+    body = models.TextField()
+    reason = models.TextField(blank=True)
+    origin = models.CharField(
+        max_length=16, choices=ProposalOrigin.choices, default=ProposalOrigin.API
+    )
+    proposed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    status = models.CharField(
+        max_length=16, choices=ProposalStatus.choices, default=ProposalStatus.PENDING
+    )
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    reviewed_at = models.DateTimeField(null=True, blank=True)
+    review_note = models.TextField(blank=True)
+    approved_version = models.OneToOneField(
+        KnowledgeVersion, on_delete=models.PROTECT, null=True, blank=True, related_name="proposal"
+    )
+
+    class Meta:
+        ordering = ["-id"]
+
+    def __str__(self) -> str:
+        return f"{self.title} ({self.status})"

@@ -5,7 +5,14 @@ from django.db.models import Q, QuerySet
 from guardian.shortcuts import get_objects_for_user, get_users_with_perms
 
 from core.errors import NotFoundError
-from knowledge.models import Document, Extraction, ExtractionRole, ExtractionStatus, Space
+from knowledge.models import (
+    Document,
+    Extraction,
+    ExtractionRole,
+    ExtractionStatus,
+    KnowledgeProposal,
+    Space,
+)
 
 ROLE_READER = "reader"
 ROLE_CURATOR = "curator"
@@ -45,6 +52,13 @@ def space_role_of(*, user: AbstractBaseUser, space: Space) -> str | None:
 
 def space_can_manage(*, user: AbstractBaseUser, space: Space) -> bool:
     return bool(user.is_staff or user.is_superuser) or user.has_perm(
+        "knowledge.curate_space", space
+    )
+
+
+def space_can_curate(*, user: AbstractBaseUser, space: Space) -> bool:
+    """Review proposals: curators of the space only (staff alone is not enough)."""
+    return bool(user.is_active and user.is_superuser) or user.has_perm(
         "knowledge.curate_space", space
     )
 
@@ -94,3 +108,9 @@ def document_admitted_text(*, document: Document) -> Extraction | None:
         role=ExtractionRole.PRIMARY,
         status=ExtractionStatus.ADMITTED,
     ).first()
+
+
+def proposals_visible_to(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[KnowledgeProposal]:
+    return KnowledgeProposal.objects.filter(
+        space__in=spaces_visible_to(user=user).values("pk")
+    ).select_related("base_version", "proposed_by")

@@ -22,3 +22,13 @@ def extract_revision(revision_id: int) -> None:
         Extraction.objects.filter(revision_id=revision_id, status=ExtractionStatus.RUNNING).update(
             status=ExtractionStatus.FAILED, error_code="timeout", progress=100
         )
+
+
+@shared_task(name="knowledge.embed_extraction", autoretry_for=(OperationalError,), max_retries=3)
+def embed_extraction(extraction_id: int) -> None:
+    from knowledge.documents import passages_embed
+
+    extraction = Extraction.objects.filter(pk=extraction_id).first()
+    if extraction is not None:
+        passages_embed(extraction=extraction)
+        Extraction.objects.filter(pk=extraction_id).update(progress=100)

@@ -1,6 +1,7 @@
 from django.urls import path
 
 from knowledge.apis import SpaceDetailApi, SpaceListCreateApi, SpaceMemberDetailApi, SpaceMembersApi
+from knowledge.curation_apis import ProposalDetailApi, ProposalListCreateApi
 from knowledge.document_apis import (
     DocumentDetailApi,
     DocumentListCreateApi,
@@ -9,6 +10,10 @@ from knowledge.document_apis import (
 )
 
 urlpatterns = [
+    path("knowledge/proposals", ProposalListCreateApi.as_view(), name="proposal-list"),
+    path(
+        "knowledge/proposals/<str:proposal_id>", ProposalDetailApi.as_view(), name="proposal-detail"
+    ),
     path("search", SearchApi.as_view(), name="search"),
     path("documents", DocumentListCreateApi.as_view(), name="document-list"),
     path("documents/<str:document_id>", DocumentDetailApi.as_view(), name="document-detail"),

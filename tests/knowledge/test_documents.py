@@ -205,3 +205,26 @@ def test_space_documents_are_hidden_from_outsiders(celery_worker, space, owner, 
     ).json()["id"]
     assert client_for(outsider).get("/v1/documents").json()["results"] == []
     assert_error(client_for(outsider).get(f"/v1/documents/{document_id}/text"), 404, "not_found")
+
+
+def test_a_failed_extraction_can_be_retried_from_admin(celery_worker, space, owner, staff):
+    from django.test import Client
+
+    response = upload(client_for(owner), "blank.txt", b"  \n \n", space=space.pk)
+    revision_id = response.json()["revision"]
+    primary, _ = wait_for_extraction(revision_id)
+    assert (primary.status, primary.attempts) == ("failed", 1)
+
+    admin = Client()
+    admin.force_login(staff)
+    admin.post(
+        "/admin/knowledge/documentrevision/",
+        {"action": "retry_failed_extractions", "_selected_action": [revision_id]},
+    )
+    deadline = time.monotonic() + 60
+    while Extraction.objects.get(pk=primary.pk).attempts < 2:
+        assert time.monotonic() < deadline, "the retry did not run"
+        time.sleep(0.2)
+    primary, _ = wait_for_extraction(revision_id)
+    # Same bytes, same verdict, but a second attempt was made and the revision kept.
+    assert (primary.status, primary.error_code, primary.attempts) == ("failed", "no_text", 2)

@@ -1,0 +1,208 @@
+"""Curated knowledge: proposals, and their review by curators (services).
+
+Nothing here is reachable from an answer: a proposal changes no knowledge until a
+curator approves it, and approval is offered only in Django admin.
+"""
+
+import hashlib
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.files.base import ContentFile
+from django.db import transaction
+from django.utils import timezone
+
+from core.errors import ApiError, ConflictError, UnprocessableError
+from knowledge.documents import passages_create
+from knowledge.extraction import Segment, normalise_text
+from knowledge.models import (
+    Document,
+    DocumentKind,
+    DocumentRevision,
+    Extraction,
+    ExtractionRole,
+    ExtractionStatus,
+    KnowledgeEntry,
+    KnowledgeProposal,
+    KnowledgeVersion,
+    ProposalOrigin,
+    ProposalStatus,
+    Space,
+)
+from knowledge.normalise import normalised_key
+from knowledge.selectors import space_can_curate
+
+KNOWLEDGE_EXTRACTOR = "koinon-knowledge"
+MAX_BODY_CHARS = 100_000
+
+
+class CurationForbidden(ApiError):
+    status_code = 403
+    default_code = "permission_denied"
+    default_detail = "Only curators of this space review its proposals."
+
+
+@transaction.atomic
+def proposal_create(
+    *,
+    user: AbstractBaseUser,
+    space: Space,
+    body: str,
+    title: str = "",
+    reason: str = "",
+    entry: KnowledgeEntry | None = None,
+    origin: str = ProposalOrigin.API,
+) -> KnowledgeProposal:
+    """Record a pending proposal against the entry's current version.
+
+    Preconditions: user may read `space`, and `entry` (if any) belongs to it.
+    A proposal with a title but no entry targets the space's entry of that title
+    when there is one, else a new entry.
+    """
+    text = normalise_text(body)
+    if not text:
+        raise UnprocessableError("The proposed text is empty.", code="no_text",
+                                 fields={"body": "Empty."})  # fmt: skip
+    if len(text) > MAX_BODY_CHARS:
+        raise UnprocessableError(
+            "The proposed text is too long.", code="too_large",
+            fields={"body": f"At most {MAX_BODY_CHARS} characters."},
+        )  # fmt: skip
+    if entry is None:
+        title = title.strip()[:300]
+        if not title:
+            raise UnprocessableError("A new entry needs a title.", code="invalid",
+                                     fields={"title": "Required without an entry."})  # fmt: skip
+        entry = KnowledgeEntry.objects.filter(space=space, title=title).first()
+    return KnowledgeProposal.objects.create(
+        space=space,
+        entry=entry,
+        base_version=entry.current_version if entry else None,
+        title=entry.title if entry else title,
+        body=text,
+        reason=reason.strip(),
+        origin=origin,
+        proposed_by=user,
+    )
+
+
+def _locked_pending(proposal_id: int, curator: AbstractBaseUser) -> KnowledgeProposal:
+    proposal = (
+        KnowledgeProposal.objects.select_for_update().select_related("space").get(pk=proposal_id)
+    )
+    if not space_can_curate(user=curator, space=proposal.space):
+        raise CurationForbidden()
+    if proposal.status != ProposalStatus.PENDING:
+        raise ConflictError(f"The proposal is already {proposal.status}.", code="not_pending")
+    return proposal
+
+
+def proposal_approve(
+    *, proposal_id: int, curator: AbstractBaseUser, note: str = ""
+) -> KnowledgeVersion:
+    """Approve: create the entry's next immutable version, atomically.
+
+    Raises CurationForbidden for a non-curator, ConflictError `not_pending`, and
+    ConflictError `superseded` when the entry moved on since the proposal was made
+    (the proposal is then marked superseded; that mark is kept).
+    """
+    with transaction.atomic():
+        proposal = _locked_pending(proposal_id, curator)
+        entry = (
+            proposal.entry
+            or KnowledgeEntry.objects.filter(space=proposal.space, title=proposal.title).first()
+        )
+        if entry is not None:
+            entry = KnowledgeEntry.objects.select_for_update().get(pk=entry.pk)
+        if entry is not None and entry.current_version_id != proposal.base_version_id:
+            _review(proposal, curator, ProposalStatus.SUPERSEDED, note or "The entry changed.")
+            superseded = True
+        else:
+            superseded = False
+            version = _version_create(proposal=proposal, entry=entry, curator=curator)
+            proposal.approved_version = version
+            _review(proposal, curator, ProposalStatus.APPROVED, note)
+    if superseded:
+        raise ConflictError(
+            "The entry has a newer version than the one this proposal was made against; "
+            "make a new proposal.",
+            code="superseded",
+        )
+    return version
+
+
+@transaction.atomic
+def proposal_reject(*, proposal_id: int, curator: AbstractBaseUser, note: str) -> KnowledgeProposal:
+    proposal = _locked_pending(proposal_id, curator)
+    _review(proposal, curator, ProposalStatus.REJECTED, note)
+    return proposal
+
+
+def _review(proposal: KnowledgeProposal, curator: AbstractBaseUser, status: str, note: str) -> None:
+    proposal.status = status
+    proposal.reviewer = curator
+    proposal.reviewed_at = timezone.now()
+    proposal.review_note = note.strip()
+    proposal.save(update_fields=["status", "reviewer", "reviewed_at", "review_note",
+                                 "approved_version"])  # fmt: skip
+
+
+def _version_create(
+    *, proposal: KnowledgeProposal, entry: KnowledgeEntry | None, curator: AbstractBaseUser
+) -> KnowledgeVersion:
+    """Version, backing revision, admitted extractions and passages, in the caller's transaction."""
+    if entry is None:
+        document = Document.objects.create(
+            space=proposal.space, title=proposal.title, kind=DocumentKind.KNOWLEDGE,
+            created_by=curator,
+        )  # fmt: skip
+        entry = KnowledgeEntry.objects.create(
+            space=proposal.space, title=proposal.title, document=document
+        )
+    document = Document.objects.select_for_update().get(pk=entry.document_id)
+    number = (entry.current_version.number if entry.current_version else 0) + 1
+    body = proposal.body
+    data = body.encode()
+    sha256 = hashlib.sha256(data).hexdigest()
+    revision = DocumentRevision(
+        document=document, number=number, sha256=sha256, size=len(data),
+        filename=f"knowledge-{entry.pk}-v{number}.txt", uploaded_by=curator,
+    )  # fmt: skip
+    revision.file.save(f"{sha256}.txt", ContentFile(data), save=False)
+    revision.save()
+    # The approved text is the source itself: both "extractions" are that exact text.
+    now = timezone.now()
+    extractions = {
+        role: Extraction.objects.create(
+            revision=revision,
+            role=role,
+            extractor=KNOWLEDGE_EXTRACTOR,
+            extractor_version="1",
+            text=body,
+            text_sha256=sha256,
+            norm_text=normalised_key(body),
+            status=ExtractionStatus.ADMITTED,
+            progress=30 if role == "primary" else 100,
+            attempts=1,
+            finished_at=now,
+        )
+        for role in ExtractionRole.values
+    }
+    primary = extractions[ExtractionRole.PRIMARY]
+    passages_create(
+        extraction=primary, revision=revision,
+        segments=[Segment(0, len(body), {"knowledge_version": number})],
+    )  # fmt: skip
+    version = KnowledgeVersion.objects.create(
+        entry=entry, number=number, body=body, body_sha256=sha256, revision=revision,
+        approved_by=curator, approved_at=now,
+    )  # fmt: skip
+    entry.current_version = version
+    entry.save(update_fields=["current_version"])
+    document.current_revision = revision
+    document.title = entry.title
+    document.save(update_fields=["current_revision", "title"])
+
+    from knowledge.tasks import embed_extraction
+
+    transaction.on_commit(lambda: embed_extraction.delay(primary.pk))
+    return version

@@ -1,0 +1,69 @@
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from core.errors import NotFoundError
+from core.pagination import Pagination
+from knowledge.curation import proposal_create
+from knowledge.models import KnowledgeEntry, KnowledgeProposal
+from knowledge.selectors import proposals_visible_to, space_get_for_user
+
+
+class ProposalOutput(serializers.ModelSerializer):
+    entry = serializers.PrimaryKeyRelatedField(read_only=True)
+    base_version = serializers.IntegerField(source="base_version.number", default=None)
+    proposed_by = serializers.CharField(source="proposed_by.username")
+
+    class Meta:
+        model = KnowledgeProposal
+        fields = ["id", "space", "entry", "base_version", "title", "body", "reason", "origin",
+                  "status", "proposed_by", "created_at", "reviewed_at", "review_note"]  # fmt: skip
+
+
+class ProposalListCreateApi(APIView):
+    """Readers of a space propose; only curators approve, and only in admin."""
+
+    class InputSerializer(serializers.Serializer):
+        space = serializers.IntegerField()
+        body = serializers.CharField(trim_whitespace=False, max_length=200_000)
+        title = serializers.CharField(required=False, allow_blank=True, default="", max_length=300)
+        reason = serializers.CharField(required=False, allow_blank=True, default="")
+        entry = serializers.IntegerField(required=False)
+
+    @extend_schema(responses=ProposalOutput(many=True))
+    def get(self, request: Request) -> Response:
+        paginator = Pagination()
+        page = paginator.paginate_queryset(proposals_visible_to(user=request.user), request, self)
+        return paginator.get_paginated_response(ProposalOutput(page, many=True).data)
+
+    @extend_schema(request=InputSerializer, responses={201: ProposalOutput})
+    def post(self, request: Request) -> Response:
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        space = space_get_for_user(user=request.user, space_id=values["space"])
+        entry = None
+        if "entry" in values:
+            entry = KnowledgeEntry.objects.filter(pk=values["entry"], space=space).first()
+            if entry is None:
+                raise NotFoundError("Knowledge entry not found.")
+        proposal = proposal_create(
+            user=request.user, space=space, body=values["body"], title=values["title"],
+            reason=values["reason"], entry=entry,
+        )  # fmt: skip
+        return Response(ProposalOutput(proposal).data, status=status.HTTP_201_CREATED)
+
+
+class ProposalDetailApi(APIView):
+    @extend_schema(responses=ProposalOutput)
+    def get(self, request: Request, proposal_id: str) -> Response:
+        proposal = proposals_visible_to(user=request.user).filter(pk=_int_or_none(proposal_id))
+        if not proposal:
+            raise NotFoundError("Proposal not found.")
+        return Response(ProposalOutput(proposal[0]).data)
+
+
+def _int_or_none(value: str) -> int | None:
+    return int(value) if value.isdigit() else None
