@@ -143,7 +143,7 @@ def _set(extraction: Extraction, **fields: object) -> None:
     extraction.save(update_fields=list(fields))
 
 
-def revision_extract(*, revision_id: int, time_limited: bool = True) -> None:
+def revision_extract(*, revision_id: int) -> None:
     """Run both extractions of a revision, then passages and embeddings of the primary.
 
     Idempotent: admitted extractions are left alone, so a retry redoes only what failed.
@@ -164,7 +164,13 @@ def revision_extract(*, revision_id: int, time_limited: bool = True) -> None:
             progress=5,
         )
         try:
-            result = extract(revision.document.kind, data, role=extraction.role)
+            result = extract(
+                revision.document.kind,
+                data,
+                role=extraction.role,
+                max_chars=settings.KOINON_EXTRACT_MAX_CHARS,
+                max_pages=settings.KOINON_EXTRACT_MAX_PAGES,
+            )
         except ExtractionError as error:
             _set(
                 extraction,
