@@ -8,6 +8,7 @@ from core.errors import json_not_found, json_server_error
 v1 = [
     path("", include("core.urls")),
     path("", include("knowledge.urls")),
+    path("", include("datasets.urls")),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("schema/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="schema-docs"),
 ]

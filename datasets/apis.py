@@ -1,0 +1,138 @@
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from core.errors import NotFoundError
+from core.pagination import Pagination
+from datasets.models import Dataset, DatasetSnapshot, GovernedQuery
+from datasets.selectors import dataset_get_for_user, datasets_visible_to, snapshot_of
+from datasets.services import dataset_upload, governed_query_facts, governed_query_run
+from knowledge.selectors import space_can_manage, space_get_for_user
+
+
+class SnapshotOutput(serializers.ModelSerializer):
+    table = serializers.CharField(source="table_name")
+
+    class Meta:
+        model = DatasetSnapshot
+        fields = ["id", "version", "sha256", "filename", "source_format", "table", "row_count",
+                  "schema", "created_at"]  # fmt: skip
+
+
+class DatasetOutput(serializers.ModelSerializer):
+    class Meta:
+        model = Dataset
+        fields = ["id", "name", "space", "created_at", "current_snapshot"]
+
+
+class DatasetDetailOutput(DatasetOutput):
+    snapshots = SnapshotOutput(many=True)
+
+    class Meta(DatasetOutput.Meta):
+        fields = [*DatasetOutput.Meta.fields, "snapshots"]
+
+
+class DatasetListCreateApi(APIView):
+    class InputSerializer(serializers.Serializer):
+        file = serializers.FileField(allow_empty_file=True)
+        space = serializers.IntegerField()
+        table = serializers.CharField(max_length=100)
+        dataset = serializers.IntegerField(required=False)
+        name = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
+
+    @extend_schema(responses=DatasetOutput(many=True))
+    def get(self, request: Request) -> Response:
+        paginator = Pagination()
+        page = paginator.paginate_queryset(datasets_visible_to(user=request.user), request, self)
+        return paginator.get_paginated_response(DatasetOutput(page, many=True).data)
+
+    @extend_schema(request=InputSerializer, responses={201: DatasetDetailOutput})
+    def post(self, request: Request) -> Response:
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        space = space_get_for_user(user=request.user, space_id=values["space"])
+        if not space_can_manage(user=request.user, space=space):
+            raise PermissionDenied("Only curators of this space add datasets to it.")
+        dataset = None
+        if "dataset" in values:
+            dataset = dataset_get_for_user(user=request.user, dataset_id=values["dataset"])
+            if dataset.space_id != space.pk:
+                raise NotFoundError("Dataset not found.")
+        snapshot = dataset_upload(
+            user=request.user, space=space, filename=values["file"].name,
+            data=values["file"].read(), table=values["table"], dataset=dataset,
+            name=values["name"],
+        )  # fmt: skip
+        body = DatasetDetailOutput(Dataset.objects.get(pk=snapshot.dataset_id)).data
+        body["snapshot"] = snapshot.pk
+        return Response(body, status=status.HTTP_201_CREATED)
+
+
+class DatasetDetailApi(APIView):
+    @extend_schema(responses=DatasetDetailOutput)
+    def get(self, request: Request, dataset_id: str) -> Response:
+        dataset = dataset_get_for_user(user=request.user, dataset_id=dataset_id)
+        return Response(DatasetDetailOutput(dataset).data)
+
+
+class DatasetSchemaApi(APIView):
+    def get(self, request: Request, dataset_id: str) -> Response:
+        dataset = dataset_get_for_user(user=request.user, dataset_id=dataset_id)
+        snapshot = snapshot_of(dataset=dataset, version=request.query_params.get("snapshot"))
+        return Response(
+            {
+                "label": "unverified",
+                "dataset": dataset.pk,
+                "snapshot": SnapshotOutput(snapshot).data,
+                "tables": {snapshot.table_name: snapshot.schema},
+            }
+        )
+
+
+class QueryOutput(serializers.ModelSerializer):
+    query_id = serializers.IntegerField(source="pk")
+    proof = serializers.SerializerMethodField()
+
+    class Meta:
+        model = GovernedQuery
+        fields = ["query_id", "columns", "rows", "truncated", "proof"]
+
+    def get_proof(self, query: GovernedQuery) -> dict:
+        return {
+            "engine": query.engine,
+            "engine_version": query.engine_version,
+            "snapshot_id": query.snapshot_id,
+            "snapshot_sha256": query.snapshot_sha256,
+            "normalised_sql": query.normalised_sql,
+            "result_sha256": query.result_sha256,
+            "row_count": query.row_count,
+            "duration_ms": query.duration_ms,
+            "executed_at": query.executed_at.isoformat(),
+        }
+
+
+class DatasetQueryApi(APIView):
+    """The raw query API: for inspection. Its results are `unverified`, not answers."""
+
+    class InputSerializer(serializers.Serializer):
+        # Longer strings are refused by the engine with a typed `too_large` error.
+        sql = serializers.CharField(max_length=2_000_000, trim_whitespace=False)
+        snapshot = serializers.IntegerField(required=False, min_value=1)
+
+    @extend_schema(request=InputSerializer)
+    def post(self, request: Request, dataset_id: str) -> Response:
+        dataset = dataset_get_for_user(user=request.user, dataset_id=dataset_id)
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        snapshot = snapshot_of(dataset=dataset, version=data.validated_data.get("snapshot"))
+        query = governed_query_run(
+            user=request.user, snapshot=snapshot, sql=data.validated_data["sql"]
+        )
+        body = QueryOutput(query).data
+        body["label"] = "unverified"
+        body["facts"] = governed_query_facts(query)
+        return Response(body)

@@ -1,0 +1,32 @@
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db.models import QuerySet
+
+from core.errors import NotFoundError
+from datasets.models import Dataset, DatasetSnapshot
+from knowledge.selectors import spaces_visible_to
+
+
+def datasets_visible_to(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Dataset]:
+    """A dataset is visible exactly when its space is."""
+    return Dataset.objects.filter(space__in=spaces_visible_to(user=user).values("pk"))
+
+
+def dataset_get_for_user(*, user: AbstractBaseUser | AnonymousUser, dataset_id: object) -> Dataset:
+    """The dataset if the user may read it; NotFoundError whether missing or hidden."""
+    pk = int(str(dataset_id)) if str(dataset_id).isdigit() else None
+    dataset = datasets_visible_to(user=user).filter(pk=pk).first() if pk else None
+    if dataset is None:
+        raise NotFoundError("Dataset not found.")
+    return dataset
+
+
+def snapshot_of(*, dataset: Dataset, version: object = None) -> DatasetSnapshot:
+    """The named snapshot version of a visible dataset, else its current snapshot."""
+    if version in (None, ""):
+        snapshot = dataset.current_snapshot
+    else:
+        number = int(str(version)) if str(version).isdigit() else None
+        snapshot = dataset.snapshots.filter(version=number).first() if number else None
+    if snapshot is None:
+        raise NotFoundError("Snapshot not found.", code="snapshot_not_found")
+    return snapshot

@@ -1,0 +1,173 @@
+"""Dataset snapshots and governed queries (services)."""
+
+import hashlib
+from dataclasses import asdict
+from datetime import datetime
+from pathlib import Path, PurePath
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import IntegrityError, transaction
+
+from core.errors import ConflictError, PayloadTooLargeError, UnprocessableError
+from datasets.governed import ColumnSchema as GovernedColumn
+from datasets.governed import (
+    GovernedSqlError,
+    LoadedSnapshot,
+    LoadError,
+    execute,
+    load_snapshot,
+)
+from datasets.models import Dataset, DatasetSnapshot, GovernedQuery
+from knowledge.models import Space
+
+FORMATS = {".csv": "csv", ".parquet": "parquet"}
+
+
+def dataset_upload(
+    *,
+    user: AbstractBaseUser,
+    space: Space,
+    filename: str,
+    data: bytes,
+    table: str,
+    dataset: Dataset | None = None,
+    name: str = "",
+) -> DatasetSnapshot:
+    """Load the file into a new immutable snapshot (a DuckDB file of its own).
+
+    Preconditions: user may add data to `space` (and `dataset` belongs to it).
+    Earlier snapshots are never touched. A failure leaves no rows and no file; a
+    file is only ever referenced by a committed snapshot row.
+    """
+    if len(data) > settings.KOINON_UPLOAD_MAX_BYTES:
+        raise PayloadTooLargeError(
+            f"The file is larger than {settings.KOINON_UPLOAD_MAX_BYTES} bytes."
+        )
+    fmt = FORMATS.get(PurePath(filename).suffix.lower())
+    if fmt is None:
+        raise UnprocessableError(
+            "Upload a CSV or Parquet file.", code="unsupported_type",
+            fields={"file": "Only .csv and .parquet are accepted."},
+        )  # fmt: skip
+    with transaction.atomic():
+        if dataset is None:
+            dataset = _dataset_create(space=space, user=user, name=name or PurePath(filename).stem)
+        dataset = Dataset.objects.select_for_update().get(pk=dataset.pk)
+        latest = dataset.snapshots.order_by("-version").values_list("version", flat=True).first()
+        version = (latest or 0) + 1
+        sha256 = hashlib.sha256(data).hexdigest()
+        relative = Path("datasets") / str(dataset.pk) / f"v{version}-{sha256[:16]}.duckdb"
+        path = settings.DATA_DIR / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            loaded = load_snapshot(data=data, fmt=fmt, table=table, path=path)
+        except LoadError as error:
+            field = "table" if error.code == "invalid_table_name" else "file"
+            raise UnprocessableError(
+                str(error), code=error.code, fields={field: str(error)}
+            ) from None
+        try:
+            with transaction.atomic():
+                snapshot = DatasetSnapshot.objects.create(
+                    dataset=dataset, version=version, sha256=loaded.sha256, source_format=fmt,
+                    filename=PurePath(filename).name[:255], table_name=loaded.table,
+                    row_count=loaded.row_count,
+                    schema=[{"name": c.name, "type": c.type} for c in loaded.columns],
+                    db_path=str(relative), uploaded_by=user,
+                )  # fmt: skip
+                dataset.current_snapshot = snapshot
+                dataset.save(update_fields=["current_snapshot"])
+        except Exception:
+            path.unlink(missing_ok=True)
+            raise
+    return snapshot
+
+
+def _dataset_create(*, space: Space, user: AbstractBaseUser, name: str) -> Dataset:
+    try:
+        with transaction.atomic():
+            return Dataset.objects.create(space=space, name=name.strip()[:200], created_by=user)
+    except IntegrityError:
+        raise ConflictError(
+            "A dataset with this name exists; pass `dataset` to add a snapshot to it.",
+            code="dataset_exists", fields={"name": "Already taken."},
+        ) from None  # fmt: skip
+
+
+def snapshot_loaded(snapshot: DatasetSnapshot) -> LoadedSnapshot:
+    return LoadedSnapshot(
+        path=settings.DATA_DIR / snapshot.db_path,
+        table=snapshot.table_name,
+        row_count=snapshot.row_count,
+        columns=[GovernedColumn(c["name"], c["type"]) for c in snapshot.schema],
+        sha256=snapshot.sha256,
+    )
+
+
+def governed_query_run(
+    *, user: AbstractBaseUser, snapshot: DatasetSnapshot, sql: str
+) -> GovernedQuery:
+    """Execute allow-listed SQL natively on the snapshot and record it with its proof.
+
+    Raises UnprocessableError with the engine's typed code (`unsupported_sql`,
+    `invalid_sql`, `unknown_column`, `timeout`, …); failed queries are not recorded.
+    """
+    try:
+        result = execute(
+            sql,
+            snapshot=snapshot_loaded(snapshot),
+            timeout_s=settings.KOINON_QUERY_TIMEOUT,
+            max_rows=settings.KOINON_QUERY_MAX_ROWS,
+            memory_limit=settings.KOINON_QUERY_MEMORY_LIMIT,
+            threads=1,
+        )
+    except GovernedSqlError as error:
+        raise UnprocessableError(str(error), code=error.code, fields={"sql": str(error)}) from None
+    proof = result.proof
+    return GovernedQuery.objects.create(
+        snapshot=snapshot,
+        user=user,
+        sql=sql,
+        normalised_sql=proof.normalised_sql,
+        columns=[asdict(column) for column in result.columns],
+        rows=result.rows,
+        truncated=result.truncated,
+        engine=proof.engine,
+        engine_version=proof.engine_version,
+        snapshot_sha256=proof.snapshot_sha256,
+        result_sha256=proof.result_sha256,
+        row_count=proof.row_count,
+        duration_ms=proof.duration_ms,
+        executed_at=datetime.fromisoformat(proof.executed_at),
+    )
+
+
+def governed_query_facts(query: GovernedQuery) -> list[dict]:
+    """Every eligible cell of a recorded query as a candidate fact.
+
+    Ineligible columns (literals, arithmetic, CASE, casts, other functions) never
+    become facts, even beside an eligible column of the same query.
+    """
+    snapshot = query.snapshot
+    facts = []
+    for row_index, row in enumerate(query.rows):
+        for column_index, column in enumerate(query.columns):
+            if not column["eligible"]:
+                continue
+            facts.append(
+                {
+                    "kind": "value",
+                    "value": row[column_index],
+                    "label": column["label"],
+                    "lineage": column["lineage"],
+                    "row": row_index,
+                    "column": column_index,
+                    "query_id": query.pk,
+                    "snapshot_id": snapshot.pk,
+                    "snapshot_version": snapshot.version,
+                    "snapshot_sha256": query.snapshot_sha256,
+                    "result_sha256": query.result_sha256,
+                }
+            )
+    return facts
