@@ -1,1 +1,154 @@
-# Models arrive with their issue; the app exists so the layout is stable.
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+
+class Conversation(models.Model):
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    title = models.CharField(max_length=200, blank=True)
+    language = models.CharField(max_length=8, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-id"]
+
+    def __str__(self) -> str:
+        return self.title or f"conversation {self.pk}"
+
+
+class AnswerRun(models.Model):
+    """One question asked: its policy, plan, candidates, generations and final body."""
+
+    class Status(models.TextChoices):
+        RUNNING = "running"
+        PUBLISHED = "published"
+        FAILED = "failed"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    # The key the question came with; revoking it before publication aborts the answer.
+    api_key = models.ForeignKey(
+        "core.ApiKey", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    conversation = models.ForeignKey(Conversation, on_delete=models.PROTECT, related_name="runs")
+    question = models.TextField()
+    mode = models.CharField(max_length=16)
+    policy = models.JSONField()
+    explicit_policy = models.BooleanField(default=False)
+    language = models.CharField(max_length=8)
+    space_ids = models.JSONField(default=list)
+    selected_sources = models.JSONField(default=list)
+    plan = models.JSONField(default=dict)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.RUNNING)
+    response = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"run {self.pk}"
+
+
+class Generation(models.Model):
+    run = models.ForeignKey(AnswerRun, on_delete=models.PROTECT, related_name="generations")
+    number = models.PositiveIntegerField()
+    provider = models.CharField(max_length=32)
+    model_id = models.CharField(max_length=100, blank=True)
+    status = models.CharField(max_length=16, default="running")
+    attempts = models.PositiveSmallIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "number"], name="generation_number_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.run} g{self.number}"
+
+
+class Message(models.Model):
+    class Role(models.TextChoices):
+        USER = "user"
+        ASSISTANT = "assistant"
+
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.PROTECT, related_name="messages"
+    )
+    role = models.CharField(max_length=16, choices=Role.choices)
+    text = models.TextField()
+    run = models.ForeignKey(
+        AnswerRun, on_delete=models.PROTECT, null=True, blank=True, related_name="messages"
+    )
+    generation = models.ForeignKey(
+        Generation, on_delete=models.PROTECT, null=True, blank=True, related_name="messages"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["conversation_id", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.role}: {self.text[:40]}"
+
+
+class CandidateFact(models.Model):
+    """Evidence recorded before selection; the model may only point at these."""
+
+    class Kind(models.TextChoices):
+        QUOTE = "quote"
+        VALUE = "value"
+
+    run = models.ForeignKey(AnswerRun, on_delete=models.PROTECT, related_name="candidates")
+    fact_id = models.CharField(max_length=32)
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    # quote: document/revision/extraction/passage and offsets; value: query/snapshot/cell.
+    source = models.JSONField()
+    text = models.TextField(blank=True)
+    value = models.JSONField(null=True, blank=True)
+    label = models.CharField(max_length=300, blank=True)
+    lineage = models.JSONField(default=list)
+    contributions = models.JSONField(default=dict)
+    sha256 = models.CharField(max_length=64)
+
+    class Meta:
+        ordering = ["run", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "fact_id"], name="candidate_fact_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.fact_id} ({self.kind})"
+
+
+class Citation(models.Model):
+    run = models.ForeignKey(AnswerRun, on_delete=models.PROTECT, related_name="citations")
+    generation = models.ForeignKey(Generation, on_delete=models.PROTECT, related_name="citations")
+    message = models.ForeignKey(Message, on_delete=models.PROTECT, related_name="citations")
+    ordinal = models.PositiveSmallIntegerField()
+    fact = models.ForeignKey(CandidateFact, on_delete=models.PROTECT, related_name="+")
+    data = models.JSONField()
+
+    class Meta:
+        ordering = ["message", "ordinal"]
+
+    def __str__(self) -> str:
+        return f"citation {self.ordinal} of {self.message_id}"
+
+
+class Card(models.Model):
+    run = models.ForeignKey(AnswerRun, on_delete=models.PROTECT, related_name="cards")
+    generation = models.ForeignKey(Generation, on_delete=models.PROTECT, related_name="cards")
+    message = models.ForeignKey(Message, on_delete=models.PROTECT, related_name="cards")
+    ordinal = models.PositiveSmallIntegerField()
+    kind = models.CharField(max_length=32)
+    data = models.JSONField()
+
+    class Meta:
+        ordering = ["message", "ordinal"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} card {self.ordinal} of {self.message_id}"

@@ -1,6 +1,6 @@
 """Dataset snapshots and governed queries (services)."""
 
-import hashlib
+import uuid
 from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path, PurePath
@@ -56,8 +56,8 @@ def dataset_upload(
         dataset = Dataset.objects.select_for_update().get(pk=dataset.pk)
         latest = dataset.snapshots.order_by("-version").values_list("version", flat=True).first()
         version = (latest or 0) + 1
-        sha256 = hashlib.sha256(data).hexdigest()
-        relative = Path("datasets") / str(dataset.pk) / f"v{version}-{sha256[:16]}.duckdb"
+        # A random part: ids restart after a database restore, files must never collide.
+        relative = Path("datasets") / str(dataset.pk) / f"v{version}-{uuid.uuid4().hex}.duckdb"
         path = settings.DATA_DIR / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         try:

@@ -12,7 +12,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.errors import ApiError, ConflictError, UnprocessableError
-from knowledge.documents import passages_create
+from knowledge.documents import document_set_current, passages_create
 from knowledge.extraction import Segment, normalise_text
 from knowledge.models import (
     Document,
@@ -198,9 +198,9 @@ def _version_create(
     )  # fmt: skip
     entry.current_version = version
     entry.save(update_fields=["current_version"])
-    document.current_revision = revision
     document.title = entry.title
-    document.save(update_fields=["current_revision", "title"])
+    document.save(update_fields=["title"])
+    document_set_current(document=document, revision=revision)
 
     from knowledge.tasks import embed_extraction
 

@@ -229,8 +229,22 @@ def document_point_to(*, revision: DocumentRevision) -> None:
         document = Document.objects.select_for_update().get(pk=revision.document_id)
         current = document.current_revision
         if current is None or current.number < revision.number:
-            document.current_revision = revision
-            document.save(update_fields=["current_revision"])
+            document_set_current(document=document, revision=revision)
+
+
+def document_set_current(*, document: Document, revision: DocumentRevision) -> None:
+    """Point the document at revision; only its passages stay marked current.
+
+    Precondition: the caller holds the document's row lock. The flag duplicates
+    `document.current_revision` so that retrieval filters on one column of the
+    passage table, which lets PostgreSQL use the HNSW index for filtered queries.
+    """
+    Passage.objects.filter(document=document, is_current=True).exclude(revision=revision).update(
+        is_current=False
+    )
+    Passage.objects.filter(revision=revision).update(is_current=True)
+    document.current_revision = revision
+    document.save(update_fields=["current_revision"])
 
 
 def passages_embed(*, extraction: Extraction) -> None:

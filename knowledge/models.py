@@ -169,6 +169,8 @@ class Passage(models.Model):
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, related_name="+"
     )
+    # True exactly for passages of the document's current revision (see document_set_current).
+    is_current = models.BooleanField(default=False)
     ordinal = models.PositiveIntegerField()
     char_start = models.PositiveIntegerField()
     char_end = models.PositiveIntegerField()
@@ -206,6 +208,9 @@ class Passage(models.Model):
                 opclasses=["vector_cosine_ops"],
             ),
             models.Index(fields=["space", "document"], name="passage_scope_idx"),
+            models.Index(
+                fields=["space"], condition=models.Q(is_current=True), name="passage_current_idx"
+            ),
         ]
 
     def __str__(self) -> str:

@@ -14,6 +14,7 @@ from django.db.models import F, Q, QuerySet
 from pgvector.django import CosineDistance
 
 from knowledge.models import EmbeddingStatus, Passage
+from knowledge.normalise import normalised_words
 from knowledge.selectors import spaces_visible_to
 
 VECTOR_SEARCH = "vector_search"
@@ -71,7 +72,7 @@ def passages_visible_to(
     scope = Q(space__in=spaces.values("pk"))
     if selected_sources:
         scope |= Q(owner=user, document_id__in=selected_sources)
-    return Passage.objects.filter(scope, revision_id=F("document__current_revision_id"))
+    return Passage.objects.filter(scope, is_current=True)
 
 
 _CANDIDATE_FIELDS = ("pk", "document_id", "revision_id", "extraction_id", "char_start",
@@ -85,8 +86,29 @@ def _scored_rows(queryset: QuerySet[Passage], score: str) -> list[tuple[Candidat
     ]
 
 
+MAX_KEYWORDS = 16
+
+
+def keyword_query(query: str) -> SearchQuery | None:
+    """Any of the query's words, ranked by how many match and how often (ts_rank).
+
+    A natural question rarely has every word in one passage, so requiring all of them
+    (websearch_to_tsquery's AND) misses most relevant passages; the relevance
+    threshold and the selector decide what is good enough.
+    """
+    words = list(dict.fromkeys(normalised_words(query)))[:MAX_KEYWORDS]
+    if not words:
+        return None
+    search = SearchQuery(words[0], search_type="plain", config="english")
+    for word in words[1:]:
+        search |= SearchQuery(word, search_type="plain", config="english")
+    return search
+
+
 def keyword_search(scope: QuerySet[Passage], query: str, limit: int) -> tuple[list, ToolOutcome]:
-    search = SearchQuery(query, search_type="websearch", config="english")
+    search = keyword_query(query)
+    if search is None:
+        return [], ToolOutcome(KEYWORD_SEARCH, "succeeded", "no_relevant_hit")
     ranked = (
         scope.filter(search_vector=search)
         .annotate(rank=SearchRank(F("search_vector"), search))

@@ -1,0 +1,34 @@
+from drf_spectacular.utils import OpenApiTypes, extend_schema
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from answers.pipeline.request import answer_request_parse
+from answers.pipeline.run import answer_create
+from answers.selectors import run_get_for_user
+from core.errors import NotFoundError
+from core.models import ApiKey
+
+
+class AnswerApi(APIView):
+    """Answer a question from the caller's visible evidence. HTTP 200 alone proves
+    nothing: read `evidence.status` and `evidence.answer_status`."""
+
+    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    def post(self, request: Request) -> Response:
+        answer_request = answer_request_parse(request.data)
+        if answer_request.mode == "debug" and not request.user.is_staff:
+            raise PermissionDenied("Debug mode is for staff.")
+        api_key = request.auth if isinstance(request.auth, ApiKey) else None
+        body = answer_create(user=request.user, request=answer_request, api_key=api_key)
+        return Response(body)
+
+
+class RunDetailApi(APIView):
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request: Request, run_id: str) -> Response:
+        run = run_get_for_user(user=request.user, run_id=run_id)
+        if run.response is None:
+            raise NotFoundError("This run has no published answer.", code="not_published")
+        return Response(run.response)

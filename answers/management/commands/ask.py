@@ -1,0 +1,53 @@
+import json
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from answers.pipeline.request import answer_request_parse
+from answers.pipeline.run import answer_create
+from core.errors import ApiError
+from knowledge.models import Space
+
+
+class Command(BaseCommand):
+    help = "Ask a question as a user; prints the sealed answer (or --json for the full body)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("question")
+        parser.add_argument("--user", required=True)
+        parser.add_argument("--space", action="append", default=[], help="space name or id")
+        parser.add_argument("--mode", default="ask")
+        parser.add_argument("--language")
+        parser.add_argument("--json", action="store_true", dest="as_json")
+
+    def handle(self, *args, question: str, user: str, space: list[str], mode: str,
+               language: str | None, as_json: bool, **options) -> None:  # fmt: skip
+        asker = get_user_model().objects.filter(username=user, is_active=True).first()
+        if asker is None:
+            raise CommandError(f"no active user {user!r}")
+        space_ids = []
+        for name in space:
+            match = Space.objects.filter(name=name).first() or (
+                Space.objects.filter(pk=int(name)).first() if name.isdigit() else None
+            )
+            if match is None:
+                raise CommandError(f"no space {name!r}")
+            space_ids.append(match.pk)
+        data = {"query": question, "mode": mode, "space_ids": space_ids}
+        if language:
+            data["language"] = language
+        try:
+            body = answer_create(user=asker, request=answer_request_parse(data))
+        except ApiError as error:
+            raise CommandError(f"{error.error_code}: {error.detail}") from None
+        if as_json:
+            self.stdout.write(_dumps(body))
+            return
+        self.stdout.write(body["answer"]["text"])
+        evidence = body["evidence"]
+        self.stdout.write(f"\n[{evidence['answer_status']}; evidence {evidence['status']}; "
+                          f"run {body['run_id']}]")  # fmt: skip
+
+
+def _dumps(body: dict) -> str:
+    return json.dumps(body, indent=2, ensure_ascii=False, default=str)

@@ -1,0 +1,163 @@
+"""Evidence policies (SPEC §5): parsing, validation and judging the outcome."""
+
+from dataclasses import dataclass, field
+
+from core.errors import UnprocessableError
+
+TOOL_NAMES = (
+    "vector_search",
+    "keyword_search",
+    "dataset_query",
+    "retrieval_endpoint",
+    "federated_rag",
+    "web_search",
+    "fetch_url",
+    "mcp_search",
+)
+IMPLEMENTED_TOOLS = ("vector_search", "keyword_search", "dataset_query")
+POLICY_MODES = ("auto", "strict", "general_knowledge")
+MODES = ("ask", "quick", "pro", "deep", "agent", "plan", "debug", "raw")
+# Modes that decide their own retrieval: an explicit policy would be ignored, so refuse it.
+MODES_WITHOUT_POLICY = ("agent", "plan", "debug", "raw")
+
+
+@dataclass(frozen=True)
+class EvidencePolicy:
+    mode: str = "auto"
+    allowed_tools: tuple[str, ...] = IMPLEMENTED_TOOLS
+    required_tools: tuple[str, ...] = ()
+    explicit: bool = False
+
+    def as_dict(self) -> dict:
+        return {
+            "mode": self.mode,
+            "allowed_tools": list(self.allowed_tools),
+            "required_tools": list(self.required_tools),
+        }
+
+
+def _tool_list(value: object, name: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise UnprocessableError(
+            "Tool lists are arrays of tool names.",
+            code="invalid_policy",
+            fields={f"evidence_policy.{name}": "Must be an array of strings."},
+        )
+    unknown = sorted(set(value) - set(TOOL_NAMES))
+    if unknown:
+        raise UnprocessableError(
+            f"Unknown tool: {', '.join(unknown)}.",
+            code="invalid_policy",
+            fields={f"evidence_policy.{name}": f"Unknown: {', '.join(unknown)}."},
+        )
+    if len(set(value)) != len(value):
+        raise UnprocessableError(
+            "A tool is named twice.",
+            code="invalid_policy",
+            fields={f"evidence_policy.{name}": "Tool names must be unique."},
+        )
+    return tuple(value)
+
+
+def policy_parse(raw: object, *, mode: str) -> EvidencePolicy:
+    """The request's evidence policy, or the default; UnprocessableError (422) if invalid."""
+    if raw is None:
+        return EvidencePolicy()
+    if mode in MODES_WITHOUT_POLICY:
+        raise UnprocessableError(
+            f"Mode {mode!r} does not accept an explicit evidence policy.",
+            code="invalid_policy",
+            fields={"evidence_policy": f"Not allowed with mode {mode!r}."},
+        )
+    if not isinstance(raw, dict):
+        raise UnprocessableError(
+            "The evidence policy must be an object.",
+            code="invalid_policy",
+            fields={"evidence_policy": "Must be an object."},
+        )
+    extra = sorted(set(raw) - {"mode", "allowed_tools", "required_tools"})
+    if extra:
+        raise UnprocessableError(
+            f"Unknown policy field: {', '.join(extra)}.",
+            code="invalid_policy",
+            fields={f"evidence_policy.{extra[0]}": "Unknown field."},
+        )
+    policy_mode = raw.get("mode", "auto")
+    if policy_mode not in POLICY_MODES:
+        raise UnprocessableError(
+            "Unknown policy mode.",
+            code="invalid_policy",
+            fields={"evidence_policy.mode": f"One of {', '.join(POLICY_MODES)}."},
+        )
+    allowed = _tool_list(raw.get("allowed_tools", list(IMPLEMENTED_TOOLS)), "allowed_tools")
+    required = _tool_list(raw.get("required_tools", []), "required_tools")
+    if not set(required) <= set(allowed):
+        raise UnprocessableError(
+            "Every required tool must also be allowed.",
+            code="invalid_policy",
+            fields={"evidence_policy.required_tools": "Must be a subset of allowed_tools."},
+        )
+    if policy_mode == "general_knowledge" and required:
+        raise UnprocessableError(
+            "A general-knowledge answer cannot require tools.",
+            code="invalid_policy",
+            fields={"evidence_policy.required_tools": "Must be empty for general_knowledge."},
+        )
+    if policy_mode == "strict" and not allowed:
+        raise UnprocessableError(
+            "A strict policy needs at least one allowed tool.",
+            code="invalid_policy",
+            fields={"evidence_policy.allowed_tools": "Must not be empty for strict."},
+        )
+    return EvidencePolicy(policy_mode, allowed, required, explicit=True)
+
+
+@dataclass
+class Judgement:
+    """What the evidence allows: publish the selection, or which fixed text instead."""
+
+    publish: bool
+    evidence_status: str
+    answer_status: str
+    completeness: str
+    explanation: str | None = None  # insufficient_evidence | access_failure | unsupported
+    issues: list[str] = field(default_factory=list)
+
+
+def policy_judge(
+    *, policy: EvidencePolicy, outcomes: list[dict], selected_tools: list[set[str]]
+) -> Judgement:
+    """Apply SPEC §5 to the tool outcomes and the tools behind each selected fact.
+
+    `selected_tools` holds, per selected fact, the tools that produced it.
+    """
+    failed = {
+        o["tool"] for o in outcomes if o["state"] == "failed" and o["code"] != "not_configured"
+    }
+    unconfigured = {o["tool"] for o in outcomes if o["code"] == "not_configured"}
+    has_evidence = bool(selected_tools)
+    evidence_tools = set().union(*selected_tools) if selected_tools else set()
+    unmet = [
+        tool
+        for tool in policy.required_tools
+        if tool not in evidence_tools or tool in failed or tool in unconfigured
+    ]
+    issues = [f"required_tool_unmet:{tool}" for tool in unmet]
+    issues += [f"tool_failed:{tool}" for tool in sorted(failed)]
+
+    if policy.mode == "strict":
+        if failed or unmet or not has_evidence:
+            explanation = (
+                "access_failure" if failed and not has_evidence else "insufficient_evidence"
+            )
+            status = "unavailable" if failed else "absent"
+            return Judgement(False, status, "abstained", "none", explanation, issues)
+        return Judgement(True, "available", "evidence_backed", "complete", None, issues)
+
+    if not has_evidence:
+        if failed:
+            return Judgement(False, "unavailable", "abstained", "none", "access_failure", issues)
+        return Judgement(False, "absent", "abstained", "none", "insufficient_evidence", issues)
+    if failed or unmet:
+        return Judgement(True, "partial", "partial", "partial", None, issues)
+    return Judgement(True, "available", "evidence_backed", "complete", None, issues)

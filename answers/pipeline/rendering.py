@@ -1,0 +1,118 @@
+"""The server writes the answer: fixed introduction + verbatim quotes + verified values."""
+
+from dataclasses import dataclass
+
+from django.utils import formats, translation
+
+from answers.pipeline import texts
+from answers.pipeline.validation import SelectedFact
+from datasets.models import DatasetSnapshot
+from knowledge.models import Document, DocumentRevision
+
+
+@dataclass
+class Rendered:
+    text: str
+    citations: list[dict]
+    cards: list[dict]
+    sources: list[dict]
+
+
+def _locator(locator: dict) -> str:
+    if "page" in locator:
+        return f"p. {locator['page']}"
+    if "start" in locator:
+        return f"{locator['start']}–{locator.get('end', '')}"
+    if locator.get("headings"):
+        return " › ".join(locator["headings"])
+    return ""
+
+
+def _number(value: object, language: str) -> str:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        with translation.override(language):
+            return formats.number_format(value, use_l10n=True, force_grouping=True)
+    return str(value)
+
+
+def render_answer(*, selected: list[SelectedFact], language: str) -> Rendered:
+    revisions = DocumentRevision.objects.in_bulk(
+        [s.fact.source["revision_id"] for s in selected if s.fact.kind == "quote"]
+    )
+    documents = Document.objects.in_bulk([r.document_id for r in revisions.values()])
+    snapshots = DatasetSnapshot.objects.select_related("dataset").in_bulk(
+        [s.fact.source["snapshot_id"] for s in selected if s.fact.kind == "value"]
+    )
+    lines = [texts.introduction(language)]
+    citations, cards, sources = [], [], {}
+    for number, item in enumerate(selected, start=1):
+        fact = item.fact
+        if fact.kind == "quote":
+            revision = revisions[fact.source["revision_id"]]
+            document = documents[revision.document_id]
+            date = revision.created_at.date().isoformat()
+            where = ", ".join(
+                part
+                for part in (
+                    document.title,
+                    texts.revision_label(language, revision.number, date),
+                    _locator(fact.source.get("locator") or {}),
+                )
+                if part
+            )
+            lines.append(f"[{number}] “{item.quote}” — {where}")
+            citation = {
+                "number": number,
+                "fact_id": fact.fact_id,
+                "kind": "quote",
+                "document_id": document.pk,
+                "title": document.title,
+                "revision_id": revision.pk,
+                "revision_number": revision.number,
+                "revision_date": date,
+                "locator": fact.source.get("locator") or {},
+                "availability": "current"
+                if document.current_revision_id == revision.pk
+                else "superseded",
+                "quote": item.quote,
+            }
+            sources[("revision", revision.pk)] = {
+                "type": "revision",
+                "id": revision.pk,
+                "document_id": document.pk,
+            }
+        else:
+            snapshot = snapshots[fact.source["snapshot_id"]]
+            label = texts.snapshot_label(language, snapshot.dataset.name, snapshot.version)
+            lines.append(f"[{number}] {fact.label} = {_number(fact.value, language)} ({label})")
+            citation = {
+                "number": number,
+                "fact_id": fact.fact_id,
+                "kind": "value",
+                "dataset_id": snapshot.dataset_id,
+                "dataset": snapshot.dataset.name,
+                "snapshot_id": snapshot.pk,
+                "snapshot_version": snapshot.version,
+                "snapshot_sha256": snapshot.sha256,
+                "query_id": fact.source["query_id"],
+                "result_sha256": fact.source["result_sha256"],
+                "label": fact.label,
+                "value": fact.value,
+            }
+            cards.append(
+                {
+                    "kind": "value",
+                    "label": fact.label,
+                    "value": fact.value,
+                    "lineage": fact.lineage,
+                    "snapshot_id": snapshot.pk,
+                    "snapshot_sha256": snapshot.sha256,
+                }
+            )
+            sources[("snapshot", snapshot.pk)] = {
+                "type": "snapshot",
+                "id": snapshot.pk,
+                "dataset_id": snapshot.dataset_id,
+            }
+        citations.append(citation)
+    return Rendered("\n".join(lines), citations, cards, list(sources.values()))

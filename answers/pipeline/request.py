@@ -1,0 +1,81 @@
+"""The answer request (SPEC §5), validated into typed values or a 422 naming the field."""
+
+from dataclasses import dataclass
+
+from django.conf import settings
+
+from answers.pipeline.policy import MODES, EvidencePolicy, policy_parse
+from answers.pipeline.texts import LANGUAGES
+from core.errors import UnprocessableError
+
+MAX_QUERY_CHARS = 2000
+ALLOWED_FIELDS = {
+    "query",
+    "mode",
+    "stream",
+    "stream_version",
+    "conversation_id",
+    "space_ids",
+    "selected_sources",
+    "language",
+    "evidence_policy",
+}
+
+
+@dataclass(frozen=True)
+class AnswerRequest:
+    query: str
+    mode: str
+    policy: EvidencePolicy
+    conversation_id: int | None
+    space_ids: list[int]
+    selected_sources: list[int]
+    language: str | None
+
+
+def _invalid(field: str, message: str, code: str = "invalid") -> UnprocessableError:
+    return UnprocessableError(message, code=code, fields={field: message})
+
+
+def _ids(data: dict, field: str) -> list[int]:
+    value = data.get(field) or []
+    if not isinstance(value, list) or not all(type(v) is int and v > 0 for v in value):
+        raise _invalid(field, "Must be an array of positive integer ids.")
+    return sorted(set(value))
+
+
+def answer_request_parse(data: object) -> AnswerRequest:
+    if not isinstance(data, dict):
+        raise UnprocessableError("The body must be a JSON object.", code="invalid")
+    unknown = sorted(set(data) - ALLOWED_FIELDS)
+    if unknown:
+        raise _invalid(unknown[0], "Unknown field.")
+    query = data.get("query")
+    if not isinstance(query, str) or not query.strip():
+        raise _invalid("query", "The question is empty.", "empty_query")
+    if len(query) > MAX_QUERY_CHARS:
+        raise _invalid("query", f"At most {MAX_QUERY_CHARS} characters.", "query_too_long")
+    mode = data.get("mode", "ask")
+    if mode not in MODES:
+        raise _invalid("mode", f"One of {', '.join(MODES)}.")
+    if data.get("stream", False) is not False:
+        raise _invalid("stream", "Streaming is not available yet; send stream=false.")
+    conversation_id = data.get("conversation_id")
+    if conversation_id is not None and (type(conversation_id) is not int or conversation_id < 1):
+        raise _invalid("conversation_id", "Must be a conversation id.")
+    language = data.get("language")
+    if language is not None and language not in LANGUAGES:
+        raise _invalid("language", f"One of {', '.join(LANGUAGES)}.")
+    return AnswerRequest(
+        query=query.strip(),
+        mode=mode,
+        policy=policy_parse(data.get("evidence_policy"), mode=mode),
+        conversation_id=conversation_id,
+        space_ids=_ids(data, "space_ids"),
+        selected_sources=_ids(data, "selected_sources"),
+        language=language,
+    )
+
+
+def response_language(request: AnswerRequest, conversation_language: str) -> str:
+    return request.language or conversation_language or settings.KOINON_RESPONSE_LANGUAGE

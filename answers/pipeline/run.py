@@ -1,0 +1,373 @@
+"""The answer pipeline as named steps:
+plan → tools → candidates (recorded) → selection → validation → recheck → rendering →
+publication → response."""
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import DatabaseError
+
+from answers.models import AnswerRun, CandidateFact, Conversation, Generation, Message
+from answers.pipeline import texts
+from answers.pipeline.planner import Plan, content_words
+from answers.pipeline.policy import Judgement, policy_judge
+from answers.pipeline.providers import ModelProvider, get_model_provider
+from answers.pipeline.publication import Publication, answer_publish
+from answers.pipeline.rendering import render_answer
+from answers.pipeline.request import AnswerRequest, response_language
+from answers.pipeline.tools import candidate_views, run_tools, visible_datasets
+from answers.pipeline.validation import (
+    SelectedFact,
+    SelectionRejected,
+    selection_parse,
+    selection_validate,
+)
+from core.errors import NotFoundError
+from core.models import ApiKey
+from datasets.selectors import datasets_visible_to
+from knowledge.selectors import documents_visible_to
+
+logger = logging.getLogger(__name__)
+
+SELECTION_ATTEMPTS = 3  # the first selection and at most two retries
+AGENT_ROUNDS = 3
+
+
+@dataclass
+class Trace:
+    steps: list[dict] = field(default_factory=list)
+    _started: float = field(default_factory=time.perf_counter)
+
+    def step(self, name: str, started: float, **details: object) -> None:
+        self.steps.append(
+            {"step": name, "ms": round((time.perf_counter() - started) * 1000, 2), **details}
+        )
+
+
+def _conversation(*, user: AbstractBaseUser, request: AnswerRequest) -> Conversation:
+    if request.conversation_id is None:
+        return Conversation.objects.create(
+            user=user, title=request.query[:200], language=request.language or ""
+        )
+    conversation = Conversation.objects.filter(pk=request.conversation_id, user=user).first()
+    if conversation is None:
+        raise NotFoundError("Conversation not found.")
+    return conversation
+
+
+def answer_create(
+    *,
+    user: AbstractBaseUser,
+    request: AnswerRequest,
+    api_key: ApiKey | None = None,
+    provider: ModelProvider | None = None,
+) -> dict:
+    """Answer a question from the evidence the user may see now, and publish it.
+
+    Returns the response body (SPEC §5). Raises NotFoundError for a foreign
+    conversation. Provider failures and invalid selections never raise: they end
+    in a fixed abstention.
+    """
+    provider = provider or get_model_provider()
+    conversation = _conversation(user=user, request=request)
+    history = list(
+        conversation.messages.filter(role=Message.Role.USER)
+        .order_by("id")
+        .values_list("text", flat=True)
+    )
+    language = response_language(request, conversation.language)
+    run = AnswerRun.objects.create(
+        user=user,
+        api_key=api_key,
+        conversation=conversation,
+        question=request.query,
+        mode=request.mode,
+        policy=request.policy.as_dict(),
+        explicit_policy=request.policy.explicit,
+        language=language,
+        space_ids=request.space_ids,
+        selected_sources=request.selected_sources,
+    )
+    Message.objects.create(
+        conversation=conversation, role=Message.Role.USER, text=request.query, run=run
+    )
+    generation = Generation.objects.create(
+        run=run, number=1, provider=provider.name, model_id=provider.model_id
+    )
+    return Pipeline(run, generation, request, provider, user, api_key, history).execute()
+
+
+@dataclass
+class Pipeline:
+    run: AnswerRun
+    generation: Generation
+    request: AnswerRequest
+    provider: ModelProvider
+    user: AbstractBaseUser
+    api_key: ApiKey | None
+    history: list[str]
+    trace: Trace = field(default_factory=Trace)
+    outcomes: list[dict] = field(default_factory=list)
+    issues: list[str] = field(default_factory=list)
+    candidates: list[CandidateFact] = field(default_factory=list)
+
+    @property
+    def language(self) -> str:
+        return self.run.language
+
+    def execute(self) -> dict:
+        policy = self.request.policy
+        if policy.mode == "general_knowledge" and not self.provider.can_answer_generally:
+            return self.abstain(
+                "unsupported",
+                evidence_status="not_requested",
+                issues=["unsupported_prerequisite:general_knowledge"],
+            )
+        started = time.perf_counter()
+        datasets = visible_datasets(user=self.user, space_ids=self.run.space_ids)
+        plan = self.provider.plan(
+            question=self.request.query, history=self.history, datasets=datasets
+        )
+        self.run.plan = plan.as_dict()
+        self.run.save(update_fields=["plan"])
+        self.trace.step("plan", started, searches=len(plan.searches))
+        if self.request.mode == "plan":
+            return self.finish_without_answer({"plan": plan.as_dict()}, answer_status="unverified")
+        if plan.comparison and not self.provider.can_compare:
+            return self.abstain(
+                "unsupported",
+                evidence_status="not_requested",
+                issues=["unsupported_prerequisite:comparison"],
+            )
+
+        rounds = AGENT_ROUNDS if self.request.mode == "agent" else 1
+        selected: list[SelectedFact] | None = None
+        for round_number in range(rounds):
+            if round_number:
+                plan = self.broaden(plan, round_number)
+            started = time.perf_counter()
+            found, outcomes = run_tools(
+                run=self.run, user=self.user, plan=plan, policy=policy, mode=self.request.mode
+            )
+            self.candidates += found
+            self.outcomes += outcomes
+            self.trace.step("retrieval", started, candidates=len(found), round=round_number + 1)
+            if self.request.mode == "raw":
+                return self.finish_without_answer(
+                    {"results": [_raw(f) for f in found]}, answer_status="unverified"
+                )
+            if found:
+                selected = self.select(plan, found)
+            if selected:
+                break
+
+        selected_tools = [set(s.fact.contributions) for s in selected or []]
+        judgement = policy_judge(
+            policy=policy, outcomes=self.outcomes, selected_tools=selected_tools
+        )
+        if not judgement.publish:
+            return self.abstain(judgement.explanation, judgement=judgement)
+
+        started = time.perf_counter()
+        denied = self.recheck(selected)
+        self.trace.step("recheck", started, ok=denied is None)
+        if denied:
+            return self.abstain("access_failure", issues=[denied], access_code=denied)
+        return self.publish(selected, judgement)
+
+    def broaden(self, plan: Plan, round_number: int) -> Plan:
+        """Agent mode: a further round with the question's content words only."""
+        words = content_words(plan.standalone)
+        search = " ".join(words if round_number == 1 else words[: max(2, len(words) // 2)])
+        return Plan(
+            standalone=plan.standalone,
+            searches=[search] if search else plan.searches,
+            comparison=plan.comparison,
+            rewritten=plan.rewritten,
+        )
+
+    def select(self, plan: Plan, found: list[CandidateFact]) -> list[SelectedFact] | None:
+        views = candidate_views(found)
+        for attempt in range(SELECTION_ATTEMPTS):
+            started = time.perf_counter()
+            self.generation.attempts += 1
+            try:
+                raw = self.provider.select(
+                    question=self.request.query, plan=plan, candidates=views, attempt=attempt
+                )
+                selected = selection_parse(raw, found)
+                self.trace.step("selection", started, attempt=attempt + 1, facts=len(selected))
+                started = time.perf_counter()
+                selection_validate(selected)
+                self.trace.step("validation", started, ok=True)
+                return selected
+            except SelectionRejected as rejection:
+                self.issues.append(rejection.issue)
+                self.trace.step("validation", started, ok=False, issue=rejection.issue)
+            except DatabaseError:
+                raise
+            except Exception:
+                # A provider's exception text never reaches the user: a typed issue does.
+                logger.exception("model provider failed during selection")
+                self.issues.append("provider_error")
+        self.issues.append("selection_rejected")
+        return None
+
+    def recheck(self, selected: list[SelectedFact]) -> str | None:
+        """SPEC §1.6, immediately before sealing."""
+        try:
+            if (
+                self.api_key is not None
+                and not ApiKey.objects.filter(pk=self.api_key.pk, revoked_at__isnull=True).exists()
+            ):
+                return "access_denied"
+            user = type(self.user).objects.filter(pk=self.user.pk, is_active=True).first()
+            if user is None:
+                return "access_denied"
+            documents = {s.fact.source["document_id"] for s in selected if s.fact.kind == "quote"}
+            visible = documents_visible_to(user=user).filter(pk__in=documents)
+            visible_ids = set(visible.values_list("pk", flat=True))
+            private = set(visible.filter(owner__isnull=False).values_list("pk", flat=True))
+            if visible_ids != documents or not private <= set(self.run.selected_sources):
+                return "access_denied"
+            datasets = {s.fact.source["dataset_id"] for s in selected if s.fact.kind == "value"}
+            seen = set(
+                datasets_visible_to(user=user).filter(pk__in=datasets).values_list("pk", flat=True)
+            )
+            if seen != datasets:
+                return "access_denied"
+        except DatabaseError:
+            logger.exception("permission recheck failed")
+            return "permission_unavailable"
+        return None
+
+    # --- endings ---------------------------------------------------------------------
+
+    def body(
+        self, *, text: str, citations: list, cards: list, evidence: dict, quality: dict
+    ) -> dict:
+        return {
+            "run_id": str(self.run.pk),
+            "generation": self.generation.number,
+            "mode": self.request.mode,
+            "answer": {
+                "text": text,
+                "language": self.language,
+                "citations": citations,
+                "cards": cards,
+            },
+            "evidence": evidence,
+            "quality": quality,
+        }
+
+    def publish(self, selected: list[SelectedFact], judgement: Judgement) -> dict:
+        started = time.perf_counter()
+        rendered = render_answer(selected=selected, language=self.language)
+        self.trace.step("rendering", started)
+        body = self.body(
+            text=rendered.text,
+            citations=rendered.citations,
+            cards=rendered.cards,
+            evidence={
+                "status": judgement.evidence_status,
+                "answer_status": judgement.answer_status,
+                "policy": self.request.policy.as_dict(),
+                "sources": rendered.sources,
+                "outcomes": self.outcomes,
+            },
+            quality={
+                "completeness": judgement.completeness,
+                "degraded": judgement.completeness != "complete",
+                "issues": sorted(set(self.issues + judgement.issues)),
+            },
+        )
+        return self.seal(body, rendered.text, rendered.citations, rendered.cards)
+
+    def abstain(
+        self,
+        explanation: str,
+        *,
+        judgement: Judgement | None = None,
+        evidence_status: str | None = None,
+        issues: list[str] | None = None,
+        access_code: str | None = None,
+    ) -> dict:
+        """A fixed text; no prose, citations, verification claims, scores or follow-ups."""
+        outcomes = list(self.outcomes)
+        if access_code:
+            outcomes.append(
+                {
+                    "tool": "recheck",
+                    "state": "failed",
+                    "code": access_code,
+                    "result_count": 0,
+                    "retryable": access_code == "permission_unavailable",
+                }
+            )
+        status = evidence_status or (judgement.evidence_status if judgement else "unavailable")
+        all_issues = sorted(
+            set(self.issues + (issues or []) + (judgement.issues if judgement else []))
+        )
+        body = self.body(
+            text=texts.explanation(explanation, self.language),
+            citations=[],
+            cards=[],
+            evidence={
+                "status": status,
+                "answer_status": "abstained",
+                "policy": self.request.policy.as_dict(),
+                "sources": [],
+                "outcomes": outcomes,
+            },
+            quality={"completeness": "none", "degraded": True, "issues": all_issues},
+        )
+        return self.seal(body, body["answer"]["text"], [], [])
+
+    def finish_without_answer(self, extra: dict, *, answer_status: str) -> dict:
+        """plan and raw modes: inspection output, labelled unverified, no prose."""
+        body = self.body(
+            text="",
+            citations=[],
+            cards=[],
+            evidence={
+                "status": "unknown" if not self.outcomes else _status(self.outcomes),
+                "answer_status": answer_status,
+                "policy": self.request.policy.as_dict(),
+                "sources": [],
+                "outcomes": self.outcomes,
+            },
+            quality={"completeness": "none", "degraded": False, "issues": []},
+        )
+        body["label"] = "unverified"
+        body.update(extra)
+        return self.seal(body, "", [], [])
+
+    def seal(self, body: dict, text: str, citations: list, cards: list) -> dict:
+        started = time.perf_counter()
+        self.trace.step("publication", started)
+        if self.request.mode == "debug":
+            body["trace"] = {
+                "steps": self.trace.steps,
+                "plan": self.run.plan,
+                "candidates": [_raw(c) for c in self.candidates],
+            }
+        answer_publish(Publication(self.run, self.generation, text, body, citations, cards))
+        return body
+
+
+def _status(outcomes: list[dict]) -> str:
+    return "available" if any(o["code"] == "matched" for o in outcomes) else "absent"
+
+
+def _raw(fact: CandidateFact) -> dict:
+    return {
+        "fact_id": fact.fact_id,
+        "kind": fact.kind,
+        "text": fact.text,
+        "value": fact.value,
+        "label": fact.label,
+        "source": fact.source,
+        "contributions": fact.contributions,
+    }

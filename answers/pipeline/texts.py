@@ -1,0 +1,50 @@
+"""Every sentence koinon writes itself. Translated with Django i18n (en, de, fr, ja)."""
+
+from django.utils import translation
+from django.utils.translation import gettext as _
+
+LANGUAGES = ("en", "de", "fr", "ja")
+
+
+def _in(language: str, make: callable) -> str:
+    with translation.override(language):
+        return str(make())
+
+
+def introduction(language: str) -> str:
+    return _in(language, lambda: _("From your library:"))
+
+
+def explanation(kind: str, language: str) -> str:
+    """The fixed text that replaces an answer: no prose, sources or claims."""
+    texts = {
+        "insufficient_evidence": lambda: _(
+            "Not in your library: the sources you may see do not answer this question. "
+            "Refine the question or select another source."
+        ),
+        "access_failure": lambda: _(
+            "A source needed for this answer could not be accessed, so no answer was "
+            "published. Try again later or ask an administrator."
+        ),
+        "unsupported": lambda: _(
+            "This request needs a capability that the configured model provider does not "
+            "have (such as a comparison or an ungrounded answer), so no answer was published."
+        ),
+    }
+    return _in(language, texts[kind])
+
+
+def revision_label(language: str, number: int, date: str) -> str:
+    return _in(
+        language, lambda: _("revision %(number)s of %(date)s") % {"number": number, "date": date}
+    )
+
+
+def snapshot_label(language: str, dataset: str, version: int) -> str:
+    return _in(
+        language,
+        lambda: (
+            _("dataset %(dataset)s, snapshot %(version)s")
+            % {"dataset": dataset, "version": version}
+        ),
+    )

@@ -1,0 +1,206 @@
+"""Retrieval tools allowed by the policy, and the candidate facts they yield (recorded)."""
+
+import hashlib
+import json
+
+from django.contrib.auth.models import AbstractBaseUser
+
+from answers.models import AnswerRun, CandidateFact
+from answers.pipeline.planner import DatasetInfo, Plan
+from answers.pipeline.policy import IMPLEMENTED_TOOLS, EvidencePolicy
+from answers.pipeline.providers import CandidateView
+from core.errors import ApiError
+from datasets.models import DatasetSnapshot, GovernedQuery
+from datasets.selectors import datasets_visible_to
+from datasets.services import governed_query_facts, governed_query_run
+from knowledge.models import Extraction, ExtractionRole, ExtractionStatus
+from knowledge.retrieval import RETRIEVAL_TOOLS, retrieve
+
+DEPTH = {"quick": 3, "ask": 5, "agent": 5, "pro": 8, "deep": 12, "debug": 5, "raw": 10, "plan": 0}
+
+
+def visible_datasets(*, user: AbstractBaseUser, space_ids: list[int]) -> list[DatasetInfo]:
+    datasets = datasets_visible_to(user=user).select_related("current_snapshot")
+    if space_ids:
+        datasets = datasets.filter(space_id__in=space_ids)
+    return [
+        DatasetInfo(
+            d.pk,
+            d.current_snapshot_id,
+            d.name,
+            d.current_snapshot.table_name,
+            d.current_snapshot.schema,
+        )
+        for d in datasets
+        if d.current_snapshot_id
+    ]
+
+
+def _sha(payload: object) -> str:
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def run_tools(
+    *, run: AnswerRun, user: AbstractBaseUser, plan: Plan, policy: EvidencePolicy, mode: str
+) -> tuple[list[CandidateFact], list[dict]]:
+    """Run every allowed tool for the plan; record candidates with stable fact ids.
+
+    Returns (candidates, outcomes). Several outcomes per tool are kept (one per search):
+    a later success never erases an earlier failure.
+    """
+    outcomes: list[dict] = []
+    retrieval_tools = tuple(t for t in RETRIEVAL_TOOLS if t in policy.allowed_tools)
+    passages: dict[int, dict] = {}
+    if retrieval_tools:
+        for index, search in enumerate(plan.searches):
+            result = retrieve(
+                user=user,
+                query=search,
+                tools=retrieval_tools,
+                space_ids=run.space_ids or None,
+                selected_sources=run.selected_sources or None,
+                limit=DEPTH.get(mode, 5),
+            )
+            outcomes += [o.as_dict() for o in result.outcomes]
+            for candidate in result.candidates:
+                entry = passages.setdefault(
+                    candidate.passage_id, {"candidate": candidate, "searches": [], "score": 0.0}
+                )
+                entry["searches"].append(index)
+                entry["score"] = max(entry["score"], candidate.score)
+                for tool, contribution in candidate.contributions.items():
+                    entry["candidate"].contributions.setdefault(tool, contribution)
+
+    facts: list[CandidateFact] = []
+    admitted = set(
+        Extraction.objects.filter(
+            pk__in=[e["candidate"].extraction_id for e in passages.values()],
+            role=ExtractionRole.PRIMARY,
+            status=ExtractionStatus.ADMITTED,
+        ).values_list("pk", flat=True)
+    )
+    for number, entry in enumerate(passages.values(), start=1):
+        candidate = entry["candidate"]
+        if candidate.extraction_id not in admitted:
+            continue  # pre-check: only admitted text of a recorded revision is evidence
+        source = {
+            "type": "passage",
+            "passage_id": candidate.passage_id,
+            "document_id": candidate.document_id,
+            "revision_id": candidate.revision_id,
+            "extraction_id": candidate.extraction_id,
+            "char_start": candidate.char_start,
+            "char_end": candidate.char_end,
+            "locator": candidate.locator,
+            "searches": entry["searches"],
+            "score": entry["score"],
+        }
+        facts.append(
+            CandidateFact(
+                run=run,
+                fact_id=f"q{number}",
+                kind="quote",
+                source=source,
+                text=candidate.text,
+                contributions=candidate.contributions,
+                sha256=_sha([source, candidate.text]),
+            )
+        )
+
+    if "dataset_query" in policy.allowed_tools:
+        value_facts, dataset_outcomes = _dataset_tool(run=run, user=user, plan=plan)
+        facts += value_facts
+        outcomes += dataset_outcomes
+    for tool in policy.allowed_tools:
+        if tool not in IMPLEMENTED_TOOLS:
+            outcomes.append(
+                {
+                    "tool": tool,
+                    "state": "failed",
+                    "code": "not_configured",
+                    "result_count": 0,
+                    "retryable": False,
+                }
+            )
+    CandidateFact.objects.bulk_create(facts)
+    return facts, outcomes
+
+
+def _dataset_tool(*, run: AnswerRun, user: AbstractBaseUser, plan: Plan) -> tuple[list, list]:
+    if not plan.dataset_queries:
+        code = (
+            "no_relevant_hit"
+            if visible_datasets(user=user, space_ids=run.space_ids)
+            else "empty_corpus"
+        )
+        return [], [
+            {
+                "tool": "dataset_query",
+                "state": "succeeded",
+                "code": code,
+                "result_count": 0,
+                "retryable": False,
+            }
+        ]
+    facts, outcomes = [], []
+    for planned in plan.dataset_queries:
+        snapshot = DatasetSnapshot.objects.get(pk=planned["snapshot_id"])
+        try:
+            query = governed_query_run(user=user, snapshot=snapshot, sql=planned["sql"])
+        except ApiError as error:
+            code = "timeout" if error.error_code == "timeout" else "no_relevant_hit"
+            outcomes.append(
+                {
+                    "tool": "dataset_query",
+                    "state": "failed" if code == "timeout" else "succeeded",
+                    "code": code,
+                    "result_count": 0,
+                    "retryable": code == "timeout",
+                }
+            )
+            continue
+        cells = governed_query_facts(query)
+        outcomes.append(
+            {
+                "tool": "dataset_query",
+                "state": "succeeded",
+                "code": "matched" if cells else "no_relevant_hit",
+                "result_count": len(cells),
+                "retryable": False,
+            }
+        )
+        for cell in cells:
+            number = len(facts) + 1
+            source = {"type": "dataset_cell", **cell, "dataset_id": snapshot.dataset_id}
+            facts.append(
+                CandidateFact(
+                    run=run,
+                    fact_id=f"v{number}",
+                    kind="value",
+                    source=source,
+                    value=cell["value"],
+                    label=cell["label"],
+                    lineage=cell["lineage"],
+                    contributions={"dataset_query": {"rank": 1, "query_id": query.pk}},
+                    sha256=_sha([source, cell["value"]]),
+                )
+            )
+    return facts, outcomes
+
+
+def candidate_views(facts: list[CandidateFact]) -> list[CandidateView]:
+    return [
+        CandidateView(
+            fact.fact_id,
+            fact.kind,
+            fact.text if fact.kind == "quote" else str(fact.value),
+            fact.label,
+            tuple(fact.source.get("searches", ())),
+            fact.source.get("score", 1.0),
+        )
+        for fact in facts
+    ]
+
+
+def recorded_query(fact: CandidateFact) -> GovernedQuery | None:
+    return GovernedQuery.objects.filter(pk=fact.source.get("query_id")).first()
