@@ -15,6 +15,7 @@ from answers.pipeline.planner import Plan, content_words
 from answers.pipeline.policy import Judgement, policy_judge
 from answers.pipeline.providers import ModelProvider, get_model_provider
 from answers.pipeline.publication import Publication, answer_publish
+from answers.pipeline.recheck import publication_recheck
 from answers.pipeline.rendering import render_answer
 from answers.pipeline.request import AnswerRequest, response_language
 from answers.pipeline.tools import candidate_views, run_tools, visible_datasets
@@ -26,8 +27,6 @@ from answers.pipeline.validation import (
 )
 from core.errors import NotFoundError
 from core.models import ApiKey
-from datasets.selectors import datasets_visible_to
-from knowledge.selectors import documents_visible_to
 
 logger = logging.getLogger(__name__)
 
@@ -216,32 +215,8 @@ class Pipeline:
         return None
 
     def recheck(self, selected: list[SelectedFact]) -> str | None:
-        """SPEC §1.6, immediately before sealing."""
-        try:
-            if (
-                self.api_key is not None
-                and not ApiKey.objects.filter(pk=self.api_key.pk, revoked_at__isnull=True).exists()
-            ):
-                return "access_denied"
-            user = type(self.user).objects.filter(pk=self.user.pk, is_active=True).first()
-            if user is None:
-                return "access_denied"
-            documents = {s.fact.source["document_id"] for s in selected if s.fact.kind == "quote"}
-            visible = documents_visible_to(user=user).filter(pk__in=documents)
-            visible_ids = set(visible.values_list("pk", flat=True))
-            private = set(visible.filter(owner__isnull=False).values_list("pk", flat=True))
-            if visible_ids != documents or not private <= set(self.run.selected_sources):
-                return "access_denied"
-            datasets = {s.fact.source["dataset_id"] for s in selected if s.fact.kind == "value"}
-            seen = set(
-                datasets_visible_to(user=user).filter(pk__in=datasets).values_list("pk", flat=True)
-            )
-            if seen != datasets:
-                return "access_denied"
-        except DatabaseError:
-            logger.exception("permission recheck failed")
-            return "permission_unavailable"
-        return None
+        return publication_recheck(run=self.run, user=self.user, api_key=self.api_key,
+                                   selected=selected)  # fmt: skip
 
     # --- endings ---------------------------------------------------------------------
 

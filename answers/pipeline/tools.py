@@ -79,7 +79,9 @@ def run_tools(
             status=ExtractionStatus.ADMITTED,
         ).values_list("pk", flat=True)
     )
-    for number, entry in enumerate(passages.values(), start=1):
+    # Fact ids stay unique across agent rounds: continue after the run's earlier candidates.
+    recorded = CandidateFact.objects.filter(run=run).count()
+    for number, entry in enumerate(passages.values(), start=recorded + 1):
         candidate = entry["candidate"]
         if candidate.extraction_id not in admitted:
             continue  # pre-check: only admitted text of a recorded revision is evidence
@@ -108,7 +110,9 @@ def run_tools(
         )
 
     if "dataset_query" in policy.allowed_tools:
-        value_facts, dataset_outcomes = _dataset_tool(run=run, user=user, plan=plan)
+        value_facts, dataset_outcomes = _dataset_tool(
+            run=run, user=user, plan=plan, first_number=recorded + len(facts) + 1
+        )
         facts += value_facts
         outcomes += dataset_outcomes
     for tool in policy.allowed_tools:
@@ -126,7 +130,9 @@ def run_tools(
     return facts, outcomes
 
 
-def _dataset_tool(*, run: AnswerRun, user: AbstractBaseUser, plan: Plan) -> tuple[list, list]:
+def _dataset_tool(
+    *, run: AnswerRun, user: AbstractBaseUser, plan: Plan, first_number: int
+) -> tuple[list, list]:
     if not plan.dataset_queries:
         code = (
             "no_relevant_hit"
@@ -170,7 +176,7 @@ def _dataset_tool(*, run: AnswerRun, user: AbstractBaseUser, plan: Plan) -> tupl
             }
         )
         for cell in cells:
-            number = len(facts) + 1
+            number = first_number + len(facts)
             source = {"type": "dataset_cell", **cell, "dataset_id": snapshot.dataset_id}
             facts.append(
                 CandidateFact(

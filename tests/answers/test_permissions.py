@@ -1,0 +1,102 @@
+"""Answers use only what the asker may see now, rechecked just before publication."""
+
+import json
+
+import pytest
+from guardian.shortcuts import remove_perm
+
+from answers.models import AnswerRun, CandidateFact, Citation
+from answers.pipeline.planner import Plan
+from answers.pipeline.providers import ScriptedProvider
+from answers.pipeline.recheck import publication_recheck
+from answers.pipeline.validation import SelectedFact
+from core.services import api_key_create, api_key_revoke
+from tests.answers.conftest import ask, ingest
+
+pytestmark = pytest.mark.django_db
+
+SALARY = "The salary review of the platform team is scheduled for April."
+QUESTION = "When is the salary review of the platform team?"
+
+
+@pytest.fixture
+def private_file(owner):
+    return ingest(owner, None, "salary.txt", SALARY, private=True).document
+
+
+def test_another_users_private_file_leaves_no_trace(private_file, member):
+    body = ask(member, QUESTION, selected_sources=[private_file.pk])
+    assert body["evidence"]["answer_status"] == "abstained"
+    assert body["answer"]["text"].startswith("Not in your library")
+    assert body["evidence"]["outcomes"][0]["code"] == "empty_corpus"
+    dumped = json.dumps(body)
+    assert "salary.txt" not in dumped and "April" not in dumped and private_file.title not in dumped
+    assert not CandidateFact.objects.filter(run_id=body["run_id"]).exists()
+
+
+def test_a_private_file_answers_its_owner_only_when_selected(private_file, owner):
+    unselected = ask(owner, QUESTION)
+    assert unselected["evidence"]["answer_status"] == "abstained"
+    selected = ask(owner, QUESTION, selected_sources=[private_file.pk])
+    assert selected["evidence"]["answer_status"] == "evidence_backed"
+    assert f"“{SALARY}”" in selected["answer"]["text"]
+
+
+def test_a_hidden_space_in_space_ids_is_indistinguishable_from_none(library, outsider, space):
+    body = ask(outsider, "Who owns service reviews?", space_ids=[space.pk])
+    assert {o["code"] for o in body["evidence"]["outcomes"]} == {"empty_corpus"}
+    assert body["evidence"]["answer_status"] == "abstained"
+
+
+def plan() -> Plan:
+    return Plan(standalone="Who owns service reviews?", searches=["Who owns service reviews?"])
+
+
+def select_first(candidates):
+    return {"facts": [{"fact_id": candidates[0].fact_id}]}
+
+
+def test_a_source_hidden_between_selection_and_publication_aborts(library, member, space):
+    def hide(attempt: int) -> None:
+        remove_perm("knowledge.view_space", member, space)
+
+    body = ask(member, "q", provider=ScriptedProvider([select_first], plan=plan(), on_select=hide))
+    assert body["evidence"]["answer_status"] == "abstained"
+    assert body["answer"]["text"].startswith("A source needed for this answer")
+    assert body["answer"]["citations"] == [] and body["evidence"]["sources"] == []
+    assert {"tool": "recheck", "state": "failed", "code": "access_denied", "result_count": 0,
+            "retryable": False} in body["evidence"]["outcomes"]  # fmt: skip
+    assert "access_denied" in body["quality"]["issues"]
+    assert not Citation.objects.filter(run_id=body["run_id"]).exists()
+
+
+def test_a_key_revoked_before_publication_aborts(library, member):
+    issued = api_key_create(user=member)
+
+    def revoke(attempt: int) -> None:
+        api_key_revoke(prefix=issued.api_key.prefix)
+
+    provider = ScriptedProvider([select_first], plan=plan(), on_select=revoke)
+    body = ask(member, "q", provider=provider, api_key=issued.api_key)
+    assert body["evidence"]["answer_status"] == "abstained"
+    assert "access_denied" in body["quality"]["issues"]
+
+
+def test_a_private_file_dropped_from_the_selection_cannot_be_published(private_file, owner):
+    # Selecting sources never grants access, and only selected private files are eligible.
+    def select_private(candidates):
+        return {"facts": [{"fact_id": candidates[0].fact_id}]}
+
+    provider = ScriptedProvider([select_private], plan=Plan(QUESTION, [QUESTION]))
+    body = ask(owner, "q", selected_sources=[private_file.pk], provider=provider)
+    assert body["evidence"]["answer_status"] == "evidence_backed"
+    run = AnswerRun.objects.get(pk=body["run_id"])
+    fact = CandidateFact.objects.filter(run=run).first()
+    assert (
+        publication_recheck(run=run, user=owner, api_key=None, selected=[SelectedFact(fact)])
+        is None
+    )
+    run.selected_sources = []  # the file is no longer selected in this conversation
+    assert publication_recheck(
+        run=run, user=owner, api_key=None, selected=[SelectedFact(fact)]
+    ) == ("access_denied")
