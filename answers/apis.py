@@ -5,8 +5,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from answers.pipeline.request import answer_request_parse
-from answers.pipeline.run import answer_create
+from answers.pipeline.run import answer_create, answer_retry
 from answers.selectors import run_get_for_user
+from audit.selectors import run_audit
 from core.errors import NotFoundError
 from core.models import ApiKey
 
@@ -32,3 +33,22 @@ class RunDetailApi(APIView):
         if run.response is None:
             raise NotFoundError("This run has no published answer.", code="not_published")
         return Response(run.response)
+
+
+class RunRetryApi(APIView):
+    """Generation n+1 of a run; earlier answers and their receipts remain."""
+
+    @extend_schema(request=None, responses=OpenApiTypes.OBJECT)
+    def post(self, request: Request, run_id: str) -> Response:
+        run = run_get_for_user(user=request.user, run_id=run_id)
+        if run.mode == "debug" and not request.user.is_staff:
+            raise PermissionDenied("Debug mode is for staff.")
+        api_key = request.auth if isinstance(request.auth, ApiKey) else None
+        return Response(answer_retry(user=request.user, run=run, api_key=api_key))
+
+
+class RunAuditApi(APIView):
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request: Request, run_id: str) -> Response:
+        run = run_get_for_user(user=request.user, run_id=run_id)
+        return Response(run_audit(run=run))

@@ -41,6 +41,8 @@ class AnswerRun(models.Model):
     selected_sources = models.JSONField(default=list)
     plan = models.JSONField(default=dict)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.RUNNING)
+    # Raised by every genuine retry; a refusal without a model call is unique per context.
+    reset_context = models.PositiveIntegerField(default=0)
     response = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 

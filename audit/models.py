@@ -1,1 +1,76 @@
-# Models arrive with their issue; the app exists so the layout is stable.
+import uuid
+
+from django.db import models
+
+
+class OutputRelease(models.Model):
+    """The receipt of one published answer or refusal. PostgreSQL keeps it append-only
+    (see audit/migrations/0002_answer_release.py and docs/releases.md)."""
+
+    class Kind(models.TextChoices):
+        ANSWER = "answer"
+        REFUSAL = "refusal"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    run = models.ForeignKey("answers.AnswerRun", on_delete=models.PROTECT, related_name="releases")
+    message = models.ForeignKey("answers.Message", on_delete=models.PROTECT, related_name="+")
+    # Empty for a refusal made without a model call (no evidence, unsupported request).
+    generation = models.ForeignKey(
+        "answers.Generation", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    reset_context = models.PositiveIntegerField()
+    policy_version = models.CharField(max_length=16)
+    publication_sequence = models.PositiveBigIntegerField(unique=True)
+    selected_fact_ids = models.JSONField()
+    source_refs = models.JSONField()
+    result_hashes = models.JSONField()
+    text_sha256 = models.CharField(max_length=64)
+    citations_sha256 = models.CharField(max_length=64)
+    cards_sha256 = models.CharField(max_length=64)
+    policy_sha256 = models.CharField(max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["publication_sequence"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} release {self.publication_sequence}"
+
+
+class StreamEvent(models.Model):
+    """A sealed stream event, replayed by the events endpoint; never a draft."""
+
+    run = models.ForeignKey("answers.AnswerRun", on_delete=models.PROTECT, related_name="events")
+    generation = models.PositiveIntegerField()
+    sequence = models.PositiveIntegerField()
+    event = models.CharField(max_length=32)
+    data = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "generation", "sequence"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "generation", "sequence"], name="stream_event_unique"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.run_id}:{self.generation}:{self.sequence} {self.event}"
+
+
+class AnswerAudit(models.Model):
+    """What happened in a run: steps, plan, retrieval manifest, memories, SQL."""
+
+    run = models.OneToOneField("answers.AnswerRun", on_delete=models.PROTECT, related_name="audit")
+    plan = models.JSONField(default=dict)
+    generations = models.JSONField(default=list)  # [{"number", "steps", "retrieval", "sql"}]
+    memories_used = models.JSONField(default=list)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"audit of {self.run_id}"
+
+
+PUBLICATION_SEQUENCE = "audit_publication_sequence"

@@ -12,3 +12,4 @@ from koinon.settings import *  # noqa: F403
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 KOINON_HEALTH_TIMEOUT = 1.0
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # noqa: F405 - whitenoise warns when missing
+LOG_DIR = DATA_DIR / "traces"  # noqa: F405 - run traces of the suite stay out of logs/

@@ -110,3 +110,22 @@ def client_for(user) -> APIClient:
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {api_key_create(user=user).secret}")
     return client
+
+
+@pytest.fixture(autouse=True)
+def _allow_flushing_releases(request):
+    """Transactional tests end with a TRUNCATE of every table, which the release
+    triggers refuse while receipts exist. As the database owner would (docs/
+    releases.md), remove this test's receipts with triggers bypassed, just before."""
+    marker = request.node.get_closest_marker("django_db")
+    if not (marker and marker.kwargs.get("transaction")):
+        yield
+        return
+    request.getfixturevalue("transactional_db")
+    yield
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SET session_replication_role = replica")
+        cursor.execute("DELETE FROM audit_outputrelease")
+        cursor.execute("SET session_replication_role = DEFAULT")

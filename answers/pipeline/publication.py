@@ -1,11 +1,19 @@
 """Publication: the only place an answer becomes visible. One transaction writes the
-assistant message, the run's final body, citations and cards — or nothing."""
+assistant message, citations, cards, the output release, the stream events to replay,
+the audit and the run's final body — or nothing at all."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.db import transaction
 
 from answers.models import AnswerRun, CandidateFact, Card, Citation, Generation, Message
+from audit.services import (
+    audit_record,
+    release_record,
+    release_summary,
+    stream_events_record,
+    trace_write,
+)
 
 
 @dataclass
@@ -16,15 +24,31 @@ class Publication:
     body: dict
     citations: list[dict]
     cards: list[dict]
+    kind: str | None = None  # "answer" | "refusal"; None: inspection output, no release
+    model_called: bool = False
+    selected_fact_ids: list[str] = field(default_factory=list)
+    outcomes: list[dict] = field(default_factory=list)
+    steps: list[dict] = field(default_factory=list)
+    sql: list[dict] = field(default_factory=list)
+
+
+def _result_hashes(run: AnswerRun, fact_ids: list[str]) -> dict:
+    facts = CandidateFact.objects.filter(run=run, fact_id__in=fact_ids)
+    return {
+        "facts": {fact.fact_id: fact.sha256 for fact in facts},
+        "queries": {
+            str(fact.source["query_id"]): fact.source["result_sha256"]
+            for fact in facts
+            if fact.kind == "value"
+        },
+    }
 
 
 @transaction.atomic
 def answer_publish(publication: Publication) -> Message:
-    """Write everything of one generation's answer atomically.
-
-    The release and stream events of the audit join this transaction.
-    """
-    run, generation = publication.run, publication.generation
+    """Write everything of one generation's output atomically; the body gains its
+    `release` (or `release: null` for inspection output such as plan and raw modes)."""
+    run, generation, body = publication.run, publication.generation, publication.body
     message = Message.objects.create(
         conversation_id=run.conversation_id,
         role=Message.Role.ASSISTANT,
@@ -55,9 +79,48 @@ def answer_publish(publication: Publication) -> Message:
         )
         for index, data in enumerate(publication.cards)
     )
+    body["release"] = None
+    if publication.kind is not None:
+        release = release_record(
+            run_id=run.pk,
+            message_id=message.pk,
+            generation_id=generation.pk if publication.model_called else None,
+            kind=publication.kind,
+            reset_context=run.reset_context,
+            body=body,
+            selected_fact_ids=publication.selected_fact_ids,
+            source_refs=body["evidence"]["sources"],
+            result_hashes=_result_hashes(run, publication.selected_fact_ids),
+        )
+        body["release"] = release_summary(release)
+    stream_events_record(
+        run_id=run.pk, generation=generation.number, body=body, outcomes=publication.outcomes
+    )
+    audit_record(
+        run_id=run.pk,
+        plan=run.plan,
+        generation={
+            "number": generation.number,
+            "reset_context": run.reset_context,
+            "steps": publication.steps,
+            "retrieval": {
+                "queries": run.plan.get("searches", []),
+                "tools": body["evidence"]["policy"]["allowed_tools"],
+                "outcomes": publication.outcomes,
+                "candidate_fact_ids": sorted(facts),
+            },
+            "sql": publication.sql,
+            "release_id": body["release"]["id"] if body["release"] else None,
+        },
+    )
     generation.status = "published"
     generation.save(update_fields=["status", "attempts"])
-    run.response = publication.body
+    run.response = body
     run.status = AnswerRun.Status.PUBLISHED
     run.save(update_fields=["response", "status"])
+    lines = [
+        {"run_id": str(run.pk), "generation": generation.number, **step}
+        for step in publication.steps
+    ]
+    transaction.on_commit(lambda: trace_write(run_id=run.pk, lines=lines))
     return message

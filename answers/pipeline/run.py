@@ -7,12 +7,13 @@ import time
 from dataclasses import dataclass, field
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import DatabaseError
+from django.db import DatabaseError, transaction
+from django.db.models import Max
 
 from answers.models import AnswerRun, CandidateFact, Conversation, Generation, Message
 from answers.pipeline import texts
 from answers.pipeline.planner import Plan, content_words
-from answers.pipeline.policy import Judgement, policy_judge
+from answers.pipeline.policy import EvidencePolicy, Judgement, policy_judge
 from answers.pipeline.providers import ModelProvider, get_model_provider
 from answers.pipeline.publication import Publication, answer_publish
 from answers.pipeline.recheck import publication_recheck
@@ -111,6 +112,7 @@ class Pipeline:
     outcomes: list[dict] = field(default_factory=list)
     issues: list[str] = field(default_factory=list)
     candidates: list[CandidateFact] = field(default_factory=list)
+    model_called: bool = False
 
     @property
     def language(self) -> str:
@@ -192,6 +194,7 @@ class Pipeline:
         for attempt in range(SELECTION_ATTEMPTS):
             started = time.perf_counter()
             self.generation.attempts += 1
+            self.model_called = True
             try:
                 raw = self.provider.select(
                     question=self.request.query, plan=plan, candidates=views, attempt=attempt
@@ -215,8 +218,9 @@ class Pipeline:
         return None
 
     def recheck(self, selected: list[SelectedFact]) -> str | None:
-        return publication_recheck(run=self.run, user=self.user, api_key=self.api_key,
-                                   selected=selected)  # fmt: skip
+        return publication_recheck(
+            run=self.run, user=self.user, api_key=self.api_key, selected=selected
+        )
 
     # --- endings ---------------------------------------------------------------------
 
@@ -258,7 +262,14 @@ class Pipeline:
                 "issues": sorted(set(self.issues + judgement.issues)),
             },
         )
-        return self.seal(body, rendered.text, rendered.citations, rendered.cards)
+        return self.seal(
+            body,
+            rendered.text,
+            rendered.citations,
+            rendered.cards,
+            kind="answer",
+            selected_fact_ids=[s.fact.fact_id for s in selected],
+        )
 
     def abstain(
         self,
@@ -298,7 +309,7 @@ class Pipeline:
             },
             quality={"completeness": "none", "degraded": True, "issues": all_issues},
         )
-        return self.seal(body, body["answer"]["text"], [], [])
+        return self.seal(body, body["answer"]["text"], [], [], kind="refusal")
 
     def finish_without_answer(self, extra: dict, *, answer_status: str) -> dict:
         """plan and raw modes: inspection output, labelled unverified, no prose."""
@@ -317,9 +328,18 @@ class Pipeline:
         )
         body["label"] = "unverified"
         body.update(extra)
-        return self.seal(body, "", [], [])
+        return self.seal(body, "", [], [], kind=None)
 
-    def seal(self, body: dict, text: str, citations: list, cards: list) -> dict:
+    def seal(
+        self,
+        body: dict,
+        text: str,
+        citations: list,
+        cards: list,
+        *,
+        kind: str | None,
+        selected_fact_ids: list[str] | None = None,
+    ) -> dict:
         started = time.perf_counter()
         self.trace.step("publication", started)
         if self.request.mode == "debug":
@@ -328,7 +348,24 @@ class Pipeline:
                 "plan": self.run.plan,
                 "candidates": [_raw(c) for c in self.candidates],
             }
-        answer_publish(Publication(self.run, self.generation, text, body, citations, cards))
+        executed = sorted({c.source["query_id"] for c in self.candidates if c.kind == "value"})
+        answer_publish(
+            Publication(
+                self.run,
+                self.generation,
+                text,
+                body,
+                citations,
+                cards,
+                kind=kind,
+                model_called=self.model_called,
+                selected_fact_ids=selected_fact_ids or [],
+                outcomes=self.outcomes,
+                steps=self.trace.steps,
+                sql=[{"planned": q["sql"]} for q in self.run.plan.get("dataset_queries", [])]
+                + [{"query_id": query_id} for query_id in executed],
+            )
+        )
         return body
 
 
@@ -346,3 +383,49 @@ def _raw(fact: CandidateFact) -> dict:
         "source": fact.source,
         "contributions": fact.contributions,
     }
+
+
+def answer_retry(
+    *,
+    user: AbstractBaseUser,
+    run: AnswerRun,
+    api_key: ApiKey | None = None,
+    provider: ModelProvider | None = None,
+) -> dict:
+    """A genuine retry: generation n+1 in a new reset context, with fresh retrieval.
+
+    Earlier generations, their messages and their releases stay as they are.
+    """
+    provider = provider or get_model_provider()
+    with transaction.atomic():
+        run = AnswerRun.objects.select_for_update().get(pk=run.pk)
+        number = (run.generations.aggregate(top=Max("number"))["top"] or 0) + 1
+        run.reset_context += 1
+        run.status = AnswerRun.Status.RUNNING
+        run.save(update_fields=["reset_context", "status"])
+        generation = Generation.objects.create(
+            run=run, number=number, provider=provider.name, model_id=provider.model_id
+        )
+    policy = EvidencePolicy(
+        mode=run.policy["mode"],
+        allowed_tools=tuple(run.policy["allowed_tools"]),
+        required_tools=tuple(run.policy["required_tools"]),
+        explicit=run.explicit_policy,
+    )
+    request = AnswerRequest(
+        query=run.question,
+        mode=run.mode,
+        policy=policy,
+        conversation_id=run.conversation_id,
+        space_ids=run.space_ids,
+        selected_sources=run.selected_sources,
+        language=run.language,
+    )
+    history = list(
+        Message.objects.filter(conversation_id=run.conversation_id, role=Message.Role.USER)
+        .exclude(run=run)
+        .filter(created_at__lt=run.created_at)
+        .order_by("id")
+        .values_list("text", flat=True)
+    )
+    return Pipeline(run, generation, request, provider, user, api_key, history).execute()

@@ -1,0 +1,118 @@
+"""Receipts of published output: releases, sealed stream events, audits and traces.
+
+Called only from inside the publication transaction (answers.pipeline.publication).
+"""
+
+import hashlib
+import json
+from pathlib import Path
+
+from django.conf import settings
+from django.db import connection
+
+from audit.models import AnswerAudit, OutputRelease, StreamEvent
+
+POLICY_VERSION = "1"
+
+
+def canonical_json(value: object) -> bytes:
+    """The serialisation every hash is taken over (docs/releases.md): UTF-8 JSON, keys
+    sorted, no insignificant whitespace, non-ASCII characters kept as they are."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def body_hashes(body: dict) -> dict[str, str]:
+    """The four release hashes, recomputable by a client from the response body."""
+    answer = body["answer"]
+    return {
+        "text_sha256": sha256_hex(answer["text"].encode()),
+        "citations_sha256": sha256_hex(canonical_json(answer["citations"])),
+        "cards_sha256": sha256_hex(canonical_json(answer["cards"])),
+        "policy_sha256": sha256_hex(canonical_json(body["evidence"]["policy"])),
+    }
+
+
+def release_record(
+    *,
+    run_id: object,
+    message_id: int,
+    generation_id: int | None,
+    kind: str,
+    reset_context: int,
+    body: dict,
+    selected_fact_ids: list[str],
+    source_refs: list[dict],
+    result_hashes: dict,
+) -> OutputRelease:
+    """Append the release of one published body. Precondition: inside the publication
+    transaction, so the release exists exactly when the message and events do."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT nextval('audit_publication_sequence')")
+        (sequence,) = cursor.fetchone()
+    return OutputRelease.objects.create(
+        run_id=run_id,
+        message_id=message_id,
+        generation_id=generation_id,
+        kind=kind,
+        reset_context=reset_context,
+        policy_version=POLICY_VERSION,
+        publication_sequence=sequence,
+        selected_fact_ids=selected_fact_ids,
+        source_refs=source_refs,
+        result_hashes=result_hashes,
+        **body_hashes(body),
+    )
+
+
+def release_summary(release: OutputRelease) -> dict:
+    return {
+        "id": str(release.pk),
+        "kind": release.kind,
+        "reset_context": release.reset_context,
+        "publication_sequence": release.publication_sequence,
+        "policy_version": release.policy_version,
+        "text_sha256": release.text_sha256,
+        "citations_sha256": release.citations_sha256,
+        "cards_sha256": release.cards_sha256,
+        "policy_sha256": release.policy_sha256,
+    }
+
+
+def stream_events_record(
+    *, run_id: object, generation: int, body: dict, outcomes: list[dict]
+) -> None:
+    """The events a stream will replay: started, tool activity, completed."""
+    events = [("started", {"run_id": str(run_id), "generation": generation})]
+    events += [
+        ("tool", {key: o[key] for key in ("tool", "state", "code", "result_count")})
+        for o in outcomes
+    ]
+    events.append(("completed", {"payload": {"result": body}}))
+    StreamEvent.objects.bulk_create(
+        StreamEvent(run_id=run_id, generation=generation, sequence=number, event=name, data=data)
+        for number, (name, data) in enumerate(events, start=1)
+    )
+
+
+def audit_record(*, run_id: object, plan: dict, generation: dict) -> AnswerAudit:
+    """Add one generation's steps, retrieval manifest and SQL to the run's audit."""
+    audit, _ = AnswerAudit.objects.select_for_update().get_or_create(run_id=run_id)
+    audit.plan = plan
+    audit.generations = [g for g in audit.generations if g["number"] != generation["number"]]
+    audit.generations.append(generation)
+    audit.save()
+    return audit
+
+
+def trace_write(*, run_id: object, lines: list[dict]) -> Path:
+    """The run's JSON-lines trace (one line per step), appended after commit."""
+    settings.LOG_DIR.mkdir(parents=True, exist_ok=True)
+    path = settings.LOG_DIR / f"{run_id}.jsonl"
+    with path.open("a", encoding="utf-8") as handle:
+        for line in lines:
+            handle.write(json.dumps(line, sort_keys=True, default=str) + "\n")
+    return path

@@ -1,0 +1,664 @@
+"""Answer pipeline latency, answer quality and quote-verification throughput on NQ-open.
+
+Corpus as in bench/retrieval.py: the Natural Questions gold passages of
+../shared/data/nq-open-oracle.jsonl.gz (embedded with the local model, cached) topped up
+with FILLER passages (random unit-vector embeddings, text sampled from the real passages'
+words). Loaded as the answer pipeline needs it: every real passage is its own document,
+filler goes PASSAGES_PER_FILLER_DOCUMENT to a document, and every revision has an admitted
+primary AND secondary extraction (secondary text = primary text, norm_text set), so that
+quotes can verify. One space; the questions are asked by a reader of it (not staff).
+
+Per size: 1. `answer_create` end to end (extractive provider, mode "ask", default policy)
+for a deterministic sample of NQ questions, with p50/p95 per pipeline step. The steps come
+from the Pipeline's own Trace, read by instrumentation (the Pipeline that answer_create
+builds is captured, and answer_publish is timed, because the trace's "publication" step
+is recorded just before the publication write runs). 2. Answer status shares and whether
+the quoted text holds a gold short answer. 3. Quotes verified per second by the
+one-statement secondary check (`quotes_verify_secondary`), in batches of 1, 10 and 100,
+against one statement per quote.
+
+Run: .venv/bin/python bench/answer.py [--quick]   (sizes 10k and 100k; --quick 2k and 10k)
+Uses its own embedded PostgreSQL and Redis under var/bench-answer, NOT var/bench: the other
+benchmarks recreate the database there, so two of them running side by side would destroy
+each other's database. The database is recreated. NQ embeddings cached by
+bench/retrieval.py under var/bench are reused when their cache key matches.
+"""
+
+import argparse
+import gzip
+import hashlib
+import json
+import math
+import os
+import re
+import statistics
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from unittest import mock
+
+import django  # importing it reads no settings yet: setup() below does
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH_DIR = ROOT / "var" / "bench-answer"
+SHARED_CACHE_DIR = ROOT / "var" / "bench"  # bench/retrieval.py's embedding cache, read only
+NQ_FILE = ROOT.parent / "shared" / "data" / "nq-open-oracle.jsonl.gz"
+sys.path.insert(0, str(ROOT))
+# Before Django is set up: the bench must never reach a configured (real) server, because
+# it drops and recreates its database. (bench/retrieval.py is not imported: importing it
+# points KOINON_DATA_DIR at var/bench and sets Django up; its few helpers are copied.)
+os.environ["KOINON_DATA_DIR"] = str(BENCH_DIR)
+os.environ["DJANGO_SETTINGS_MODULE"] = "koinon.settings"
+os.environ["KOINON_MODEL_PROVIDER"] = "extractive"
+os.environ.pop("DATABASE_URL", None)
+os.environ.pop("REDIS_URL", None)
+os.environ.pop("KOINON_DATABASE_NAME", None)
+
+django.setup()
+# The imports below need the configured Django (models, settings): hence after setup().
+from django.conf import settings  # noqa: E402
+from django.contrib.auth.models import AbstractBaseUser  # noqa: E402
+from django.core.management import call_command  # noqa: E402
+from django.db import connection  # noqa: E402
+
+import answers.pipeline.run as run_module  # noqa: E402
+from answers.models import CandidateFact  # noqa: E402
+from answers.pipeline.request import answer_request_parse  # noqa: E402
+from answers.pipeline.validation import (  # noqa: E402
+    SelectedFact,
+    SelectionRejected,
+    quotes_verify_secondary,
+)
+from core.embedded import PG_SUPERUSER, EmbeddedPostgres, EmbeddedRedis  # noqa: E402
+from knowledge.embeddings import get_embedding_provider  # noqa: E402
+from knowledge.models import (  # noqa: E402
+    Document,
+    DocumentRevision,
+    EmbeddingStatus,
+    Extraction,
+    ExtractionRole,
+    ExtractionStatus,
+    Passage,
+    Space,
+)
+from knowledge.normalise import normalised_key, normalised_words  # noqa: E402
+
+QUESTIONS = 100
+WARMUP = 5  # extra questions, asked first and not measured
+SEED = 20240501  # bench/retrieval.py's seed
+PASSAGES_PER_FILLER_DOCUMENT = 50
+LOAD_BATCH = 2000
+HNSW_INDEX = "passage_embedding_hnsw"
+BUILD_MAINTENANCE_WORK_MEM = "1GB"  # as bench/retrieval.py: the HNSW build stays in RAM
+STEPS = ("plan", "retrieval", "selection", "validation", "recheck", "rendering", "publication")
+# A rejected selection is traced as a "validation" step timed from the selection's start
+# (Pipeline.select): kept apart so that "validation" is the check of accepted selections.
+REJECTED = "validation rejected"
+BATCH_SIZES = (1, 10, 100)
+QUOTES_PER_MEASUREMENT = 3000  # quotes checked per N and method (--quick: a third)
+TEXT_RECIPE = "title-newline-text-v1"  # bench/retrieval.py's cache recipe: same texts
+SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
+
+
+# --- services and database (as bench/retrieval.py) ----------------------------------
+
+
+def start_services() -> tuple[EmbeddedPostgres, list]:
+    postgres = EmbeddedPostgres(settings.EMBEDDED_PG_DIR)
+    redis = EmbeddedRedis(settings.EMBEDDED_REDIS_DIR)
+    started = [service for service in (postgres, redis) if service.start()]
+    return postgres, started
+
+
+def stop_services(started: list) -> None:
+    """Stop only what this run started: a server someone else runs is left alone."""
+    from django.db import connections
+
+    connections.close_all()
+    for service in reversed(started):
+        service.stop()
+
+
+def recreate_database(postgres: EmbeddedPostgres) -> None:
+    import psycopg
+    from psycopg import sql
+
+    name = settings.DATABASES["default"]["NAME"]
+    with psycopg.connect(
+        host=str(postgres.socket_dir), dbname="postgres", user=PG_SUPERUSER, autocommit=True
+    ) as conn:
+        conn.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        )
+    postgres.ensure_database(name)
+    call_command("migrate", interactive=False, verbosity=0)
+
+
+def clear_corpus() -> None:
+    """The corpus only: answer runs stay (output releases are append-only, TRUNCATE is
+    refused), so the quote check reads the candidates of the current size's runs only."""
+    tables = [m._meta.db_table for m in (Passage, Extraction, DocumentRevision, Document)]
+    with connection.cursor() as cursor:
+        # One statement: documents and revisions reference each other.
+        cursor.execute(f"TRUNCATE {', '.join(tables)} CASCADE")
+
+
+def hnsw_index() -> object:
+    return next(index for index in Passage._meta.indexes if index.name == HNSW_INDEX)
+
+
+def drop_hnsw() -> None:
+    with connection.schema_editor() as editor:
+        editor.remove_index(Passage, hnsw_index())
+
+
+def build_hnsw() -> float:
+    """Recreate the index from the model's own definition (the migration's); seconds taken."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SET maintenance_work_mem = '{BUILD_MAINTENANCE_WORK_MEM}'")
+    started = time.perf_counter()
+    with connection.schema_editor() as editor:
+        editor.add_index(Passage, hnsw_index())
+    seconds = time.perf_counter() - started
+    with connection.cursor() as cursor:
+        cursor.execute("RESET maintenance_work_mem")
+    return seconds
+
+
+# --- data ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Question:
+    text: str
+    gold: str  # the text of its gold passage (ctxs[0]), "title\ntext"
+    answers: tuple[str, ...]  # the gold short answers
+
+
+def read_nq() -> tuple[list[str], list[Question]]:
+    """Distinct gold passages ("title\\ntext", first occurrence order) and all questions."""
+    passages: dict[str, None] = {}
+    questions = []
+    with gzip.open(NQ_FILE, "rt", encoding="utf-8") as handle:
+        for line in handle:
+            record = json.loads(line)
+            gold = record["ctxs"][0]
+            text = f"{gold['title']}\n{gold['text'].strip()}"
+            passages.setdefault(text, None)
+            questions.append(Question(record["question"], text, tuple(record["answers"])))
+    return list(passages), questions
+
+
+def nq_embeddings(texts: list[str]) -> np.ndarray:
+    """Embeddings of the real passages, cached by the source file's sha256 and the model
+    (the key of bench/retrieval.py, whose cache is reused when it matches)."""
+    provider = get_embedding_provider()
+    key = {
+        "source_sha256": hashlib.sha256(NQ_FILE.read_bytes()).hexdigest(),
+        "model_id": provider.model_id,
+        "recipe": TEXT_RECIPE,
+        "count": len(texts),
+    }
+    for directory in (BENCH_DIR, SHARED_CACHE_DIR):
+        cache, meta = directory / "nq_embeddings.npy", directory / "nq_embeddings.json"
+        try:
+            if json.loads(meta.read_text()) == key:
+                vectors = np.load(cache)
+                print(f"NQ embeddings: cached ({cache.relative_to(ROOT)})")
+                return vectors
+        except (OSError, ValueError):
+            continue  # absent, being written by another run, or unreadable: next place
+    started = time.perf_counter()
+    vectors = np.asarray(provider.embed(texts), dtype=np.float32)
+    seconds = time.perf_counter() - started
+    print(f"NQ embeddings: computed {len(texts)} in {seconds:.1f} s, cached for the next run")
+    np.save(BENCH_DIR / "nq_embeddings.npy", vectors)
+    (BENCH_DIR / "nq_embeddings.json").write_text(json.dumps(key))
+    return vectors
+
+
+def filler(count: int, real: list[str], rng: np.random.Generator) -> tuple[list[str], np.ndarray]:
+    """Texts drawn from the real passages' word bag (a real passage's length each) and
+    random unit vectors: keyword noise that shares the vocabulary, vector noise that doesn't."""
+    words = np.asarray([word for text in real for word in text.split()])
+    lengths = rng.choice([len(text.split()) for text in real], size=count)
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    drawn = words[rng.integers(0, len(words), size=int(offsets[-1]))]
+    texts = [" ".join(drawn[offsets[i] : offsets[i + 1]]) for i in range(count)]
+    vectors = rng.standard_normal((count, 384), dtype=np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    return texts, vectors
+
+
+def load(
+    space: Space,
+    user: AbstractBaseUser,
+    groups: list[list[int]],
+    texts: list[str],
+    vectors: np.ndarray,
+) -> dict[str, int]:
+    """One document per group of passage indexes, each with an admitted primary and
+    secondary extraction of the same text; returns passage text -> document id."""
+    model_id = get_embedding_provider().model_id
+    documents = Document.objects.bulk_create(
+        [
+            Document(
+                space=space,
+                title=texts[group[0]].split("\n", 1)[0][:300] if len(group) == 1 else "filler",
+                kind="text",
+                created_by=user,
+            )
+            for group in groups
+        ],
+        batch_size=LOAD_BATCH,
+    )
+    revisions = DocumentRevision.objects.bulk_create(
+        [
+            DocumentRevision(
+                document=document,
+                number=1,
+                sha256=f"{document.pk:064d}",
+                file="bench/x.txt",
+                filename="x.txt",
+                size=1,
+                uploaded_by=user,
+            )
+            for document in documents
+        ],
+        batch_size=LOAD_BATCH,
+    )
+    for document, revision in zip(documents, revisions, strict=True):
+        document.current_revision = revision
+    Document.objects.bulk_update(documents, ["current_revision"], batch_size=LOAD_BATCH)
+    bodies = ["\n".join(texts[i] for i in group) for group in groups]
+    extractions = []
+    for role in (ExtractionRole.PRIMARY, ExtractionRole.SECONDARY):
+        extractions.append(
+            Extraction.objects.bulk_create(
+                [
+                    Extraction(
+                        revision=revision,
+                        role=role,
+                        extractor="bench",
+                        text=body,
+                        text_sha256=hashlib.sha256(body.encode()).hexdigest(),
+                        norm_text=normalised_key(body),
+                        status=ExtractionStatus.ADMITTED,
+                        progress=100,
+                    )
+                    for revision, body in zip(revisions, bodies, strict=True)
+                ],
+                batch_size=LOAD_BATCH,
+            )
+        )
+    rows = []
+    for extraction, group in zip(extractions[0], groups, strict=True):
+        start = 0
+        for ordinal, i in enumerate(group):
+            rows.append(
+                Passage(
+                    is_current=True,
+                    extraction=extraction,
+                    revision_id=extraction.revision_id,
+                    document_id=extraction.revision.document_id,
+                    space=space,
+                    ordinal=ordinal,
+                    char_start=start,
+                    char_end=start + len(texts[i]),
+                    text=texts[i],
+                    embedding=vectors[i],
+                    embedding_model=model_id,
+                    embedding_dimension=vectors.shape[1],
+                    embedding_status=EmbeddingStatus.EMBEDDED,
+                )
+            )
+            start += len(texts[i]) + 1
+    created = Passage.objects.bulk_create(rows, batch_size=LOAD_BATCH)
+    return {passage.text: passage.document_id for passage in created}
+
+
+# --- measurement: answer_create ------------------------------------------------------
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, math.ceil(fraction * len(ordered)) - 1)]
+
+
+class RecordingPipeline(run_module.Pipeline):
+    """The pipeline answer_create builds, remembered so that its trace can be read."""
+
+    last: "RecordingPipeline | None" = None
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)
+        RecordingPipeline.last = self
+
+
+@dataclass
+class Timed:
+    """answer_publish with a timer: the trace's "publication" step ends before it runs."""
+
+    inner: Callable
+    ms: float = 0.0
+
+    def __call__(self, *args: object, **kwargs: object) -> object:
+        started = time.perf_counter()
+        try:
+            return self.inner(*args, **kwargs)
+        finally:
+            self.ms += (time.perf_counter() - started) * 1000
+
+
+@contextmanager
+def instrumented() -> Iterator[Timed]:
+    publish = Timed(run_module.answer_publish)
+    with (
+        mock.patch.object(run_module, "Pipeline", RecordingPipeline),
+        mock.patch.object(run_module, "answer_publish", publish),
+    ):
+        yield publish
+
+
+@dataclass
+class Asked:
+    run_id: str
+    total_ms: float
+    steps: dict[str, float]  # step name -> ms, summed over retries and rounds
+    publish_ms: float
+    status: str
+    issues: list[str]
+    quotes: list[str]
+    document_ids: list[int]
+
+
+def ask(user: AbstractBaseUser, question: Question, publish: Timed) -> Asked:
+    request = answer_request_parse({"query": question.text, "mode": "ask"})
+    publish.ms = 0.0
+    RecordingPipeline.last = None
+    started = time.perf_counter()
+    body = run_module.answer_create(user=user, request=request)
+    total = (time.perf_counter() - started) * 1000
+    pipeline = RecordingPipeline.last
+    steps: dict[str, float] = {}
+    for step in pipeline.trace.steps if pipeline is not None else []:
+        name = REJECTED if step["step"] == "validation" and not step["ok"] else step["step"]
+        steps[name] = steps.get(name, 0.0) + step["ms"]
+    citations = [c for c in body["answer"]["citations"] if c["kind"] == "quote"]
+    return Asked(
+        body["run_id"],
+        total,
+        steps,
+        publish.ms,
+        body["evidence"]["answer_status"],
+        body["quality"]["issues"],
+        [c["quote"] for c in citations],
+        [c["document_id"] for c in citations],
+    )
+
+
+def measure_answers(
+    user: AbstractBaseUser, questions: list[Question], warmup: list[Question]
+) -> list[Asked]:
+    with instrumented() as publish:
+        for question in warmup:
+            ask(user, question, publish)
+        return [ask(user, question, publish) for question in questions]
+
+
+def report_answers(
+    size: int,
+    real: int,
+    questions: list[Question],
+    asked: list[Asked],
+    gold_docs: dict[str, int],
+    filler_docs: set[int],
+) -> None:
+    print(
+        f"\n{size:,} passages ({real:,} real NQ gold + {size - real:,} filler), "
+        f"{len(asked)} questions, reader user, mode ask, extractive provider"
+    )
+    totals = [a.total_ms for a in asked]
+    print(f"{'answer_create':<34} {'n':>4} {'p50 ms':>8} {'p95 ms':>8} {'mean ms':>8}")
+
+    def row(name: str, values: list[float]) -> None:
+        if not values:
+            print(f"{name:<34} {0:>4} {'-':>8} {'-':>8} {'-':>8}")
+            return
+        print(
+            f"{name:<34} {len(values):>4} {statistics.median(values):>8.1f} "
+            f"{percentile(values, 0.95):>8.1f} {statistics.fmean(values):>8.1f}"
+        )
+
+    row("end to end", totals)
+    for step in (*STEPS, REJECTED):
+        row(f"  step {step}", [a.steps[step] for a in asked if step in a.steps])
+    row("  answer_publish (own timer)", [a.publish_ms for a in asked])
+    row(
+        "  rest (setup rows, judge, ...)",
+        [a.total_ms - sum(a.steps.values()) - a.publish_ms for a in asked],
+    )
+    statuses = Counter(a.status for a in asked)
+    shares = ", ".join(
+        f"{status} {count / len(asked):.0%} ({count})" for status, count in statuses.most_common()
+    )
+    print(f"answer status: {shares}")
+    issues = Counter(i for a in asked if a.status == "abstained" for i in a.issues)
+    if issues:
+        print("issues of the abstentions: " + ", ".join(f"{i} {n}" for i, n in issues.items()))
+    backed = [
+        (question, a)
+        for question, a in zip(questions, asked, strict=True)
+        if a.status == "evidence_backed"
+    ]
+    if not backed:
+        return
+    holds = sum(
+        any(answer.casefold() in quote.casefold() for answer in q.answers for quote in a.quotes)
+        for q, a in backed
+    )
+    cites_gold = sum(gold_docs.get(q.gold) in a.document_ids for q, a in backed)
+    cites_filler = sum(bool(filler_docs & set(a.document_ids)) for _, a in backed)
+    quotes = [len(a.quotes) for _, a in backed]
+    print(
+        f"evidence-backed answers: {holds / len(backed):.0%} ({holds}/{len(backed)}) quote a "
+        f"gold short answer (case-insensitive substring); {cites_gold / len(backed):.0%} cite "
+        f"the gold passage's document; {cites_filler} quote a filler document (word salad); "
+        f"quotes per answer mean {statistics.fmean(quotes):.2f}"
+    )
+    print(
+        f"over all {len(asked)} questions: {holds / len(asked):.0%} got an evidence-backed "
+        f"answer quoting a gold short answer"
+    )
+
+
+# --- measurement: quote verification ------------------------------------------------
+
+
+def quote_pool(run_ids: list[str], rng: np.random.Generator) -> tuple[list[SelectedFact], int]:
+    """SelectedFacts from the recorded quote candidates of these runs: alternately the whole
+    passage and one of its sentences (of 3+ words). Only those that verify are kept."""
+    facts = list(CandidateFact.objects.filter(run_id__in=run_ids, kind="quote").order_by("pk"))
+    pool, dropped = [], 0
+    for number, fact in enumerate(facts):
+        item = SelectedFact(fact)
+        if number % 2:
+            spans = [
+                (m.start(), m.end())
+                for m in SENTENCE.finditer(fact.text)
+                if len(normalised_words(m.group())) >= 3
+            ]
+            if spans:
+                start, end = spans[int(rng.integers(len(spans)))]
+                item = SelectedFact(fact, start, end)
+        try:
+            quotes_verify_secondary([item])
+        except SelectionRejected:
+            dropped += 1
+            continue
+        pool.append(item)
+    order = rng.permutation(len(pool))
+    return [pool[i] for i in order], dropped
+
+
+def measure_quotes(pool: list[SelectedFact], quotes_per_measurement: int) -> dict[int, dict]:
+    """Quotes/s of one statement per batch vs one statement per quote, the same quotes,
+    alternating batch by batch so that noise hits both alike."""
+    figures = {}
+    for size in BATCH_SIZES:
+        batches = [
+            [pool[(start + k) % len(pool)] for k in range(size)]
+            for start in range(0, quotes_per_measurement, size)
+        ]
+        for batch in batches[:5]:  # warm-up
+            quotes_verify_secondary(batch)
+        batched = single = 0.0
+        for batch in batches:
+            started = time.perf_counter()
+            quotes_verify_secondary(batch)
+            middle = time.perf_counter()
+            for item in batch:
+                quotes_verify_secondary([item])
+            single += time.perf_counter() - middle
+            batched += middle - started
+        count = len(batches) * size
+        figures[size] = {
+            "quotes": count,
+            "batched": count / batched,
+            "single": count / single,
+            "batch_ms": batched * 1000 / len(batches),
+        }
+    return figures
+
+
+def report_quotes(pool: list[SelectedFact], dropped: int, figures: dict[int, dict]) -> None:
+    spans = sum(item.start is not None for item in pool)
+    distinct = len({item.fact.source["revision_id"] for item in pool})
+    print(
+        f"quote check (quotes_verify_secondary): pool of {len(pool)} recorded quote candidates "
+        f"({spans} as a sentence sub-span, the rest whole passages; {distinct} revisions; "
+        f"{dropped} dropped because they did not verify)"
+    )
+    print(
+        f"{'N per call':>10} {'quotes':>7} {'ms/call':>8} {'one stmt quotes/s':>18} "
+        f"{'stmt per quote q/s':>19} {'speed-up':>9}"
+    )
+    for size, row in figures.items():
+        print(
+            f"{size:>10} {row['quotes']:>7} {row['batch_ms']:>8.2f} {row['batched']:>18,.0f} "
+            f"{row['single']:>19,.0f} {row['batched'] / row['single']:>8.1f}x"
+        )
+    print("(N=1: both columns run the same single-quote statement; its ratio shows the noise)")
+
+
+# --- main ----------------------------------------------------------------------------
+
+
+def load_average() -> str:
+    one, five, _ = os.getloadavg()
+    return f"load average {one:.1f} (1 min) / {five:.1f} (5 min) on {os.cpu_count()} CPUs"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="sizes 2k and 10k")
+    args = parser.parse_args()
+    if not NQ_FILE.exists():
+        print(f"skipped: {NQ_FILE} is absent (see ../shared/data/README.md)")
+        return
+    sizes = [2_000, 10_000] if args.quick else [10_000, 100_000]
+    per_measurement = QUOTES_PER_MEASUREMENT // 3 if args.quick else QUOTES_PER_MEASUREMENT
+    BENCH_DIR.mkdir(parents=True, exist_ok=True)
+    postgres, started = start_services()
+    try:
+        run(sizes, postgres, per_measurement)
+    finally:
+        stop_services(started)
+
+
+def run(sizes: list[int], postgres: EmbeddedPostgres, per_measurement: int) -> None:
+    from django.contrib.auth import get_user_model
+
+    from knowledge.services import space_create, space_member_set
+
+    began = time.perf_counter()
+    recreate_database(postgres)
+    print(f"database recreated and migrated in {time.perf_counter() - began:.1f} s")
+    passages, all_questions = read_nq()
+    rng = np.random.default_rng(SEED)
+    sample = rng.choice(len(all_questions), QUESTIONS + WARMUP, replace=False)
+    warmup = [all_questions[i] for i in sample[:WARMUP]]
+    questions = [all_questions[i] for i in sample[WARMUP:]]
+    vectors = nq_embeddings(passages)
+    index_of = {text: i for i, text in enumerate(passages)}
+    # Every asked question's gold passage is in the corpus at every size.
+    gold = list(dict.fromkeys(q.gold for q in warmup + questions))
+    gold_set = set(gold)
+    rest = [i for i in rng.permutation(len(passages)) if passages[i] not in gold_set]
+    print(
+        f"{len(passages):,} distinct NQ gold passages ({len(all_questions):,} questions); "
+        f"{QUESTIONS} questions (+{WARMUP} warm-up) sampled (seed {SEED}); each real passage "
+        f"its own document, filler {PASSAGES_PER_FILLER_DOCUMENT} per document; admitted "
+        f"primary + secondary extraction per revision"
+    )
+
+    users = get_user_model().objects
+    curator = users.create_user(username="bench-curator", password=None, is_staff=True)
+    reader = users.create_user(username="bench-reader", password=None)  # not staff
+    space = space_create(name="Bench", created_by=curator)
+    space_member_set(space=space, username=reader.username, role="reader")
+    get_embedding_provider().embed(["warm-up"])  # loads the model when embeddings were cached
+
+    for size in sizes:
+        clear_corpus()
+        chosen = [index_of[text] for text in gold] + rest[: max(0, size - len(gold))]
+        texts = [passages[i] for i in chosen]
+        fill_texts, fill_vectors = filler(size - len(texts), passages, rng)
+        all_texts = texts + fill_texts
+        all_vectors = np.concatenate([vectors[chosen], fill_vectors])
+        groups = [[i] for i in range(len(texts))] + [
+            list(range(start, min(start + PASSAGES_PER_FILLER_DOCUMENT, size)))
+            for start in range(len(texts), size, PASSAGES_PER_FILLER_DOCUMENT)
+        ]
+        groups = [groups[i] for i in rng.permutation(len(groups))]  # interleaved on disk
+        rebuild = size == max(sizes)
+        if rebuild:
+            drop_hnsw()
+        started = time.perf_counter()
+        gold_docs = load(space, curator, groups, all_texts, all_vectors)
+        loaded = time.perf_counter() - started
+        how = "without the HNSW index" if rebuild else "into the live HNSW index"
+        print(
+            f"\nloaded {size:,} passages in {len(groups):,} documents {how} in {loaded:.1f} s "
+            f"({size / loaded:,.0f}/s)"
+        )
+        if rebuild:
+            print(f"HNSW index build: {build_hnsw():.1f} s")
+        with connection.cursor() as cursor:
+            cursor.execute("VACUUM ANALYZE knowledge_passage")
+            cursor.execute("VACUUM ANALYZE knowledge_extraction")
+        print(f"before asking: {load_average()}")
+        asked_started = time.perf_counter()
+        asked = measure_answers(reader, questions, warmup)
+        print(
+            f"asked {len(asked) + WARMUP} questions in {time.perf_counter() - asked_started:.1f}"
+            f" s; after: {load_average()}"
+        )
+        filler_docs = {gold_docs[text] for text in fill_texts}
+        report_answers(size, len(texts), questions, asked, gold_docs, filler_docs)
+        # A separate generator: the next size's corpus must not depend on this size's answers.
+        pool, dropped = quote_pool([a.run_id for a in asked], np.random.default_rng(SEED + size))
+        if not pool:
+            print("quote check: no recorded quote candidate verifies; skipped")
+            continue
+        report_quotes(pool, dropped, measure_quotes(pool, per_measurement))
+    print(f"\ntotal {time.perf_counter() - began:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

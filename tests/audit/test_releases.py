@@ -1,0 +1,250 @@
+"""Sealed releases: append-only in PostgreSQL, complete or absent, recomputable hashes."""
+
+import hashlib
+import json
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.db import DatabaseError, IntegrityError, connection, transaction
+from django.db.models import ProtectedError
+
+from answers.models import AnswerRun, Card, Citation, Conversation, Generation, Message
+from answers.pipeline.run import answer_retry
+from audit.models import AnswerAudit, OutputRelease, StreamEvent
+from tests.answers.conftest import MIXED_QUESTION, ask
+from tests.conftest import client_for
+
+pytestmark = pytest.mark.django_db
+
+RELEASE_COLUMNS = [
+    "run_id", "message_id", "generation_id", "kind", "reset_context", "policy_version",
+    "publication_sequence", "selected_fact_ids", "source_refs", "result_hashes",
+    "text_sha256", "citations_sha256", "cards_sha256", "policy_sha256", "created_at",
+]  # fmt: skip
+NEW_VALUE = {
+    "run_id": "run_id", "message_id": "message_id", "generation_id": "NULL",
+    "kind": "'refusal'", "reset_context": "reset_context + 1", "policy_version": "'2'",
+    "publication_sequence": "publication_sequence + 1000", "selected_fact_ids": "'[]'",
+    "source_refs": "'[]'", "result_hashes": "'{}'", "text_sha256": "'x'",
+    "citations_sha256": "'x'", "cards_sha256": "'x'", "policy_sha256": "'x'",
+    "created_at": "now()",
+}  # fmt: skip
+
+
+@pytest.fixture
+def published(library, member) -> dict:
+    return ask(member, MIXED_QUESTION)
+
+
+def refused_in_savepoint(sql: str, params: list | None = None) -> str:
+    """Run sql in its own savepoint; return the database's error text (it must fail)."""
+    with pytest.raises(DatabaseError) as failure, transaction.atomic(), connection.cursor() as c:
+        c.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        c.execute(sql, params or [])
+    return str(failure.value)
+
+
+def test_the_body_carries_a_release_whose_hashes_recompute(published):
+    release = published["release"]
+    answer, policy = published["answer"], published["evidence"]["policy"]
+
+    def canonical(value: object) -> bytes:  # as docs/releases.md specifies
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+    assert release["kind"] == "answer"
+    assert release["text_sha256"] == hashlib.sha256(answer["text"].encode("utf-8")).hexdigest()
+    assert release["citations_sha256"] == hashlib.sha256(canonical(answer["citations"])).hexdigest()
+    assert release["cards_sha256"] == hashlib.sha256(canonical(answer["cards"])).hexdigest()
+    assert release["policy_sha256"] == hashlib.sha256(canonical(policy)).hexdigest()
+    row = OutputRelease.objects.get(pk=release["id"])
+    assert row.text_sha256 == release["text_sha256"]
+    assert sorted(row.selected_fact_ids) == sorted(c["fact_id"] for c in answer["citations"])
+    assert {r["type"] for r in row.source_refs} == {"revision", "snapshot"}
+    assert row.result_hashes["queries"]  # the SUM's governed query result hash
+
+
+@pytest.mark.parametrize("column", RELEASE_COLUMNS)
+def test_every_column_update_is_refused_by_the_trigger(published, column):
+    error = refused_in_savepoint(
+        f"UPDATE audit_outputrelease SET {column} = {NEW_VALUE[column]}"  # noqa: S608
+    )
+    assert "append-only (UPDATE refused)" in error
+
+
+def test_delete_and_truncate_are_refused(published):
+    assert "append-only (DELETE refused)" in refused_in_savepoint("DELETE FROM audit_outputrelease")
+    error = refused_in_savepoint("TRUNCATE audit_outputrelease CASCADE")
+    assert "TRUNCATE refused" in error
+    assert OutputRelease.objects.count() == 1
+
+
+def test_the_orm_cannot_change_or_delete_a_release(published):
+    release = OutputRelease.objects.get()
+    release.kind = "refusal"
+    attempts = [
+        release.save,
+        release.delete,
+        lambda: OutputRelease.objects.update(text_sha256="x"),
+        lambda: OutputRelease.objects.all().delete(),
+    ]
+    for attempt in attempts:
+        with pytest.raises(DatabaseError), transaction.atomic():
+            attempt()
+    release.refresh_from_db()
+    assert release.kind == "answer"
+
+
+def test_deleting_anything_a_release_references_fails(published):
+    run = AnswerRun.objects.get(pk=published["run_id"])
+    message = Message.objects.get(run=run, role="assistant")
+    user_id = run.user_id
+    for table, pk in [
+        ("answers_answerrun", f"'{run.pk}'"), ("answers_message", message.pk),
+        ("answers_conversation", run.conversation_id), ("auth_user", user_id),
+        ("answers_generation", run.generations.get().pk),
+    ]:  # fmt: skip
+        refused_in_savepoint(f"DELETE FROM {table} WHERE id = {pk}")  # noqa: S608
+    for obj in (run, message, Conversation.objects.get(pk=run.conversation_id),
+                get_user_model().objects.get(pk=user_id)):  # fmt: skip
+        with pytest.raises((ProtectedError, IntegrityError, DatabaseError)), transaction.atomic():
+            obj.delete()
+    assert AnswerRun.objects.filter(pk=run.pk).exists() and OutputRelease.objects.count() == 1
+    assert Message.objects.filter(pk=message.pk).exists()
+
+
+def test_one_release_per_generation_and_one_model_free_refusal_per_context(published):
+    release = OutputRelease.objects.get()
+    columns = ", ".join(c for c in RELEASE_COLUMNS if c != "publication_sequence")
+    copy = f"""INSERT INTO audit_outputrelease (id, publication_sequence, {columns})
+               SELECT gen_random_uuid(), nextval('audit_publication_sequence'), {columns}
+               FROM audit_outputrelease"""  # noqa: S608
+    assert "audit_release_run_generation_uniq" in refused_in_savepoint(copy)
+
+    refusal = ask(release.run.user, "Which moons orbit Jupiter?")  # no evidence: no model call
+    refusal_row = OutputRelease.objects.get(pk=refusal["release"]["id"])
+    assert (refusal_row.kind, refusal_row.generation_id) == ("refusal", None)
+    second = copy + f" WHERE id = '{refusal_row.pk}'"
+    assert "audit_release_run_context_refusal_uniq" in refused_in_savepoint(second)
+
+
+def test_a_retry_appends_a_generation_and_keeps_earlier_receipts(library, member):
+    first = ask(member, "Which moons orbit Jupiter?")
+    run = AnswerRun.objects.get(pk=first["run_id"])
+    retried = answer_retry(user=member, run=run)
+    assert retried["generation"] == 2 and retried["release"]["reset_context"] == 1
+    releases = list(OutputRelease.objects.filter(run=run).order_by("publication_sequence"))
+    assert [(r.kind, r.reset_context) for r in releases] == [("refusal", 0), ("refusal", 1)]
+    assert str(releases[0].pk) == first["release"]["id"]
+    # A retry of an answerable run publishes generation 2 beside generation 1's receipt.
+    answered = AnswerRun.objects.get(pk=ask(member, "Who owns service reviews?")["run_id"])
+    again = answer_retry(user=member, run=answered)
+    assert again["evidence"]["answer_status"] == "evidence_backed"
+    assert sorted(
+        OutputRelease.objects.filter(run=answered).values_list("generation__number", flat=True)
+    ) == [1, 2]
+    assert client_for(member).get(f"/v1/runs/{answered.pk}").json()["generation"] == 2
+
+
+def test_publication_writes_events_and_audit_with_the_release(published, member):
+    run_id = published["run_id"]
+    events = list(StreamEvent.objects.filter(run_id=run_id).order_by("sequence"))
+    assert events[0].event == "started" and events[-1].event == "completed"
+    assert events[-1].data["payload"]["result"] == published
+    assert [e.sequence for e in events] == list(range(1, len(events) + 1))
+    audit = client_for(member).get(f"/v1/runs/{run_id}/audit").json()
+    [generation] = audit["generations"]
+    assert generation["output_release"]["id"] == published["release"]["id"]
+    assert {s["step"] for s in generation["steps"]} >= {"plan", "retrieval", "selection",
+                                                        "validation", "publication"}  # fmt: skip
+    assert generation["retrieval"]["candidate_fact_ids"]
+    assert generation["sql"] and "SUM" in generation["sql"][0]["planned"]
+
+
+def test_the_audit_has_no_release_where_none_was_recorded(library, member, outsider):
+    body = ask(member, "Who owns service reviews?", mode="raw")
+    assert body["release"] is None
+    audit = client_for(member).get(f"/v1/runs/{body['run_id']}/audit").json()
+    assert "output_release" not in audit["generations"][0]
+    assert client_for(outsider).get(f"/v1/runs/{body['run_id']}/audit").status_code == 404
+
+
+# Each write of the publication transaction; `when` picks the publication's own call
+# where the same method is also used earlier in the run.
+WRITES = [
+    ("answers.pipeline.publication.Message.objects", "create",
+     lambda kwargs: kwargs.get("role") == "assistant"),
+    ("answers.pipeline.publication.Citation.objects", "bulk_create", None),
+    ("answers.pipeline.publication.Card.objects", "bulk_create", None),
+    ("audit.services.OutputRelease.objects", "create", None),
+    ("audit.services.StreamEvent.objects", "bulk_create", None),
+    ("audit.services.AnswerAudit.objects", "select_for_update", None),
+    ("answers.pipeline.publication.AnswerRun", "save",
+     lambda kwargs: "response" in (kwargs.get("update_fields") or ())),
+]  # fmt: skip
+
+
+def _resolve(dotted: str) -> object:
+    """Import the longest module prefix of a dotted path, then follow attributes."""
+    import importlib
+
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            found = importlib.import_module(".".join(parts[:cut]))
+        except ModuleNotFoundError:
+            continue
+        for name in parts[cut:]:
+            found = getattr(found, name)
+        return found
+    raise LookupError(dotted)
+
+
+@pytest.mark.parametrize(
+    ("target", "method", "when"), WRITES, ids=[f"{t.split('.')[-2]}.{m}" for t, m, _ in WRITES]
+)
+def test_a_failure_at_any_write_leaves_nothing_partial(
+    library, member, monkeypatch, target, method, when
+):
+    owner = _resolve(target)
+    original = getattr(owner, method)
+
+    def fail(*args, **kwargs):
+        if when is None or when(kwargs):
+            raise DatabaseError("injected failure")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(owner, method, fail)
+    with pytest.raises(DatabaseError, match="injected"):
+        ask(member, MIXED_QUESTION)
+    assert not Message.objects.filter(role="assistant").exists()
+    assert not Citation.objects.exists() and not Card.objects.exists()
+    assert not OutputRelease.objects.exists() and not StreamEvent.objects.exists()
+    assert not AnswerAudit.objects.exists()
+    run = AnswerRun.objects.get()
+    assert run.response is None
+    assert Generation.objects.get(run=run).status != "published"
+
+
+def test_the_runtime_role_cannot_change_releases_even_without_triggers(published):
+    """Defence in depth: with only INSERT/SELECT, even disabled triggers change nothing."""
+    role = f"koinon_runtime_test_{connection.settings_dict['NAME']}"[:60]
+    with connection.cursor() as cursor:
+        cursor.execute(f'CREATE ROLE "{role}" NOLOGIN')
+        cursor.execute(f'GRANT USAGE ON SCHEMA public TO "{role}"')
+        cursor.execute(f'GRANT SELECT, INSERT ON audit_outputrelease TO "{role}"')
+        # The owner disables the triggers beforehand: only the grants protect the rows now.
+        cursor.execute("ALTER TABLE audit_outputrelease DISABLE TRIGGER USER")
+        cursor.execute(f'SET ROLE "{role}"')
+        try:
+            cursor.execute("SELECT count(*) FROM audit_outputrelease")
+            assert cursor.fetchone() == (1,)
+            for statement in (
+                "UPDATE audit_outputrelease SET kind = 'refusal'",
+                "DELETE FROM audit_outputrelease",
+                "TRUNCATE audit_outputrelease",
+            ):
+                assert "permission denied" in refused_in_savepoint(statement)
+        finally:
+            cursor.execute("RESET ROLE")
+            cursor.execute("ALTER TABLE audit_outputrelease ENABLE TRIGGER USER")
+    assert OutputRelease.objects.get().kind == "answer"
