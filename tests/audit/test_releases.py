@@ -248,3 +248,27 @@ def test_the_runtime_role_cannot_change_releases_even_without_triggers(published
             cursor.execute("RESET ROLE")
             cursor.execute("ALTER TABLE audit_outputrelease ENABLE TRIGGER USER")
     assert OutputRelease.objects.get().kind == "answer"
+
+
+def test_releases_and_audits_are_read_only_in_admin(published):
+    from django.test import Client
+
+    admin = Client()
+    admin.force_login(get_user_model().objects.create_superuser("root", "r@example.invalid", "pw"))
+    release = OutputRelease.objects.get()
+    audit = AnswerAudit.objects.get()
+    assert admin.get("/admin/audit/outputrelease/").status_code == 200
+    assert admin.get(f"/admin/audit/outputrelease/{release.pk}/change/").status_code == 200
+    assert admin.get("/admin/audit/outputrelease/add/").status_code == 403
+    assert (
+        admin.post(f"/admin/audit/outputrelease/{release.pk}/delete/", {"post": "yes"}).status_code
+        == 403
+    )
+    assert (
+        admin.post(f"/admin/audit/answeraudit/{audit.pk}/delete/", {"post": "yes"}).status_code
+        == 403
+    )
+    page = admin.post(f"/admin/audit/outputrelease/{release.pk}/change/", {"kind": "refusal"})
+    assert page.status_code == 403
+    release.refresh_from_db()
+    assert release.kind == "answer"
