@@ -10,7 +10,7 @@ from answers.pipeline.planner import DatasetInfo, Plan
 from answers.pipeline.policy import IMPLEMENTED_TOOLS, EvidencePolicy
 from answers.pipeline.providers import CandidateView
 from core.errors import ApiError
-from datasets.models import DatasetSnapshot, GovernedQuery
+from datasets.models import DatasetSnapshot
 from datasets.selectors import datasets_visible_to
 from datasets.services import governed_query_facts, governed_query_run
 from knowledge.models import Extraction, ExtractionRole, ExtractionStatus
@@ -206,7 +206,3 @@ def candidate_views(facts: list[CandidateFact]) -> list[CandidateView]:
         )
         for fact in facts
     ]
-
-
-def recorded_query(fact: CandidateFact) -> GovernedQuery | None:
-    return GovernedQuery.objects.filter(pk=fact.source.get("query_id")).first()
