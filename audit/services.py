@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from django.conf import settings
-from django.db import connection
+from django.db import connection, transaction
 
 from audit.models import AnswerAudit, OutputRelease, StreamEvent
 
@@ -106,6 +106,20 @@ def audit_record(*, run_id: object, plan: dict, generation: dict) -> AnswerAudit
     audit.generations.append(generation)
     audit.save()
     return audit
+
+
+def audit_step_append(*, run_id: object, generation: int, step: dict) -> None:
+    """Add a step timed after sealing (publication itself) to the audit and the trace."""
+    with transaction.atomic():
+        audit = AnswerAudit.objects.select_for_update().filter(run_id=run_id).first()
+        if audit is None:
+            return
+        for entry in audit.generations:
+            if entry["number"] == generation:
+                entry["steps"].append(step)
+        audit.save(update_fields=["generations", "updated_at"])
+    line = {"run_id": str(run_id), "generation": generation, **step}
+    transaction.on_commit(lambda: trace_write(run_id=run_id, lines=[line]))
 
 
 def trace_write(*, run_id: object, lines: list[dict]) -> Path:

@@ -26,6 +26,7 @@ from answers.pipeline.validation import (
     selection_parse,
     selection_validate,
 )
+from audit.services import audit_step_append
 from core.errors import NotFoundError
 from core.models import ApiKey
 
@@ -340,15 +341,15 @@ class Pipeline:
         kind: str | None,
         selected_fact_ids: list[str] | None = None,
     ) -> dict:
-        started = time.perf_counter()
-        self.trace.step("publication", started)
         if self.request.mode == "debug":
+            # The sealed body cannot time its own sealing: publication is in the audit.
             body["trace"] = {
-                "steps": self.trace.steps,
+                "steps": list(self.trace.steps),
                 "plan": self.run.plan,
                 "candidates": [_raw(c) for c in self.candidates],
             }
         executed = sorted({c.source["query_id"] for c in self.candidates if c.kind == "value"})
+        started = time.perf_counter()
         answer_publish(
             Publication(
                 self.run,
@@ -361,10 +362,14 @@ class Pipeline:
                 model_called=self.model_called,
                 selected_fact_ids=selected_fact_ids or [],
                 outcomes=self.outcomes,
-                steps=self.trace.steps,
+                steps=list(self.trace.steps),
                 sql=[{"planned": q["sql"]} for q in self.run.plan.get("dataset_queries", [])]
                 + [{"query_id": query_id} for query_id in executed],
             )
+        )
+        self.trace.step("publication", started)
+        audit_step_append(
+            run_id=self.run.pk, generation=self.generation.number, step=self.trace.steps[-1]
         )
         return body
 

@@ -91,7 +91,10 @@ def test_debug_mode_is_for_staff_and_shows_the_trace(library, member, staff):
                  "permission_denied")  # fmt: skip
     body = post(client_for(staff), query="Who owns service reviews?", mode="debug").json()
     steps = [step["step"] for step in body["trace"]["steps"]]
-    assert steps[:3] == ["plan", "retrieval", "selection"] and "publication" in steps
+    assert steps[:3] == ["plan", "retrieval", "selection"] and "rendering" in steps
+    audit = client_for(staff).get(f"/v1/runs/{body['run_id']}/audit").json()
+    [publication_step] = [s for s in audit["generations"][0]["steps"] if s["step"] == "publication"]
+    assert publication_step["ms"] > 0
     assert body["trace"]["candidates"]
 
 
