@@ -73,6 +73,8 @@ FOLLOW_UP = re.compile(
     r"^(and|also|what about|how about|then|so)\b|\b(it|its|they|them|that|this)\b"
 )
 COMPARISON = re.compile(r"\b(compare|comparison|versus|vs\.?|differ(s|ence)?|contrast)\b", re.I)
+# Requests for a recursive (RLM) analysis across sources, which needs a generative model.
+ANALYSIS = re.compile(r"\b(rlm|recursive analysis|analy[sz]e (all|every|across))\b", re.I)
 SPLIT = re.compile(r"\s*(?:[;?]|,\s*and\b|,|\band\b)\s*", re.I)
 AGGREGATES = (
     ("SUM", re.compile(r"\b(total|sum|overall)\b", re.I)),
@@ -99,6 +101,7 @@ class Plan:
     standalone: str
     searches: list[str]
     comparison: bool = False
+    analysis: bool = False
     rewritten: bool = False
     dataset_queries: list[dict] = field(default_factory=list)
 
@@ -176,6 +179,7 @@ def plan_question(*, question: str, history: list[str], datasets: list[DatasetIn
         standalone=standalone,
         searches=searches_for(standalone),
         comparison=bool(COMPARISON.search(question)),
+        analysis=bool(ANALYSIS.search(question)),
         rewritten=rewritten,
         dataset_queries=dataset_queries_for(standalone, datasets),
     )

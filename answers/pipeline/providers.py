@@ -26,6 +26,7 @@ class ModelProvider(Protocol):
     name: str
     model_id: str
     can_compare: bool
+    can_analyse: bool
     can_answer_generally: bool
 
     def plan(self, *, question: str, history: list[str], datasets: list[DatasetInfo]) -> Plan: ...
@@ -47,6 +48,7 @@ class ExtractiveProvider:
     name = "extractive"
     model_id = "extractive-v1"
     can_compare = False
+    can_analyse = False
     can_answer_generally = False
 
     def plan(self, *, question: str, history: list[str], datasets: list[DatasetInfo]) -> Plan:
@@ -94,6 +96,7 @@ class ScriptedProvider:
     name = "scripted"
     model_id = "scripted"
     can_compare = False
+    can_analyse = False
     can_answer_generally = False
 
     def __init__(

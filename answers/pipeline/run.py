@@ -137,6 +137,12 @@ class Pipeline:
         self.trace.step("plan", started, searches=len(plan.searches))
         if self.request.mode == "plan":
             return self.finish_without_answer({"plan": plan.as_dict()}, answer_status="unverified")
+        if plan.analysis and not self.provider.can_analyse:
+            return self.abstain(
+                "unsupported",
+                evidence_status="not_requested",
+                issues=["unsupported_prerequisite:analysis"],
+            )
         if plan.comparison and not self.provider.can_compare:
             return self.abstain(
                 "unsupported",

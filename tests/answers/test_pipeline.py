@@ -5,6 +5,7 @@ import re
 import pytest
 
 from answers.models import AnswerRun, CandidateFact, Citation, Message
+from answers.pipeline.texts import explanation
 from tests.answers.conftest import ACCOUNTING, MIXED_QUESTION, OPERATIONS, ask, ingest
 
 pytestmark = pytest.mark.django_db
@@ -89,3 +90,10 @@ def test_a_comparison_is_an_unsupported_prerequisite(library, member):
     assert body["evidence"]["status"] == "not_requested"
     assert "capability" in body["answer"]["text"]
     assert "unsupported_prerequisite:comparison" in body["quality"]["issues"]
+
+
+def test_an_rlm_analysis_is_an_unsupported_prerequisite(library, member):
+    body = ask(member, "Run an RLM analysis of every policy document")
+    assert body["evidence"]["answer_status"] == "abstained"
+    assert "unsupported_prerequisite:analysis" in body["quality"]["issues"]
+    assert body["answer"]["text"] == explanation("unsupported", "en")
