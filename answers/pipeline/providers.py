@@ -36,7 +36,9 @@ class ModelProvider(Protocol):
     ) -> object: ...
 
 
-_SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+[\"')\]]*|$)")
+# A sentence runs to . ! or ? (with closing quotes/brackets) or to a blank line; a single
+# line break is a wrapped line inside the sentence, not its end.
+_SENTENCE = re.compile(r"(?:[^.!?\n]|\n(?!\s*\n))+(?:[.!?]+[\"')\]]*)?")
 SELECT_THRESHOLD = 0.34
 CANDIDATES_PER_SEARCH = 3
 
