@@ -79,6 +79,22 @@ def _process_alive(pid: int, name_part: str) -> bool:
         return False
 
 
+def _find_process(binary: str, marker: str) -> int | None:
+    """A live process of `binary` whose command line names `marker` (our data path).
+
+    The fallback when a pid file is gone, so that a server is never orphaned.
+    """
+    for process in psutil.process_iter(["name", "cmdline", "status"]):
+        cmdline = " ".join(process.info["cmdline"] or [])
+        if (
+            process.info["status"] != psutil.STATUS_ZOMBIE
+            and binary in (process.info["name"] or "")
+            and marker in cmdline
+        ):
+            return process.pid
+    return None
+
+
 def _read_pid(path: Path) -> int | None:
     try:
         return int(path.read_text().split()[0])
@@ -118,7 +134,7 @@ class EmbeddedPostgres:
         pid = _read_pid(self.pgdata / "postmaster.pid")
         if pid is not None and _process_alive(pid, "postgres"):
             return pid
-        return None
+        return _find_process("postgres", f"-D {self.pgdata} ")
 
     def is_running(self) -> bool:
         return self.pid() is not None
@@ -219,7 +235,7 @@ class EmbeddedRedis:
         pid = _read_pid(self.pidfile)
         if pid is not None and _process_alive(pid, "redis-server"):
             return pid
-        return None
+        return _find_process("redis-server", str(self.socket))
 
     def is_running(self) -> bool:
         return self.pid() is not None
