@@ -25,46 +25,41 @@ bench/retrieval.py under var/bench are reused when their cache key matches.
 """
 
 import argparse
-import gzip
-import hashlib
-import json
-import math
 import os
 import re
 import statistics
-import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from unittest import mock
 
-import django  # importing it reads no settings yet: setup() below does
 import numpy as np
+from common.bootstrap import NQ_FILE, ROOT, django_setup
 
-ROOT = Path(__file__).resolve().parent.parent
 BENCH_DIR = ROOT / "var" / "bench-answer"
 SHARED_CACHE_DIR = ROOT / "var" / "bench"  # bench/retrieval.py's embedding cache, read only
-NQ_FILE = ROOT.parent / "shared" / "data" / "nq-open-oracle.jsonl.gz"
-sys.path.insert(0, str(ROOT))
-# Before Django is set up: the bench must never reach a configured (real) server, because
-# it drops and recreates its database. (bench/retrieval.py is not imported: importing it
-# points KOINON_DATA_DIR at var/bench and sets Django up; its few helpers are copied.)
-os.environ["KOINON_DATA_DIR"] = str(BENCH_DIR)
-os.environ["DJANGO_SETTINGS_MODULE"] = "koinon.settings"
-os.environ["KOINON_MODEL_PROVIDER"] = "extractive"
-os.environ.pop("DATABASE_URL", None)
-os.environ.pop("REDIS_URL", None)
-os.environ.pop("KOINON_DATABASE_NAME", None)
-
-django.setup()
+# Before any project import: the bench drops and recreates the database of this data dir.
+# (bench/retrieval.py is not imported: importing it would set Django up on var/bench; the
+# helpers both use are in bench/common.)
+django_setup(BENCH_DIR, KOINON_MODEL_PROVIDER="extractive")
 # The imports below need the configured Django (models, settings): hence after setup().
-from django.conf import settings  # noqa: E402
+from common.corpus import (  # noqa: E402
+    NQCorpus,
+    Question,
+    bench_space,
+    build_hnsw,
+    clear_corpus,
+    drop_hnsw,
+    groups_of,
+    load_passages,
+    nq_embeddings,
+    read_nq,
+)
+from common.services import embedded_services, recreate_database, vacuum_analyze  # noqa: E402
+from common.stats import percentile  # noqa: E402
 from django.contrib.auth.models import AbstractBaseUser  # noqa: E402
-from django.core.management import call_command  # noqa: E402
-from django.db import connection  # noqa: E402
 
 import answers.pipeline.run as run_module  # noqa: E402
 from answers.models import CandidateFact  # noqa: E402
@@ -74,165 +69,25 @@ from answers.pipeline.validation import (  # noqa: E402
     SelectionRejected,
     quotes_verify_secondary,
 )
-from core.embedded import PG_SUPERUSER, EmbeddedPostgres, EmbeddedRedis  # noqa: E402
+from core.embedded import EmbeddedPostgres  # noqa: E402
 from knowledge.embeddings import get_embedding_provider  # noqa: E402
-from knowledge.models import (  # noqa: E402
-    Document,
-    DocumentRevision,
-    EmbeddingStatus,
-    Extraction,
-    ExtractionRole,
-    ExtractionStatus,
-    Passage,
-    Space,
-)
-from knowledge.normalise import normalised_key, normalised_words  # noqa: E402
+from knowledge.models import Space  # noqa: E402
+from knowledge.normalise import normalised_words  # noqa: E402
 
 QUESTIONS = 100
 WARMUP = 5  # extra questions, asked first and not measured
 SEED = 20240501  # bench/retrieval.py's seed
 PASSAGES_PER_FILLER_DOCUMENT = 50
-LOAD_BATCH = 2000
-HNSW_INDEX = "passage_embedding_hnsw"
-BUILD_MAINTENANCE_WORK_MEM = "1GB"  # as bench/retrieval.py: the HNSW build stays in RAM
 STEPS = ("plan", "retrieval", "selection", "validation", "recheck", "rendering", "publication")
 # A rejected selection is traced as a "validation" step timed from the selection's start
 # (Pipeline.select): kept apart so that "validation" is the check of accepted selections.
 REJECTED = "validation rejected"
 BATCH_SIZES = (1, 10, 100)
 QUOTES_PER_MEASUREMENT = 3000  # quotes checked per N and method (--quick: a third)
-TEXT_RECIPE = "title-newline-text-v1"  # bench/retrieval.py's cache recipe: same texts
 SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
 
 
-# --- services and database (as bench/retrieval.py) ----------------------------------
-
-
-def start_services() -> tuple[EmbeddedPostgres, list]:
-    postgres = EmbeddedPostgres(settings.EMBEDDED_PG_DIR)
-    redis = EmbeddedRedis(settings.EMBEDDED_REDIS_DIR)
-    started = [service for service in (postgres, redis) if service.start()]
-    return postgres, started
-
-
-def stop_services(started: list) -> None:
-    """Stop only what this run started: a server someone else runs is left alone."""
-    from django.db import connections
-
-    connections.close_all()
-    for service in reversed(started):
-        service.stop()
-
-
-def recreate_database(postgres: EmbeddedPostgres) -> None:
-    import psycopg
-    from psycopg import sql
-
-    name = settings.DATABASES["default"]["NAME"]
-    with psycopg.connect(
-        host=str(postgres.socket_dir), dbname="postgres", user=PG_SUPERUSER, autocommit=True
-    ) as conn:
-        conn.execute(
-            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-        )
-    postgres.ensure_database(name)
-    call_command("migrate", interactive=False, verbosity=0)
-
-
-def clear_corpus() -> None:
-    """The corpus only: answer runs stay (output releases are append-only, TRUNCATE is
-    refused), so the quote check reads the candidates of the current size's runs only."""
-    tables = [m._meta.db_table for m in (Passage, Extraction, DocumentRevision, Document)]
-    with connection.cursor() as cursor:
-        # One statement: documents and revisions reference each other.
-        cursor.execute(f"TRUNCATE {', '.join(tables)} CASCADE")
-
-
-def hnsw_index() -> object:
-    return next(index for index in Passage._meta.indexes if index.name == HNSW_INDEX)
-
-
-def drop_hnsw() -> None:
-    with connection.schema_editor() as editor:
-        editor.remove_index(Passage, hnsw_index())
-
-
-def build_hnsw() -> float:
-    """Recreate the index from the model's own definition (the migration's); seconds taken."""
-    with connection.cursor() as cursor:
-        cursor.execute(f"SET maintenance_work_mem = '{BUILD_MAINTENANCE_WORK_MEM}'")
-    started = time.perf_counter()
-    with connection.schema_editor() as editor:
-        editor.add_index(Passage, hnsw_index())
-    seconds = time.perf_counter() - started
-    with connection.cursor() as cursor:
-        cursor.execute("RESET maintenance_work_mem")
-    return seconds
-
-
 # --- data ----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Question:
-    text: str
-    gold: str  # the text of its gold passage (ctxs[0]), "title\ntext"
-    answers: tuple[str, ...]  # the gold short answers
-
-
-def read_nq() -> tuple[list[str], list[Question]]:
-    """Distinct gold passages ("title\\ntext", first occurrence order) and all questions."""
-    passages: dict[str, None] = {}
-    questions = []
-    with gzip.open(NQ_FILE, "rt", encoding="utf-8") as handle:
-        for line in handle:
-            record = json.loads(line)
-            gold = record["ctxs"][0]
-            text = f"{gold['title']}\n{gold['text'].strip()}"
-            passages.setdefault(text, None)
-            questions.append(Question(record["question"], text, tuple(record["answers"])))
-    return list(passages), questions
-
-
-def nq_embeddings(texts: list[str]) -> np.ndarray:
-    """Embeddings of the real passages, cached by the source file's sha256 and the model
-    (the key of bench/retrieval.py, whose cache is reused when it matches)."""
-    provider = get_embedding_provider()
-    key = {
-        "source_sha256": hashlib.sha256(NQ_FILE.read_bytes()).hexdigest(),
-        "model_id": provider.model_id,
-        "recipe": TEXT_RECIPE,
-        "count": len(texts),
-    }
-    for directory in (BENCH_DIR, SHARED_CACHE_DIR):
-        cache, meta = directory / "nq_embeddings.npy", directory / "nq_embeddings.json"
-        try:
-            if json.loads(meta.read_text()) == key:
-                vectors = np.load(cache)
-                print(f"NQ embeddings: cached ({cache.relative_to(ROOT)})")
-                return vectors
-        except (OSError, ValueError):
-            continue  # absent, being written by another run, or unreadable: next place
-    started = time.perf_counter()
-    vectors = np.asarray(provider.embed(texts), dtype=np.float32)
-    seconds = time.perf_counter() - started
-    print(f"NQ embeddings: computed {len(texts)} in {seconds:.1f} s, cached for the next run")
-    np.save(BENCH_DIR / "nq_embeddings.npy", vectors)
-    (BENCH_DIR / "nq_embeddings.json").write_text(json.dumps(key))
-    return vectors
-
-
-def filler(count: int, real: list[str], rng: np.random.Generator) -> tuple[list[str], np.ndarray]:
-    """Texts drawn from the real passages' word bag (a real passage's length each) and
-    random unit vectors: keyword noise that shares the vocabulary, vector noise that doesn't."""
-    words = np.asarray([word for text in real for word in text.split()])
-    lengths = rng.choice([len(text.split()) for text in real], size=count)
-    offsets = np.concatenate([[0], np.cumsum(lengths)])
-    drawn = words[rng.integers(0, len(words), size=int(offsets[-1]))]
-    texts = [" ".join(drawn[offsets[i] : offsets[i + 1]]) for i in range(count)]
-    vectors = rng.standard_normal((count, 384), dtype=np.float32)
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    return texts, vectors
 
 
 def load(
@@ -242,92 +97,17 @@ def load(
     texts: list[str],
     vectors: np.ndarray,
 ) -> dict[str, int]:
-    """One document per group of passage indexes, each with an admitted primary and
-    secondary extraction of the same text; returns passage text -> document id."""
-    model_id = get_embedding_provider().model_id
-    documents = Document.objects.bulk_create(
-        [
-            Document(
-                space=space,
-                title=texts[group[0]].split("\n", 1)[0][:300] if len(group) == 1 else "filler",
-                kind="text",
-                created_by=user,
-            )
-            for group in groups
-        ],
-        batch_size=LOAD_BATCH,
-    )
-    revisions = DocumentRevision.objects.bulk_create(
-        [
-            DocumentRevision(
-                document=document,
-                number=1,
-                sha256=f"{document.pk:064d}",
-                file="bench/x.txt",
-                filename="x.txt",
-                size=1,
-                uploaded_by=user,
-            )
-            for document in documents
-        ],
-        batch_size=LOAD_BATCH,
-    )
-    for document, revision in zip(documents, revisions, strict=True):
-        document.current_revision = revision
-    Document.objects.bulk_update(documents, ["current_revision"], batch_size=LOAD_BATCH)
-    bodies = ["\n".join(texts[i] for i in group) for group in groups]
-    extractions = []
-    for role in (ExtractionRole.PRIMARY, ExtractionRole.SECONDARY):
-        extractions.append(
-            Extraction.objects.bulk_create(
-                [
-                    Extraction(
-                        revision=revision,
-                        role=role,
-                        extractor="bench",
-                        text=body,
-                        text_sha256=hashlib.sha256(body.encode()).hexdigest(),
-                        norm_text=normalised_key(body),
-                        status=ExtractionStatus.ADMITTED,
-                        progress=100,
-                    )
-                    for revision, body in zip(revisions, bodies, strict=True)
-                ],
-                batch_size=LOAD_BATCH,
-            )
-        )
-    rows = []
-    for extraction, group in zip(extractions[0], groups, strict=True):
-        start = 0
-        for ordinal, i in enumerate(group):
-            rows.append(
-                Passage(
-                    is_current=True,
-                    extraction=extraction,
-                    revision_id=extraction.revision_id,
-                    document_id=extraction.revision.document_id,
-                    space=space,
-                    ordinal=ordinal,
-                    char_start=start,
-                    char_end=start + len(texts[i]),
-                    text=texts[i],
-                    embedding=vectors[i],
-                    embedding_model=model_id,
-                    embedding_dimension=vectors.shape[1],
-                    embedding_status=EmbeddingStatus.EMBEDDED,
-                )
-            )
-            start += len(texts[i]) + 1
-    created = Passage.objects.bulk_create(rows, batch_size=LOAD_BATCH)
+    """One document per group of passage indexes (titled after its passage when it has one),
+    each with an admitted primary and secondary extraction of the same text (quotes can
+    verify); returns passage text -> document id."""
+    titles = [
+        texts[group[0]].split("\n", 1)[0][:300] if len(group) == 1 else "filler" for group in groups
+    ]
+    created = load_passages(space, user, groups, titles, texts, vectors, verifiable=True)
     return {passage.text: passage.document_id for passage in created}
 
 
 # --- measurement: answer_create ------------------------------------------------------
-
-
-def percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, math.ceil(fraction * len(ordered)) - 1)]
 
 
 class RecordingPipeline(run_module.Pipeline):
@@ -573,19 +353,11 @@ def main() -> None:
         return
     sizes = [2_000, 10_000] if args.quick else [10_000, 100_000]
     per_measurement = QUOTES_PER_MEASUREMENT // 3 if args.quick else QUOTES_PER_MEASUREMENT
-    BENCH_DIR.mkdir(parents=True, exist_ok=True)
-    postgres, started = start_services()
-    try:
+    with embedded_services(BENCH_DIR) as postgres:
         run(sizes, postgres, per_measurement)
-    finally:
-        stop_services(started)
 
 
 def run(sizes: list[int], postgres: EmbeddedPostgres, per_measurement: int) -> None:
-    from django.contrib.auth import get_user_model
-
-    from knowledge.services import space_create, space_member_set
-
     began = time.perf_counter()
     recreate_database(postgres)
     print(f"database recreated and migrated in {time.perf_counter() - began:.1f} s")
@@ -594,12 +366,10 @@ def run(sizes: list[int], postgres: EmbeddedPostgres, per_measurement: int) -> N
     sample = rng.choice(len(all_questions), QUESTIONS + WARMUP, replace=False)
     warmup = [all_questions[i] for i in sample[:WARMUP]]
     questions = [all_questions[i] for i in sample[WARMUP:]]
-    vectors = nq_embeddings(passages)
-    index_of = {text: i for i, text in enumerate(passages)}
+    # The key of bench/retrieval.py's cache, which is reused when it matches.
+    vectors = nq_embeddings(passages, [BENCH_DIR, SHARED_CACHE_DIR], print_rate=False)
     # Every asked question's gold passage is in the corpus at every size.
-    gold = list(dict.fromkeys(q.gold for q in warmup + questions))
-    gold_set = set(gold)
-    rest = [i for i in rng.permutation(len(passages)) if passages[i] not in gold_set]
+    corpus = NQCorpus.build(passages, vectors, warmup + questions, rng)
     print(
         f"{len(passages):,} distinct NQ gold passages ({len(all_questions):,} questions); "
         f"{QUESTIONS} questions (+{WARMUP} warm-up) sampled (seed {SEED}); each real passage "
@@ -607,30 +377,21 @@ def run(sizes: list[int], postgres: EmbeddedPostgres, per_measurement: int) -> N
         f"primary + secondary extraction per revision"
     )
 
-    users = get_user_model().objects
-    curator = users.create_user(username="bench-curator", password=None, is_staff=True)
-    reader = users.create_user(username="bench-reader", password=None)  # not staff
-    space = space_create(name="Bench", created_by=curator)
-    space_member_set(space=space, username=reader.username, role="reader")
+    bench = bench_space()  # the questions are asked by its reader, not staff
     get_embedding_provider().embed(["warm-up"])  # loads the model when embeddings were cached
 
     for size in sizes:
         clear_corpus()
-        chosen = [index_of[text] for text in gold] + rest[: max(0, size - len(gold))]
-        texts = [passages[i] for i in chosen]
-        fill_texts, fill_vectors = filler(size - len(texts), passages, rng)
-        all_texts = texts + fill_texts
-        all_vectors = np.concatenate([vectors[chosen], fill_vectors])
-        groups = [[i] for i in range(len(texts))] + [
-            list(range(start, min(start + PASSAGES_PER_FILLER_DOCUMENT, size)))
-            for start in range(len(texts), size, PASSAGES_PER_FILLER_DOCUMENT)
-        ]
+        drawn = corpus.draw(size, rng)
+        groups = [[i] for i in range(drawn.real)] + groups_of(
+            drawn.real, size, PASSAGES_PER_FILLER_DOCUMENT
+        )
         groups = [groups[i] for i in rng.permutation(len(groups))]  # interleaved on disk
         rebuild = size == max(sizes)
         if rebuild:
             drop_hnsw()
         started = time.perf_counter()
-        gold_docs = load(space, curator, groups, all_texts, all_vectors)
+        gold_docs = load(bench.space, bench.curator, groups, drawn.texts, drawn.vectors)
         loaded = time.perf_counter() - started
         how = "without the HNSW index" if rebuild else "into the live HNSW index"
         print(
@@ -639,18 +400,16 @@ def run(sizes: list[int], postgres: EmbeddedPostgres, per_measurement: int) -> N
         )
         if rebuild:
             print(f"HNSW index build: {build_hnsw():.1f} s")
-        with connection.cursor() as cursor:
-            cursor.execute("VACUUM ANALYZE knowledge_passage")
-            cursor.execute("VACUUM ANALYZE knowledge_extraction")
+        vacuum_analyze("knowledge_passage", "knowledge_extraction")
         print(f"before asking: {load_average()}")
         asked_started = time.perf_counter()
-        asked = measure_answers(reader, questions, warmup)
+        asked = measure_answers(bench.reader, questions, warmup)
         print(
             f"asked {len(asked) + WARMUP} questions in {time.perf_counter() - asked_started:.1f}"
             f" s; after: {load_average()}"
         )
-        filler_docs = {gold_docs[text] for text in fill_texts}
-        report_answers(size, len(texts), questions, asked, gold_docs, filler_docs)
+        filler_docs = {gold_docs[text] for text in drawn.texts[drawn.real :]}
+        report_answers(size, drawn.real, questions, asked, gold_docs, filler_docs)
         # A separate generator: the next size's corpus must not depend on this size's answers.
         pool, dropped = quote_pool([a.run_id for a in asked], np.random.default_rng(SEED + size))
         if not pool:

@@ -9,39 +9,23 @@ Uses its own embedded PostgreSQL and Redis under var/bench; the database is recr
 """
 
 import argparse
-import gzip
 import json
 import os
-import shutil
-import sys
 import time
-from pathlib import Path
 
-import django  # importing it reads no settings yet: setup() below does
+from common.bootstrap import NQ_FILE, ROOT, SHARED_DATA, django_setup
 
-ROOT = Path(__file__).resolve().parent.parent
 BENCH_DIR = ROOT / "var" / "bench"
-SHARED = ROOT.parent / "shared" / "data"
-NQ_FILE = SHARED / "nq-open-oracle.jsonl.gz"
-SQUAD_FILE = SHARED / "squad2-dev-sample.json"
-sys.path.insert(0, str(ROOT))
-# Before Django is set up: the bench must never reach a configured (real) server, because
-# it drops and recreates its database.
-os.environ["KOINON_DATA_DIR"] = str(BENCH_DIR)
-os.environ["DJANGO_SETTINGS_MODULE"] = "koinon.settings"
-os.environ.pop("DATABASE_URL", None)
-os.environ.pop("REDIS_URL", None)
-os.environ.pop("KOINON_DATABASE_NAME", None)
-
-django.setup()
+SQUAD_FILE = SHARED_DATA / "squad2-dev-sample.json"
+# Before any project import: the bench drops and recreates the database of this data dir.
+django_setup(BENCH_DIR)
 # The imports below need the configured Django (models, settings): hence after setup().
-from django.conf import settings  # noqa: E402
-from django.core.management import call_command  # noqa: E402
+from common.corpus import bench_curator, nq_records  # noqa: E402
+from common.services import embedded_services, recreate_database  # noqa: E402
 from django.db.models import Avg  # noqa: E402
 from django.db.models.functions import Length  # noqa: E402
 
 import knowledge.documents as documents_module  # noqa: E402
-from core.embedded import PG_SUPERUSER, EmbeddedPostgres, EmbeddedRedis  # noqa: E402
 from knowledge.embeddings import get_embedding_provider  # noqa: E402
 from knowledge.models import (  # noqa: E402
     EmbeddingStatus,
@@ -49,44 +33,9 @@ from knowledge.models import (  # noqa: E402
     ExtractionStatus,
     Passage,
 )
+from knowledge.services import space_create  # noqa: E402
 
 SQUAD_EVERY = 6  # every sixth document is a SQuAD paragraph, the rest NQ passages
-
-
-# --- services and database ---------------------------------------------------------
-
-
-def start_services() -> tuple[EmbeddedPostgres, list]:
-    postgres = EmbeddedPostgres(settings.EMBEDDED_PG_DIR)
-    redis = EmbeddedRedis(settings.EMBEDDED_REDIS_DIR)
-    started = [service for service in (postgres, redis) if service.start()]
-    return postgres, started
-
-
-def stop_services(started: list) -> None:
-    """Stop only what this run started: a server someone else runs is left alone."""
-    from django.db import connections
-
-    connections.close_all()
-    for service in reversed(started):
-        service.stop()
-
-
-def recreate_database(postgres: EmbeddedPostgres) -> None:
-    import psycopg
-    from psycopg import sql
-
-    name = settings.DATABASES["default"]["NAME"]
-    with psycopg.connect(
-        host=str(postgres.socket_dir), dbname="postgres", user=PG_SUPERUSER, autocommit=True
-    ) as conn:
-        conn.execute(
-            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-        )
-    postgres.ensure_database(name)
-    call_command("migrate", interactive=False, verbosity=0)
-    # Stored bytes of earlier runs belong to rows that no longer exist.
-    shutil.rmtree(Path(settings.MEDIA_ROOT) / "revisions", ignore_errors=True)
 
 
 # --- documents ---------------------------------------------------------------------
@@ -96,14 +45,13 @@ def build_documents(count: int) -> list[tuple[str, bytes]]:
     """(filename, bytes): NQ gold passages (distinct texts) as .txt, SQuAD paragraphs as .md."""
     nq: list[tuple[str, bytes]] = []
     seen: set[str] = set()
-    with gzip.open(NQ_FILE, "rt", encoding="utf-8") as handle:
-        for line in handle:
-            gold = json.loads(line)["ctxs"][0]
-            if gold["text"] in seen:
-                continue  # identical bytes would be the same document, not a new one
-            seen.add(gold["text"])
-            body = f"{gold['title']}\n\n{gold['text'].strip()}\n"
-            nq.append((f"nq-{len(nq):04d}.txt", body.encode()))
+    for record in nq_records():
+        gold = record["ctxs"][0]
+        if gold["text"] in seen:
+            continue  # identical bytes would be the same document, not a new one
+        seen.add(gold["text"])
+        body = f"{gold['title']}\n\n{gold['text'].strip()}\n"
+        nq.append((f"nq-{len(nq):04d}.txt", body.encode()))
     squad: list[tuple[str, bytes]] = []
     for article in json.loads(SQUAD_FILE.read_text(encoding="utf-8"))["data"]:
         title = article["title"].replace("_", " ")
@@ -135,13 +83,7 @@ class EmbedTimer:
 
 
 def ingest(documents: list[tuple[str, bytes]]) -> dict[str, float]:
-    from django.contrib.auth import get_user_model
-
-    from knowledge.services import space_create
-
-    user = get_user_model().objects.create_user(
-        username="bench-curator", password=None, is_staff=True
-    )
+    user = bench_curator()
     space = space_create(name="Bench ingest", created_by=user)
     timer = EmbedTimer()
     documents_module.passages_embed = timer
@@ -170,13 +112,11 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="50 documents instead of 500")
     args = parser.parse_args()
     if not (NQ_FILE.exists() and SQUAD_FILE.exists()):
-        print(f"skipped: {SHARED} (NQ and SQuAD files) is absent; see its README.md")
+        print(f"skipped: {SHARED_DATA} (NQ and SQuAD files) is absent; see its README.md")
         return
     count = 50 if args.quick else 500
-    BENCH_DIR.mkdir(parents=True, exist_ok=True)
-    postgres, started = start_services()
-    try:
-        recreate_database(postgres)
+    with embedded_services(BENCH_DIR) as postgres:
+        recreate_database(postgres, clear_media=True)
         documents = build_documents(count)
         began = time.perf_counter()
         get_embedding_provider().embed(["warm-up"])  # model load and hash check, not ingest
@@ -187,8 +127,6 @@ def main() -> None:
         )
         split = ingest(documents)
         report(documents, split)
-    finally:
-        stop_services(started)
 
 
 def report(documents: list[tuple[str, bytes]], split: dict[str, float]) -> None:
