@@ -4,16 +4,13 @@ Passages never cross a segment (page, cue, block) so each keeps one exact locato
 and every passage is a plain slice of the extraction text.
 """
 
-import re
 from dataclasses import dataclass
 
 from knowledge.extraction import Segment
+from knowledge.sentences import sentence_spans
 
 MAX_PASSAGE_CHARS = 900
 OVERLAP_SENTENCES = 1
-# A sentence ends at ., ! or ? (optionally closed by quotes/brackets) before whitespace,
-# or at a line break.
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+|\n+")
 
 
 @dataclass(frozen=True)
@@ -24,13 +21,7 @@ class PassageSpan:
 
 
 def _sentences(text: str, start: int, end: int) -> list[tuple[int, int]]:
-    spans = []
-    cursor = start
-    for match in _SENTENCE_END.finditer(text, start, end):
-        spans.append((cursor, match.start()))
-        cursor = match.end()
-    spans.append((cursor, end))
-    return [_trim(text, a, b) for a, b in spans if text[a:b].strip()]
+    return sentence_spans(text, start, end)
 
 
 def _trim(text: str, start: int, end: int) -> tuple[int, int]:
