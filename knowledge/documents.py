@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from core.errors import NotFoundError, PayloadTooLargeError, UnprocessableError
 from knowledge.chunking import chunk
+from knowledge.display import title_clean
 from knowledge.extraction import ExtractionError, detect_format, extract
 from knowledge.models import (
     Document,
@@ -39,7 +40,7 @@ class UploadResult:
 
 
 def _title_from(filename: str) -> str:
-    return PurePath(filename).stem.replace("_", " ").strip()[:300] or "Untitled"
+    return title_clean(PurePath(filename).stem.replace("_", " ")) or "Untitled"
 
 
 @transaction.atomic
@@ -85,7 +86,7 @@ def document_upload(
         document = Document.objects.create(
             space=None if private else space,
             owner=user if private else None,
-            title=title.strip()[:300] or _title_from(filename),
+            title=title_clean(title) or _title_from(filename),
             kind=kind,
             created_by=user,
         )
@@ -94,8 +95,8 @@ def document_upload(
         existing = document.revisions.filter(sha256=sha256).first()
         if existing is not None:
             return UploadResult(document, existing, created=False)
-        if title.strip():
-            document.title = title.strip()[:300]
+        if title_clean(title):
+            document.title = title_clean(title)
         document.kind = kind
         document.save(update_fields=["title", "kind"])
 

@@ -4,11 +4,17 @@ import re
 import unicodedata
 
 _WORD = re.compile(r"\w+")
+# Invisible format characters (zero-width spaces and joiners, bidi controls, the BOM):
+# one extractor keeps them and another drops them, and neither changes the words shown.
+_FORMAT = re.compile(
+    "[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff]"
+)
 
 
 def normalised_words(text: str) -> list[str]:
-    """Words after NFKC and case folding; punctuation and whitespace are dropped."""
-    return _WORD.findall(unicodedata.normalize("NFKC", text).casefold())
+    """Words after NFKC and case folding; punctuation, whitespace and invisible format
+    characters are dropped."""
+    return _WORD.findall(_FORMAT.sub("", unicodedata.normalize("NFKC", text)).casefold())
 
 
 def normalised_key(text: str) -> str:

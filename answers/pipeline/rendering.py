@@ -7,6 +7,7 @@ from django.utils import formats, translation
 from answers.pipeline import texts
 from answers.pipeline.validation import SelectedFact
 from datasets.models import DatasetSnapshot
+from knowledge.display import quote_display, title_clean
 from knowledge.models import Document, DocumentRevision
 
 
@@ -54,13 +55,13 @@ def render_answer(*, selected: list[SelectedFact], language: str) -> Rendered:
             where = ", ".join(
                 part
                 for part in (
-                    document.title,
+                    title_clean(document.title),
                     texts.revision_label(language, revision.number, date),
                     _locator(fact.source.get("locator") or {}),
                 )
                 if part
             )
-            lines.append(f"[{number}] “{item.quote}” — {where}")
+            lines.append(f"[{number}] “{quote_display(item.quote)}” — {where}")
             citation = {
                 "number": number,
                 "fact_id": fact.fact_id,
@@ -115,4 +116,16 @@ def render_answer(*, selected: list[SelectedFact], language: str) -> Rendered:
                 "dataset_id": snapshot.dataset_id,
             }
         citations.append(citation)
+    _check_structure(lines, citations)
     return Rendered("\n".join(lines), citations, cards, list(sources.values()))
+
+
+def _check_structure(lines: list[str], citations: list[dict]) -> None:
+    """The invariant that document text cannot break: the introduction, then exactly one
+    line per citation, numbered in order. A violation is a bug here, never published."""
+    numbered = [line for line in lines[1:] if line.startswith("[")]
+    if len(lines) != len(citations) + 1 or len(numbered) != len(citations):
+        raise RuntimeError("rendered answer does not have one line per citation")
+    for number, line in enumerate(lines[1:], start=1):
+        if "\n" in line or not line.startswith(f"[{number}] "):
+            raise RuntimeError("rendered answer line is not its citation's")

@@ -62,6 +62,7 @@ BLOCK_TAGS = frozenset(
     }
 )
 _SPACES = re.compile(r"\s+")
+_HIDDEN_STYLE = re.compile(r"(?:^|;)\s*(?:display\s*:\s*none|visibility\s*:\s*hidden)\b", re.I)
 _BREAK = "\x01"
 
 
@@ -143,6 +144,23 @@ def _lxml_children(element: Any) -> Iterator[_Item]:
             yield "text", child.tail, None
 
 
+def _hidden(attributes: Any) -> bool:
+    """Markup a reader never sees (`hidden`, `aria-hidden="true"`, an inline
+    `display:none` or `visibility:hidden`): its text is not the document's visible text,
+    so it is never quoted (a hidden instruction or a hidden "fact")."""
+    if not attributes:
+        return False
+    if "hidden" in attributes:
+        return True
+    if str(attributes.get("aria-hidden", "")).strip().lower() == "true":
+        return True
+    return bool(_HIDDEN_STYLE.search(str(attributes.get("style", ""))))
+
+
+def _attributes(node: Any) -> Any:
+    return getattr(node, "attrs", None) if hasattr(node, "attrs") else node.attrib
+
+
 def _walk(root: Any, collector: BlockCollector, children: Callable[[Any], Iterator[_Item]]) -> None:
     """Depth-first walk with an explicit stack: hostile nesting must not hit the recursion limit.
 
@@ -162,7 +180,7 @@ def _walk(root: Any, collector: BlockCollector, children: Callable[[Any], Iterat
             collector.text(value)
         elif value == "br":
             collector.line_break()
-        elif value not in DROPPED_TAGS:
+        elif value not in DROPPED_TAGS and not _hidden(_attributes(node)):
             block = value in BLOCK_TAGS or value in HEADING_TAGS
             if block:
                 collector.enter(value)
