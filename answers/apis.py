@@ -4,6 +4,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from answers.boundary import sealed_answer_read
 from answers.pipeline.request import answer_request_parse
 from answers.pipeline.run import answer_create, answer_retry
 from answers.selectors import run_get_for_user
@@ -30,9 +31,10 @@ class RunDetailApi(APIView):
     @extend_schema(responses=OpenApiTypes.OBJECT)
     def get(self, request: Request, run_id: str) -> Response:
         run = run_get_for_user(user=request.user, run_id=run_id)
-        if run.response is None:
+        body = sealed_answer_read(user=request.user, run=run)
+        if body is None:
             raise NotFoundError("This run has no published answer.", code="not_published")
-        return Response(run.response)
+        return Response(body)
 
 
 class RunRetryApi(APIView):

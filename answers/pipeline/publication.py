@@ -2,6 +2,8 @@
 assistant message, citations, cards, the output release, the stream events to replay,
 the audit and the run's final body — or nothing at all."""
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from django.db import transaction
@@ -30,6 +32,17 @@ class Publication:
     outcomes: list[dict] = field(default_factory=list)
     steps: list[dict] = field(default_factory=list)
     sql: list[dict] = field(default_factory=list)
+    # The permission recheck, run first inside the publication transaction: None to go
+    # ahead, else a typed code that cancels the whole publication.
+    recheck: Callable[[], str | None] | None = None
+
+
+class PublicationDenied(Exception):
+    """The recheck inside the publication transaction refused: nothing was written."""
+
+    def __init__(self, code: str) -> None:
+        super().__init__(code)
+        self.code = code
 
 
 def _result_hashes(run: AnswerRun, fact_ids: list[str]) -> dict:
@@ -47,8 +60,20 @@ def _result_hashes(run: AnswerRun, fact_ids: list[str]) -> dict:
 @transaction.atomic
 def answer_publish(publication: Publication) -> Message:
     """Write everything of one generation's output atomically; the body gains its
-    `release` (or `release: null` for inspection output such as plan and raw modes)."""
+    `release` (or `release: null` for inspection output such as plan and raw modes).
+
+    With a `recheck`, it runs first, under row locks held until commit, so that a
+    revocation either precedes this publication (and refuses it: PublicationDenied,
+    nothing written) or follows it."""
     run, generation, body = publication.run, publication.generation, publication.body
+    if publication.recheck is not None:
+        started = time.perf_counter()
+        denied = publication.recheck()
+        if denied:
+            raise PublicationDenied(denied)
+        publication.steps.append(
+            {"step": "recheck", "ms": round((time.perf_counter() - started) * 1000, 2), "ok": True}
+        )
     message = Message.objects.create(
         conversation_id=run.conversation_id,
         role=Message.Role.ASSISTANT,

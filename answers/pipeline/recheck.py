@@ -3,15 +3,64 @@
 import logging
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import DatabaseError
+from django.contrib.contenttypes.models import ContentType
+from django.db import DatabaseError, connection, transaction
+from guardian.models import GroupObjectPermission, UserObjectPermission
 
 from answers.models import AnswerRun
 from answers.pipeline.validation import SelectedFact
 from core.models import ApiKey
+from datasets.models import Dataset
 from datasets.selectors import datasets_visible_to
+from knowledge.models import Document, Space
 from knowledge.selectors import documents_visible_to
 
 logger = logging.getLogger(__name__)
+
+
+def _lock_access_rows(
+    *, user: AbstractBaseUser, api_key: ApiKey | None, spaces: set[int], datasets: set[int]
+) -> None:
+    """Take FOR SHARE locks on every row that grants this publication: the user, the
+    originating key and the user's (and groups') permission rows on the spaces involved.
+
+    A revocation (UPDATE of the key, DELETE of a permission, deactivation) that started
+    first is waited for and then seen; one that starts later waits until this
+    publication commits. So revocation and sealing are serialised (issue 10, item 7).
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT 1 FROM {_table(type(user))} WHERE id = %s FOR SHARE",  # noqa: S608
+            [user.pk],
+        )
+        if api_key is not None:
+            cursor.execute(
+                f"SELECT 1 FROM {_table(ApiKey)} WHERE id = %s FOR SHARE",  # noqa: S608
+                [api_key.pk],
+            )
+        space_ids = spaces | set(
+            Dataset.objects.filter(pk__in=datasets).values_list("space_id", flat=True)
+        )
+        if not space_ids:
+            return
+        content_type = ContentType.objects.get_for_model(Space)
+        keys = [str(pk) for pk in space_ids]
+        cursor.execute(
+            f"SELECT 1 FROM {_table(UserObjectPermission)} "  # noqa: S608
+            "WHERE user_id = %s AND content_type_id = %s AND object_pk = ANY(%s) FOR SHARE",
+            [user.pk, content_type.pk, keys],
+        )
+        cursor.execute(
+            f"SELECT 1 FROM {_table(GroupObjectPermission)} g "  # noqa: S608
+            "WHERE g.content_type_id = %s AND g.object_pk = ANY(%s) AND g.group_id IN "
+            f"(SELECT group_id FROM {_table(type(user).groups.through)} WHERE user_id = %s) "
+            "FOR SHARE",
+            [content_type.pk, keys, user.pk],
+        )
+
+
+def _table(model: type) -> str:
+    return connection.ops.quote_name(model._meta.db_table)
 
 
 def publication_recheck(
@@ -19,31 +68,42 @@ def publication_recheck(
 ) -> str | None:
     """None when publication may go ahead, else the typed reason.
 
+    Precondition: called inside the publication transaction (it takes row locks that
+    hold until that transaction ends).
+
     Re-reads from the database: the originating key is not revoked, the user is active,
     every selected document and dataset is still visible, and every private file is
     still among the run's selected sources. A database failure is
     `permission_unavailable`: unknown is never treated as allowed.
     """
     try:
-        if (
-            api_key is not None
-            and not ApiKey.objects.filter(pk=api_key.pk, revoked_at__isnull=True).exists()
-        ):
-            return "access_denied"
-        current = type(user).objects.filter(pk=user.pk, is_active=True).first()
-        if current is None:
-            return "access_denied"
-        documents = {s.fact.source["document_id"] for s in selected if s.fact.kind == "quote"}
-        visible = documents_visible_to(user=current).filter(pk__in=documents)
-        if set(visible.values_list("pk", flat=True)) != documents:
-            return "access_denied"
-        private = set(visible.filter(owner__isnull=False).values_list("pk", flat=True))
-        if not private <= set(run.selected_sources):
-            return "access_denied"
-        datasets = {s.fact.source["dataset_id"] for s in selected if s.fact.kind == "value"}
-        seen = datasets_visible_to(user=current).filter(pk__in=datasets)
-        if set(seen.values_list("pk", flat=True)) != datasets:
-            return "access_denied"
+        # A savepoint: a failed read must not poison the publication transaction.
+        with transaction.atomic():
+            documents = {s.fact.source["document_id"] for s in selected if s.fact.kind == "quote"}
+            datasets = {s.fact.source["dataset_id"] for s in selected if s.fact.kind == "value"}
+            spaces = set(
+                Document.objects.filter(pk__in=documents, space__isnull=False).values_list(
+                    "space_id", flat=True
+                )
+            )
+            _lock_access_rows(user=user, api_key=api_key, spaces=spaces, datasets=datasets)
+            if (
+                api_key is not None
+                and not ApiKey.objects.filter(pk=api_key.pk, revoked_at__isnull=True).exists()
+            ):
+                return "access_denied"
+            current = type(user).objects.filter(pk=user.pk, is_active=True).first()
+            if current is None:
+                return "access_denied"
+            visible = documents_visible_to(user=current).filter(pk__in=documents)
+            if set(visible.values_list("pk", flat=True)) != documents:
+                return "access_denied"
+            private = set(visible.filter(owner__isnull=False).values_list("pk", flat=True))
+            if not private <= set(run.selected_sources):
+                return "access_denied"
+            seen = datasets_visible_to(user=current).filter(pk__in=datasets)
+            if set(seen.values_list("pk", flat=True)) != datasets:
+                return "access_denied"
     except DatabaseError:
         logger.exception("permission recheck failed")
         return "permission_unavailable"

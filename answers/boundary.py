@@ -1,0 +1,64 @@
+"""The one boundary every read of a sealed answer passes (runs, event replay, exports,
+shares, MCP): the caller may see every source the answer cites, now — or they get the
+fixed access-failure text instead of it. Sealed text never outlives the access it was
+sealed under."""
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+
+from answers.models import AnswerRun
+from answers.pipeline import texts
+from datasets.selectors import datasets_visible_to
+from knowledge.selectors import documents_visible_to
+
+
+def sources_visible(*, user: AbstractBaseUser | AnonymousUser, sources: list[dict]) -> bool:
+    """Whether every cited source (revision or snapshot reference) is visible to user."""
+    documents = {s["document_id"] for s in sources if s.get("type") == "revision"}
+    datasets = {s["dataset_id"] for s in sources if s.get("type") == "snapshot"}
+    if documents and documents_visible_to(user=user).filter(pk__in=documents).count() != len(
+        documents
+    ):
+        return False
+    return not datasets or datasets_visible_to(user=user).filter(pk__in=datasets).count() == len(
+        datasets
+    )
+
+
+def access_failure_body(body: dict) -> dict:
+    """The sealed body's frame with the fixed access-failure text: no prose, citations,
+    cards, sources or release claims."""
+    language = body.get("answer", {}).get("language", "en")
+    return {
+        "run_id": body["run_id"],
+        "generation": body["generation"],
+        "mode": body.get("mode"),
+        "answer": {
+            "text": texts.explanation("access_failure", language),
+            "language": language,
+            "citations": [],
+            "cards": [],
+        },
+        "evidence": {
+            "status": "unavailable",
+            "answer_status": "abstained",
+            "policy": body.get("evidence", {}).get("policy", {}),
+            "sources": [],
+            "outcomes": [],
+        },
+        "quality": {"completeness": "none", "degraded": True, "issues": ["access_denied"]},
+        "release": None,
+    }
+
+
+def sealed_answer_read(*, user: AbstractBaseUser | AnonymousUser, run: AnswerRun) -> dict | None:
+    """The run's sealed body as the caller may read it now; None if nothing was sealed.
+
+    Precondition: `run` came from a permission-scoped selector (it is the caller's).
+    """
+    body = run.response
+    if body is None:
+        return None
+    sources = body.get("evidence", {}).get("sources", [])
+    if sources and not sources_visible(user=user, sources=sources):
+        return access_failure_body(body)
+    return body
