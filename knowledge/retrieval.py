@@ -184,3 +184,29 @@ def retrieve(
             entry.score += 1 / (RRF_K + rank)
     candidates = sorted(fused.values(), key=lambda c: (-c.score, c.passage_id))[:limit]
     return RetrievalResult(candidates, outcomes)
+
+
+DOCUMENT_FREQUENCY_CAP = 5000  # past this a word is common; counting further costs only time
+
+
+def document_frequencies(
+    *,
+    user: AbstractBaseUser,
+    words: list[str],
+    space_ids: list[int] | None = None,
+    selected_sources: list[int] | None = None,
+) -> tuple[dict[str, int], int]:
+    """How many visible passages contain each word (English stemming, as the search vectors
+    do), and how many visible passages there are: the IDF weights of "the visible corpus".
+
+    Counts are capped at DOCUMENT_FREQUENCY_CAP so that a common word costs a bounded scan;
+    a hidden passage never counts (the same scope as retrieval).
+    """
+    scope = passages_visible_to(user=user, space_ids=space_ids, selected_sources=selected_sources)
+    frequencies = {}
+    for word in dict.fromkeys(words):
+        matching = scope.filter(
+            search_vector=SearchQuery(word, search_type="plain", config="english")
+        ).values("pk")[:DOCUMENT_FREQUENCY_CAP]
+        frequencies[word] = matching.count()
+    return frequencies, scope.count()

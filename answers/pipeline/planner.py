@@ -151,6 +151,8 @@ def dataset_queries_for(question: str, datasets: list[DatasetInfo]) -> list[dict
                             "dataset_id": dataset.dataset_id,
                             "snapshot_id": dataset.snapshot_id,
                             "sql": sql,
+                            "pattern": pattern.pattern,
+                            "column": column["name"].lower(),
                         }
                     )
     return queries[:3]
@@ -173,13 +175,32 @@ def _filter(question: str, dataset: DatasetInfo) -> str:
     return ""
 
 
+def _attributed(queries: list[dict], searches: list[str]) -> list[dict]:
+    """Each governed query with the part of the question it answers: the first search that
+    asks for its aggregate over its column (None: no single part, the whole question)."""
+    attributed = []
+    for query in queries:
+        pattern, column = query.pop("pattern"), query.pop("column")
+        part = next(
+            (
+                index
+                for index, search in enumerate(searches)
+                if re.search(pattern, search, re.I) and column in normalised_words(search)
+            ),
+            None,
+        )
+        attributed.append({**query, "part": part})
+    return attributed
+
+
 def plan_question(*, question: str, history: list[str], datasets: list[DatasetInfo]) -> Plan:
     standalone, rewritten = standalone_question(question, history)
+    searches = searches_for(standalone)
     return Plan(
         standalone=standalone,
-        searches=searches_for(standalone),
+        searches=searches,
         comparison=bool(COMPARISON.search(question)),
         analysis=bool(ANALYSIS.search(question)),
         rewritten=rewritten,
-        dataset_queries=dataset_queries_for(standalone, datasets),
+        dataset_queries=_attributed(dataset_queries_for(standalone, datasets), searches),
     )

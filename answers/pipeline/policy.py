@@ -125,11 +125,17 @@ class Judgement:
 
 
 def policy_judge(
-    *, policy: EvidencePolicy, outcomes: list[dict], selected_tools: list[set[str]]
+    *,
+    policy: EvidencePolicy,
+    outcomes: list[dict],
+    selected_tools: list[set[str]],
+    unanswered_parts: int = 0,
 ) -> Judgement:
     """Apply SPEC §5 to the tool outcomes and the tools behind each selected fact.
 
-    `selected_tools` holds, per selected fact, the tools that produced it.
+    `selected_tools` holds, per selected fact, the tools that produced it;
+    `unanswered_parts` counts the parts of the question with no supported evidence: an
+    answer to some parts only is `partial`, never silently complete.
     """
     failed = {
         o["tool"] for o in outcomes if o["state"] == "failed" and o["code"] != "not_configured"
@@ -144,6 +150,8 @@ def policy_judge(
     ]
     issues = [f"required_tool_unmet:{tool}" for tool in unmet]
     issues += [f"tool_failed:{tool}" for tool in sorted(failed)]
+    if unanswered_parts and selected_tools:
+        issues.append("unanswered_part")
 
     if policy.mode == "strict":
         if failed or unmet or not has_evidence:
@@ -152,12 +160,14 @@ def policy_judge(
             )
             status = "unavailable" if failed else "absent"
             return Judgement(False, status, "abstained", "none", explanation, issues)
+        if unanswered_parts:
+            return Judgement(True, "partial", "partial", "partial", None, issues)
         return Judgement(True, "available", "evidence_backed", "complete", None, issues)
 
     if not has_evidence:
         if failed:
             return Judgement(False, "unavailable", "abstained", "none", "access_failure", issues)
         return Judgement(False, "absent", "abstained", "none", "insufficient_evidence", issues)
-    if failed or unmet:
+    if failed or unmet or unanswered_parts:
         return Judgement(True, "partial", "partial", "partial", None, issues)
     return Judgement(True, "available", "evidence_backed", "complete", None, issues)

@@ -1,13 +1,15 @@
-"""Model providers: `plan` and `select`. A selection is data — fact ids and optional
+"""Model providers: `plan`, `select` and `judge`. A selection is data — fact ids and optional
 sub-spans — and everything a provider returns is validated before use."""
 
 import json
-import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from answers.pipeline.planner import DatasetInfo, Plan, content_words, plan_question
+from answers.judge.features import JudgeItem
+from answers.judge.lexical import TermWeights, content_stems, coverage
+from answers.judge.model import local_judge
+from answers.pipeline.planner import DatasetInfo, Plan, plan_question
+from knowledge.sentences import is_label, sentence_spans
 
 
 @dataclass(frozen=True)
@@ -18,8 +20,21 @@ class CandidateView:
     kind: str
     text: str
     label: str
-    searches: tuple[int, ...]  # the plan's searches that found it
+    searches: tuple[int, ...]  # the plan's searches that found it (for a value: its part)
     score: float
+    headings: tuple[str, ...] = ()  # the heading path of a quote's passage
+    title: str = ""  # the title of a quote's document
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """A selected item that failed, and why, as a typed code: what a provider is told
+    when it selects again. Never the document's text."""
+
+    fact_id: str
+    start: int | None
+    end: int | None
+    reason: str  # judge_unsupported | label_only | …
 
 
 class ModelProvider(Protocol):
@@ -32,23 +47,45 @@ class ModelProvider(Protocol):
     def plan(self, *, question: str, history: list[str], datasets: list[DatasetInfo]) -> Plan: ...
 
     def select(
-        self, *, question: str, plan: Plan, candidates: list[CandidateView], attempt: int
+        self,
+        *,
+        question: str,
+        plan: Plan,
+        candidates: list[CandidateView],
+        attempt: int,
+        rejected: tuple[Rejection, ...] = (),
+        weights: TermWeights | None = None,
     ) -> object: ...
 
+    def judge(self, *, items: list[JudgeItem], weights: TermWeights) -> list[float]:
+        """For each item: the probability that its quote answers its part of the question.
 
-# A sentence runs to . ! or ? (with closing quotes/brackets) or to a blank line; a single
-# line break is a wrapped line inside the sentence, not its end.
-_SENTENCE = re.compile(r"(?:[^.!?\n]|\n(?!\s*\n))+(?:[.!?]+[\"')\]]*)?")
-SELECT_THRESHOLD = 0.34
+        Raises JudgeUnavailable when the provider cannot judge."""
+        ...
+
+
+SELECT_THRESHOLD = 0.3  # IDF-weighted share of a part's stems a sentence must contain
 CANDIDATES_PER_SEARCH = 3
 
 
+def quote_sentences(candidate: CandidateView) -> list[tuple[int, int]]:
+    """The candidate's sentences that may be quoted: labels (headings, titles) left out."""
+    return [
+        (start, end)
+        for start, end in sentence_spans(candidate.text)
+        if not is_label(
+            candidate.text[start:end], headings=candidate.headings, title=candidate.title
+        )
+    ]
+
+
 class ExtractiveProvider:
-    """Offline and deterministic: the best sentence per search, scored by the share of
-    the search's content words it contains (a transparent score with a threshold)."""
+    """Offline and deterministic. Selection: per part of the question, the sentence of its
+    top candidates that covers the most of the part's IDF-weighted stems, above a
+    threshold, skipping what the judge rejected before. Judgement: the local judge."""
 
     name = "extractive"
-    model_id = "extractive-v1"
+    model_id = "extractive-v2"
     can_compare = False
     can_analyse = False
     can_answer_generally = False
@@ -57,75 +94,47 @@ class ExtractiveProvider:
         return plan_question(question=question, history=history, datasets=datasets)
 
     def select(
-        self, *, question: str, plan: Plan, candidates: list[CandidateView], attempt: int
+        self,
+        *,
+        question: str,
+        plan: Plan,
+        candidates: list[CandidateView],
+        attempt: int,
+        rejected: tuple[Rejection, ...] = (),
+        weights: TermWeights | None = None,
     ) -> str:
+        weights = weights or TermWeights.uniform()
+        refused = {(r.fact_id, r.start, r.end) for r in rejected}
+        valued = {part for c in candidates if c.kind == "value" for part in c.searches}
         chosen: list[dict] = []
         for index, search in enumerate(plan.searches):
-            wanted = set(content_words(search))
-            if not wanted:
-                continue
+            wanted = content_stems(search)
+            if not wanted or index in valued:
+                continue  # a part that a governed value answers needs no quote
             found = sorted(
                 (c for c in candidates if c.kind == "quote" and index in c.searches),
                 key=lambda c: -c.score,
             )[:CANDIDATES_PER_SEARCH]
             best: tuple[float, dict] | None = None
             for candidate in found:
-                for match in _SENTENCE.finditer(candidate.text):
-                    start, end = _trimmed(candidate.text, match.start(), match.end())
-                    if end <= start:
+                context = set(content_stems(" ".join([candidate.title, *candidate.headings])))
+                for start, end in quote_sentences(candidate):
+                    if (candidate.fact_id, start, end) in refused:
                         continue
-                    words = set(content_words(candidate.text[start:end]))
-                    score = len(wanted & words) / len(wanted)
-                    if score >= SELECT_THRESHOLD and (best is None or score > best[0]):
+                    stems = set(content_stems(candidate.text[start:end]))
+                    # The heading a sentence stands under says what it is about ("Retention"
+                    # over "Invoices are retained for ten years"); its own words count more.
+                    in_context = coverage(wanted, stems | context, weights)
+                    score = in_context + 0.5 * coverage(wanted, stems, weights)
+                    if in_context >= SELECT_THRESHOLD and (best is None or score > best[0]):
                         best = (score, {"fact_id": candidate.fact_id, "start": start, "end": end})
             if best is not None and best[1] not in chosen:
                 chosen.append(best[1])
         chosen += [{"fact_id": c.fact_id} for c in candidates if c.kind == "value"]
         return json.dumps({"facts": chosen})
 
-
-def _trimmed(text: str, start: int, end: int) -> tuple[int, int]:
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    return start, end
-
-
-class ScriptedProvider:
-    """For tests: returns exactly the selections it is given, one per attempt."""
-
-    name = "scripted"
-    model_id = "scripted"
-    can_compare = False
-    can_analyse = False
-    can_answer_generally = False
-
-    def __init__(
-        self,
-        selections: list[object],
-        *,
-        plan: Plan | None = None,
-        on_select: Callable[[int], None] | None = None,
-    ) -> None:
-        self.selections = selections
-        self.fixed_plan = plan
-        self.on_select = on_select
-        self.seen: list[list[CandidateView]] = []
-
-    def plan(self, *, question: str, history: list[str], datasets: list[DatasetInfo]) -> Plan:
-        if self.fixed_plan is not None:
-            return self.fixed_plan
-        return plan_question(question=question, history=history, datasets=datasets)
-
-    def select(
-        self, *, question: str, plan: Plan, candidates: list[CandidateView], attempt: int
-    ) -> object:
-        self.seen.append(candidates)
-        if self.on_select is not None:
-            self.on_select(attempt)
-        selection = self.selections[min(attempt, len(self.selections) - 1)]
-        return selection(candidates) if callable(selection) else selection
+    def judge(self, *, items: list[JudgeItem], weights: TermWeights) -> list[float]:
+        return local_judge().score(items, weights)
 
 
 def get_model_provider() -> ModelProvider:

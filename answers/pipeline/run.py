@@ -1,21 +1,26 @@
 """The answer pipeline as named steps:
-plan → tools → candidates (recorded) → selection → validation → recheck → rendering →
-publication → response."""
+plan → tools → candidates (recorded) → selection → validation → support judgement →
+recheck → rendering → publication → response."""
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import DatabaseError, transaction
 from django.db.models import Max
 
+from answers.judge.lexical import TermWeights, stem
+from answers.judge.lexical import content_words as lexical_words
+from answers.judge.model import JudgeUnavailable
 from answers.models import AnswerRun, CandidateFact, Conversation, Generation, Message
 from answers.pipeline import texts
+from answers.pipeline.judgement import Support, support_judge
 from answers.pipeline.planner import Plan, content_words
 from answers.pipeline.policy import EvidencePolicy, Judgement, policy_judge
-from answers.pipeline.providers import ModelProvider, get_model_provider
-from answers.pipeline.publication import Publication, answer_publish
+from answers.pipeline.providers import ModelProvider, Rejection, get_model_provider
+from answers.pipeline.publication import Publication, PublicationDenied, answer_publish
 from answers.pipeline.recheck import publication_recheck
 from answers.pipeline.rendering import render_answer
 from answers.pipeline.request import AnswerRequest, response_language
@@ -29,6 +34,7 @@ from answers.pipeline.validation import (
 from audit.services import audit_step_append
 from core.errors import NotFoundError
 from core.models import ApiKey
+from knowledge.retrieval import document_frequencies
 
 logger = logging.getLogger(__name__)
 
@@ -151,7 +157,7 @@ class Pipeline:
             )
 
         rounds = AGENT_ROUNDS if self.request.mode == "agent" else 1
-        selected: list[SelectedFact] | None = None
+        support: Support | None = None
         for round_number in range(rounds):
             if round_number:
                 plan = self.broaden(plan, round_number)
@@ -167,22 +173,28 @@ class Pipeline:
                     {"results": [_raw(f) for f in found]}, answer_status="unverified"
                 )
             if found:
-                selected = self.select(plan, found)
-            if selected:
+                try:
+                    support = self.select(plan, found)
+                except JudgeUnavailable:
+                    logger.error("the support judge is unavailable: abstaining")
+                    return self.abstain(
+                        "unsupported", evidence_status="unavailable", issues=["judge_unavailable"]
+                    )
+            if support is not None and support.kept:
                 break
 
-        selected_tools = [set(s.fact.contributions) for s in selected or []]
+        selected = list(support.kept) if support is not None else []
+        selected_tools = [set(s.fact.contributions) for s in selected]
+        unanswered = len(support.unanswered) if support is not None and selected else 0
         judgement = policy_judge(
-            policy=policy, outcomes=self.outcomes, selected_tools=selected_tools
+            policy=policy,
+            outcomes=self.outcomes,
+            selected_tools=selected_tools,
+            unanswered_parts=unanswered,
         )
         if not judgement.publish:
             return self.abstain(judgement.explanation, judgement=judgement)
 
-        started = time.perf_counter()
-        denied = self.recheck(selected)
-        self.trace.step("recheck", started, ok=denied is None)
-        if denied:
-            return self.abstain("access_failure", issues=[denied], access_code=denied)
         return self.publish(selected, judgement)
 
     def broaden(self, plan: Plan, round_number: int) -> Plan:
@@ -196,38 +208,90 @@ class Pipeline:
             rewritten=plan.rewritten,
         )
 
-    def select(self, plan: Plan, found: list[CandidateFact]) -> list[SelectedFact] | None:
+    def term_weights(self, plan: Plan) -> TermWeights:
+        """IDF of the plan's words in the corpus this run may see (SPEC §1.4 scope)."""
+        words = [w for search in plan.searches for w in lexical_words(search)]
+        frequencies, documents = document_frequencies(
+            user=self.user,
+            words=words,
+            space_ids=self.run.space_ids or None,
+            selected_sources=self.run.selected_sources or None,
+        )
+        by_stem: dict[str, int] = {}
+        for word, count in frequencies.items():
+            by_stem[stem(word)] = max(by_stem.get(stem(word), 0), count)
+        return TermWeights(by_stem, documents)
+
+    def select(self, plan: Plan, found: list[CandidateFact]) -> Support | None:
+        """Selection → validation → support judgement, at most SELECTION_ATTEMPTS times.
+
+        A selection failing validation is rejected whole (SPEC §1.3); quotes the judge
+        rejects go back to the provider with their reasons. Returns the judged selection
+        that answers the most parts (the latest among equals), or None if no selection
+        was ever valid. Raises JudgeUnavailable when there is no judge.
+        """
         views = candidate_views(found)
+        started = time.perf_counter()
+        weights = self.term_weights(plan)
+        self.trace.step("term_weights", started, documents=weights.documents)
+        rejected: tuple[Rejection, ...] = ()
+        best: Support | None = None
+        judged: dict = {}
         for attempt in range(SELECTION_ATTEMPTS):
             started = time.perf_counter()
             self.generation.attempts += 1
             self.model_called = True
             try:
                 raw = self.provider.select(
-                    question=self.request.query, plan=plan, candidates=views, attempt=attempt
+                    question=self.request.query,
+                    plan=plan,
+                    candidates=views,
+                    attempt=attempt,
+                    rejected=rejected,
+                    weights=weights,
                 )
                 selected = selection_parse(raw, found)
                 self.trace.step("selection", started, attempt=attempt + 1, facts=len(selected))
                 started = time.perf_counter()
                 selection_validate(selected)
                 self.trace.step("validation", started, ok=True)
-                return selected
             except SelectionRejected as rejection:
                 self.issues.append(rejection.issue)
                 self.trace.step("validation", started, ok=False, issue=rejection.issue)
+                continue
             except DatabaseError:
                 raise
             except Exception:
                 # A provider's exception text never reaches the user: a typed issue does.
                 logger.exception("model provider failed during selection")
                 self.issues.append("provider_error")
-        self.issues.append("selection_rejected")
-        return None
-
-    def recheck(self, selected: list[SelectedFact]) -> str | None:
-        return publication_recheck(
-            run=self.run, user=self.user, api_key=self.api_key, selected=selected
-        )
+                continue
+            started = time.perf_counter()
+            support = support_judge(
+                provider=self.provider,
+                plan=plan,
+                selected=selected,
+                weights=weights,
+                cache=judged,
+            )
+            self.trace.step(
+                "judgement",
+                started,
+                attempt=attempt + 1,
+                answered=sorted(support.answered),
+                parts=support.parts,
+                verdicts=[verdict.as_dict() for verdict in support.verdicts],
+            )
+            if best is None or len(support.answered) >= len(best.answered):
+                best = support
+            if not support.rejected:
+                break
+            rejected += support.rejected
+        if best is None:
+            self.issues.append("selection_rejected")
+        elif rejected:
+            self.issues.append("quote_unsupported")  # judged items were dropped
+        return best
 
     # --- endings ---------------------------------------------------------------------
 
@@ -269,14 +333,21 @@ class Pipeline:
                 "issues": sorted(set(self.issues + judgement.issues)),
             },
         )
-        return self.seal(
-            body,
-            rendered.text,
-            rendered.citations,
-            rendered.cards,
-            kind="answer",
-            selected_fact_ids=[s.fact.fact_id for s in selected],
-        )
+        try:
+            return self.seal(
+                body,
+                rendered.text,
+                rendered.citations,
+                rendered.cards,
+                kind="answer",
+                selected_fact_ids=[s.fact.fact_id for s in selected],
+                recheck=lambda: publication_recheck(
+                    run=self.run, user=self.user, api_key=self.api_key, selected=selected
+                ),
+            )
+        except PublicationDenied as denied:
+            self.trace.step("recheck", time.perf_counter(), ok=False, code=denied.code)
+            return self.abstain("access_failure", issues=[denied.code], access_code=denied.code)
 
     def abstain(
         self,
@@ -346,11 +417,16 @@ class Pipeline:
         *,
         kind: str | None,
         selected_fact_ids: list[str] | None = None,
+        recheck: Callable[[], str | None] | None = None,
     ) -> dict:
         if self.request.mode == "debug":
             # The sealed body cannot time its own sealing: publication is in the audit.
             body["trace"] = {
-                "steps": list(self.trace.steps),
+                # Judge scores stay in the audit: a body never carries a grounding score.
+                "steps": [
+                    {key: value for key, value in step.items() if key != "verdicts"}
+                    for step in self.trace.steps
+                ],
                 "plan": self.run.plan,
                 "candidates": [_raw(c) for c in self.candidates],
             }
@@ -371,6 +447,7 @@ class Pipeline:
                 steps=list(self.trace.steps),
                 sql=[{"planned": q["sql"]} for q in self.run.plan.get("dataset_queries", [])]
                 + [{"query_id": query_id} for query_id in executed],
+                recheck=recheck,
             )
         )
         self.trace.step("publication", started)

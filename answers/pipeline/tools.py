@@ -13,7 +13,7 @@ from core.errors import ApiError
 from datasets.models import DatasetSnapshot
 from datasets.selectors import datasets_visible_to
 from datasets.services import governed_query_facts, governed_query_run
-from knowledge.models import Extraction, ExtractionRole, ExtractionStatus
+from knowledge.models import Document, Extraction, ExtractionRole, ExtractionStatus
 from knowledge.retrieval import RETRIEVAL_TOOLS, retrieve
 
 DEPTH = {"quick": 3, "ask": 5, "agent": 5, "pro": 8, "deep": 12, "debug": 5, "raw": 10, "plan": 0}
@@ -79,6 +79,11 @@ def run_tools(
             status=ExtractionStatus.ADMITTED,
         ).values_list("pk", flat=True)
     )
+    titles = dict(
+        Document.objects.filter(
+            pk__in={e["candidate"].document_id for e in passages.values()}
+        ).values_list("pk", "title")
+    )
     # Fact ids stay unique across agent rounds: continue after the run's earlier candidates.
     recorded = CandidateFact.objects.filter(run=run).count()
     for number, entry in enumerate(passages.values(), start=recorded + 1):
@@ -89,6 +94,7 @@ def run_tools(
             "type": "passage",
             "passage_id": candidate.passage_id,
             "document_id": candidate.document_id,
+            "title": titles.get(candidate.document_id, ""),
             "revision_id": candidate.revision_id,
             "extraction_id": candidate.extraction_id,
             "char_start": candidate.char_start,
@@ -177,7 +183,12 @@ def _dataset_tool(
         )
         for cell in cells:
             number = first_number + len(facts)
-            source = {"type": "dataset_cell", **cell, "dataset_id": snapshot.dataset_id}
+            source = {
+                "type": "dataset_cell",
+                **cell,
+                "dataset_id": snapshot.dataset_id,
+                "part": planned.get("part"),
+            }
             facts.append(
                 CandidateFact(
                     run=run,
@@ -194,6 +205,13 @@ def _dataset_tool(
     return facts, outcomes
 
 
+def _searches(fact: CandidateFact) -> tuple[int, ...]:
+    if fact.kind == "value":
+        part = fact.source.get("part")
+        return () if part is None else (part,)
+    return tuple(fact.source.get("searches", ()))
+
+
 def candidate_views(facts: list[CandidateFact]) -> list[CandidateView]:
     return [
         CandidateView(
@@ -201,8 +219,10 @@ def candidate_views(facts: list[CandidateFact]) -> list[CandidateView]:
             fact.kind,
             fact.text if fact.kind == "quote" else str(fact.value),
             fact.label,
-            tuple(fact.source.get("searches", ())),
+            _searches(fact),
             fact.source.get("score", 1.0),
+            tuple((fact.source.get("locator") or {}).get("headings", ())),
+            fact.source.get("title", ""),
         )
         for fact in facts
     ]

@@ -8,9 +8,9 @@ from rest_framework.test import APIClient
 
 from answers.models import AnswerRun, Card, Citation, Message
 from answers.pipeline import publication
-from answers.pipeline.providers import ScriptedProvider
 from core.services import api_key_create, api_key_revoke
 from tests.answers.conftest import MIXED_QUESTION, ask
+from tests.answers.providers import ScriptedProvider
 from tests.conftest import client_for
 from tests.core.test_api_keys import assert_error
 
@@ -91,7 +91,8 @@ def test_debug_mode_is_for_staff_and_shows_the_trace(library, member, staff):
                  "permission_denied")  # fmt: skip
     body = post(client_for(staff), query="Who owns service reviews?", mode="debug").json()
     steps = [step["step"] for step in body["trace"]["steps"]]
-    assert steps[:3] == ["plan", "retrieval", "selection"] and "rendering" in steps
+    assert steps[:4] == ["plan", "retrieval", "term_weights", "selection"]
+    assert "judgement" in steps and "rendering" in steps
     audit = client_for(staff).get(f"/v1/runs/{body['run_id']}/audit").json()
     [publication_step] = [s for s in audit["generations"][0]["steps"] if s["step"] == "publication"]
     assert publication_step["ms"] > 0

@@ -7,11 +7,11 @@ from guardian.shortcuts import remove_perm
 
 from answers.models import AnswerRun, CandidateFact, Citation
 from answers.pipeline.planner import Plan
-from answers.pipeline.providers import ScriptedProvider
 from answers.pipeline.recheck import publication_recheck
 from answers.pipeline.validation import SelectedFact
 from core.services import api_key_create, api_key_revoke
 from tests.answers.conftest import ask, ingest
+from tests.answers.providers import ScriptedProvider
 
 pytestmark = pytest.mark.django_db
 
@@ -100,3 +100,23 @@ def test_a_private_file_dropped_from_the_selection_cannot_be_published(private_f
     assert publication_recheck(
         run=run, user=owner, api_key=None, selected=[SelectedFact(fact)]
     ) == ("access_denied")
+
+
+def test_a_sealed_answer_is_withheld_once_its_source_is_no_longer_visible(space, owner, member):
+    from tests.conftest import client_for
+
+    ingest(owner, space, "operations.txt", "The platform operations team owns service reviews.")
+    body = ask(member, "Who owns service reviews?",
+               provider=ScriptedProvider([select_first], plan=plan()))  # fmt: skip
+    assert body["evidence"]["answer_status"] == "evidence_backed"
+    client = client_for(member)
+    assert client.get(f"/v1/runs/{body['run_id']}").json()["answer"] == body["answer"]
+
+    remove_perm("knowledge.view_space", member, space)
+    withheld = client.get(f"/v1/runs/{body['run_id']}")
+    assert withheld.status_code == 200
+    data = withheld.json()
+    assert data["answer"]["text"].startswith("A source needed for this answer")
+    assert data["answer"]["citations"] == [] and data["evidence"]["sources"] == []
+    assert data["evidence"]["answer_status"] == "abstained" and data["release"] is None
+    assert "platform operations team" not in withheld.content.decode()

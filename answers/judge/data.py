@@ -1,0 +1,62 @@
+"""The judge's data: the held-out split of NQ-open, candidate sentences of a passage, and
+whether a sentence contains a gold answer. Shared by training, evaluation and the quality
+benchmark so that all three read the same units. Nothing here imports Django.
+
+The split is by a hash of the question, so it does not depend on file order and a
+question never moves between parts: about one question in five is held out, and no
+training step ever reads a held-out question or its passage's sentences as a pair.
+"""
+
+import gzip
+import hashlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from knowledge.normalise import normalised_key
+from knowledge.sentences import is_label, sentence_spans
+
+HELDOUT_MODULUS = 5
+
+
+def is_heldout(question: str) -> bool:
+    digest = hashlib.sha256(question.strip().encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") % HELDOUT_MODULUS == 0
+
+
+def file_sha256(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+@dataclass(frozen=True)
+class NQRecord:
+    question: str
+    answers: tuple[str, ...]
+    title: str
+    text: str  # the gold passage's text, without its title
+
+
+def nq_records(path: Path) -> Iterator[NQRecord]:
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        for line in handle:
+            record = json.loads(line)
+            gold = record["ctxs"][0]
+            yield NQRecord(
+                record["question"].strip(),
+                tuple(record["answers"]),
+                gold["title"].strip(),
+                gold["text"].strip(),
+            )
+
+
+def candidate_sentences(text: str, *, title: str = "") -> list[str]:
+    """The sentences a quote may be made of: labels (headings, titles) left out."""
+    sentences = (text[a:b] for a, b in sentence_spans(text))
+    return [s for s in sentences if not is_label(s, title=title)]
+
+
+def contains_answer(sentence: str, answers: tuple[str, ...] | list[str]) -> bool:
+    """A gold answer's words occur, in order and as whole words, in the sentence."""
+    key = normalised_key(sentence)
+    return any((answer_key := normalised_key(a)) and answer_key in key for a in answers)

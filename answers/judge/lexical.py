@@ -1,0 +1,199 @@
+"""Lexical matching on stems with IDF weights: "invoices"/"invoice" and "amounts"/"amount"
+are the same word, and a rare word ("Australia") counts for more than a common one
+("capital"). Nothing here imports Django.
+
+Stems come from the Snowball English stemmer (Porter2), the algorithm behind PostgreSQL's
+`english` text search dictionary, so the stems here and the lexemes of the passages'
+search vectors agree.
+"""
+
+import math
+from collections.abc import Iterable, Mapping
+from functools import lru_cache
+
+import snowballstemmer
+
+from knowledge.normalise import normalised_words
+
+# Question and function words: they say what is asked, not what it is about.
+STOPWORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "been",
+        "being",
+        "by",
+        "did",
+        "do",
+        "does",
+        "for",
+        "from",
+        "had",
+        "has",
+        "have",
+        "how",
+        "i",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "of",
+        "on",
+        "or",
+        "our",
+        "so",
+        "than",
+        "that",
+        "the",
+        "their",
+        "them",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "to",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "why",
+        "will",
+        "with",
+        "you",
+        "your",
+        "about",
+        "tell",
+        "can",
+        "could",
+        "should",
+        "would",
+        "much",
+        "many",
+        "also",
+        "any",
+        "some",
+        "such",
+        "not",
+        "no",
+        "nor",
+        "own",
+        "same",
+        "very",
+        "just",
+        "only",
+        "over",
+        "under",
+        "again",
+        "further",
+        "once",
+        "here",
+        "all",
+        "both",
+        "each",
+        "few",
+        "more",
+        "most",
+        "other",
+        "own",
+        "s",
+        "t",
+        "don",
+        "doesn",
+        "isn",
+        "wasn",
+        "aren",
+        "weren",
+        "if",
+        "but",
+        "because",
+        "until",
+        "while",
+        "during",
+        "before",
+        "after",
+        "above",
+        "below",
+        "up",
+        "down",
+        "out",
+        "off",
+        "get",
+        "got",
+        "name",
+        "named",
+        "called",
+    ]
+)
+
+_stemmer = snowballstemmer.stemmer("english")
+
+
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    return _stemmer.stemWord(word)
+
+
+def content_words(text: str) -> list[str]:
+    """Normalised words of the text that are not stopwords, in order (repeats kept)."""
+    return [word for word in normalised_words(text) if word not in STOPWORDS]
+
+
+def content_stems(text: str) -> list[str]:
+    return list(dict.fromkeys(stem(word) for word in content_words(text)))
+
+
+def idf(document_frequency: int, documents: int) -> float:
+    """Smoothed inverse document frequency, always positive."""
+    return math.log((documents + 1) / (document_frequency + 0.5)) + 1.0
+
+
+class TermWeights:
+    """IDF per stem for one corpus: `documents` units, `frequencies` stem → units with it.
+
+    An unknown stem (not in the corpus at all) gets the highest weight: it is rare there.
+    """
+
+    def __init__(self, frequencies: Mapping[str, int], documents: int) -> None:
+        self.frequencies = dict(frequencies)
+        self.documents = max(documents, 1)
+
+    def weight(self, stem_: str) -> float:
+        return idf(self.frequencies.get(stem_, 0), self.documents)
+
+    @classmethod
+    def uniform(cls) -> "TermWeights":
+        return cls({}, 1)
+
+    @classmethod
+    def from_texts(cls, texts: Iterable[str]) -> "TermWeights":
+        frequencies: dict[str, int] = {}
+        count = 0
+        for text in texts:
+            count += 1
+            for stem_ in set(content_stems(text)):
+                frequencies[stem_] = frequencies.get(stem_, 0) + 1
+        return cls(frequencies, count)
+
+
+def coverage(query_stems: list[str], sentence_stems: set[str], weights: TermWeights) -> float:
+    """The IDF-weighted share of the query's stems that the sentence contains (0..1)."""
+    total = sum(weights.weight(s) for s in query_stems)
+    if not total:
+        return 0.0
+    return sum(weights.weight(s) for s in query_stems if s in sentence_stems) / total

@@ -1,0 +1,190 @@
+"""The local support judge: a logistic regression over the pair features and, when the
+judge file names one, the logit of a fine-tuned MiniLM cross-encoder (question and sentence
+read together). Both files are checked against pinned SHA-256 values at load; a missing,
+changed or unreadable file is `JudgeUnavailable`, which the pipeline turns into an
+abstention (`judge_unavailable`), never into an unjudged answer.
+
+No torch at run time: the cross-encoder runs on ONNX Runtime, the regression in numpy.
+"""
+
+import hashlib
+import json
+import logging
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from answers.judge.features import FEATURE_NAMES, JudgeItem, PairFeatures
+from answers.judge.lexical import TermWeights
+
+logger = logging.getLogger(__name__)
+
+JUDGE_DIR = Path(__file__).resolve().parent
+JUDGE_FILE = JUDGE_DIR / "judge.json"
+# Pinned: retraining (python -m answers.judge.train) prints the new value to put here.
+JUDGE_SHA256 = "465a4287c631e29a90289ee2ca4936c69676d04376d837d3e5779455386e8ba4"
+BATCH = 32
+_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+
+
+class JudgeUnavailable(Exception):
+    """The judge cannot be loaded; the message is safe to log (no paths, no file text)."""
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+class CrossEncoder:
+    """The int8 ONNX pair classifier; its tokenizer is the embedding model's (same vocab)."""
+
+    def __init__(self, model_bytes: bytes, max_length: int) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        from knowledge.embeddings import TOKENIZER_FILE, TOKENIZER_PACKAGE, TOKENIZER_SHA256
+        from knowledge.embeddings import _read_pinned as read_pinned
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = 1
+        options.inter_op_num_threads = 1
+        self.session = ort.InferenceSession(
+            model_bytes, options, providers=["CPUExecutionProvider"]
+        )
+        tokenizer = Tokenizer.from_str(
+            read_pinned(TOKENIZER_PACKAGE, TOKENIZER_FILE, TOKENIZER_SHA256).decode()
+        )
+        tokenizer.no_padding()
+        tokenizer.enable_truncation(max_length=max_length, strategy="longest_first")
+        self.tokenizer = tokenizer
+
+    def logits(self, pairs: list[tuple[str, str]]) -> np.ndarray:
+        """One logit per pair, in order; run in batches of similar length (a batch pads to
+        its longest pair, and the attention cost grows with the square of that)."""
+        if not pairs:
+            return np.zeros(0)
+        encoded = self.tokenizer.encode_batch(pairs)
+        order = sorted(range(len(encoded)), key=lambda i: len(encoded[i].ids))
+        result = np.zeros(len(encoded))
+        for start in range(0, len(order), BATCH):
+            rows = order[start : start + BATCH]
+            width = max(len(encoded[i].ids) for i in rows)
+            feeds = {name: np.zeros((len(rows), width), dtype=np.int64) for name in _INPUTS}
+            for row, index in enumerate(rows):
+                item = encoded[index]
+                size = len(item.ids)
+                feeds["input_ids"][row, :size] = item.ids
+                feeds["attention_mask"][row, :size] = 1
+                feeds["token_type_ids"][row, :size] = item.type_ids
+            (logits,) = self.session.run(["logits"], feeds)
+            result[rows] = logits.reshape(-1)
+        return result
+
+
+@dataclass(frozen=True)
+class JudgeWeights:
+    features: tuple[str, ...]  # FEATURE_NAMES, with "cross_encoder" first when used
+    mean: np.ndarray
+    scale: np.ndarray
+    coef: np.ndarray
+    intercept: float
+    cross_encoder: dict | None  # {"file", "sha256", "max_length"}
+    # The measured precision of the "complete" rule (every stem of the part in the sentence
+    # itself, plus more of the asked type): a pair it holds for scores at least this.
+    complete_precision: float = 0.0
+
+
+def _read_checked(path: Path, sha256: str, what: str) -> bytes:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        logger.error("the %s file is missing", what)
+        raise JudgeUnavailable(f"The {what} file is missing.") from None
+    if hashlib.sha256(data).hexdigest() != sha256:
+        logger.error("the %s file fails its pinned sha256", what)
+        raise JudgeUnavailable(f"The {what} file failed its integrity check.")
+    return data
+
+
+def weights_load(path: Path = JUDGE_FILE, sha256: str = JUDGE_SHA256) -> JudgeWeights:
+    data = _read_checked(path, sha256, "judge")
+    try:
+        raw = json.loads(data)
+        model = raw["model"]
+        weights = JudgeWeights(
+            features=tuple(model["features"]),
+            mean=np.array(model["mean"], dtype=np.float64),
+            scale=np.array(model["scale"], dtype=np.float64),
+            coef=np.array(model["coef"], dtype=np.float64),
+            intercept=float(model["intercept"]),
+            cross_encoder=raw.get("cross_encoder"),
+            complete_precision=float(model.get("complete_precision", 0.0)),
+        )
+    except (ValueError, KeyError, TypeError):
+        raise JudgeUnavailable("The judge file is not a judge.") from None
+    expected = len(weights.features)
+    if not (len(weights.mean) == len(weights.scale) == len(weights.coef) == expected):
+        raise JudgeUnavailable("The judge file is inconsistent.")
+    return weights
+
+
+class LocalJudge:
+    """Scores judge items: the probability that each quote answers its part."""
+
+    def __init__(self, weights: JudgeWeights, cross_encoder: CrossEncoder | None) -> None:
+        self.weights = weights
+        self.cross_encoder = cross_encoder
+
+    @classmethod
+    def load(cls, path: Path = JUDGE_FILE, sha256: str = JUDGE_SHA256) -> "LocalJudge":
+        weights = weights_load(path, sha256)
+        encoder = None
+        if weights.cross_encoder:
+            spec = weights.cross_encoder
+            model = _read_checked(path.parent / spec["file"], spec["sha256"], "cross-encoder")
+            try:
+                encoder = CrossEncoder(model, int(spec.get("max_length", 128)))
+            except Exception:  # onnxruntime raises its own types for an unreadable model
+                logger.exception("the cross-encoder could not be loaded")
+                raise JudgeUnavailable("The cross-encoder could not be loaded.") from None
+        return cls(weights, encoder)
+
+    def feature_matrix(self, items: list[JudgeItem], weights: TermWeights) -> np.ndarray:
+        rows = [PairFeatures.of(item, weights).values for item in items]
+        matrix = np.array(rows, dtype=np.float64).reshape(len(items), len(FEATURE_NAMES))
+        if self.weights.features[0] == "cross_encoder":
+            if self.cross_encoder is None:
+                raise JudgeUnavailable("The judge needs its cross-encoder.")
+            pairs = [(item.part, item.quote) for item in items]
+            logits = self.cross_encoder.logits(pairs).reshape(-1, 1)
+            matrix = np.hstack([logits, matrix])
+        return matrix
+
+    def probabilities_of(self, matrix: np.ndarray) -> np.ndarray:
+        """The regression's probability, raised to the complete rule's measured precision
+        where the rule holds: two experts, the more confident one speaks."""
+        w = self.weights
+        learned = _sigmoid(((matrix - w.mean) / w.scale) @ w.coef + w.intercept)
+        complete = matrix[:, w.features.index("complete")] > 0.5
+        return np.where(complete, np.maximum(learned, w.complete_precision), learned)
+
+    def score(self, items: list[JudgeItem], weights: TermWeights) -> list[float]:
+        if not items:
+            return []
+        return self.probabilities_of(self.feature_matrix(items, weights)).tolist()
+
+
+_loaded: dict[tuple[str, str], LocalJudge] = {}
+_lock = threading.Lock()
+
+
+def local_judge() -> LocalJudge:
+    """One loaded judge per process and file; a failed load is retried on the next call."""
+    path, sha256 = JUDGE_FILE, JUDGE_SHA256  # read at call time: a test may swap the file
+    key = (str(path), sha256)
+    with _lock:
+        if key not in _loaded:
+            _loaded[key] = LocalJudge.load(path, sha256)
+        return _loaded[key]

@@ -1,0 +1,256 @@
+"""Train the support judge's logistic regression from NQ-open, reproducibly.
+
+    .venv/bin/python -m answers.judge.train [--data ../shared/data/nq-open-oracle.jsonl.gz]
+                                           [--out answers/judge/judge.json]
+
+Pairs come from the training part only (`answers.judge.data.is_heldout` keeps about one
+question in five out): for each question, every candidate sentence of its gold passage and
+the best-covering sentences of the three other passages that share most of its weighted
+stems. A pair is positive when the sentence contains a gold short answer. IDF weights are
+those of the training passages. The regression is fitted by Newton's method on
+standardised features with a small L2 penalty: deterministic, no random state. When
+`cross_encoder.json` and its ONNX file are present, the cross-encoder's logit is the first
+feature. The held-out part is scored at the end and the figures written with the weights.
+"""
+
+import argparse
+import hashlib
+import json
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from answers.judge.data import candidate_sentences, contains_answer, file_sha256, is_heldout
+from answers.judge.data import nq_records as read_records
+from answers.judge.features import FEATURE_NAMES, JudgeItem
+from answers.judge.lexical import TermWeights, content_stems, content_words, stem
+from answers.judge.model import JUDGE_DIR, CrossEncoder, JudgeWeights, LocalJudge
+
+ROOT = JUDGE_DIR.parents[1]
+DEFAULT_DATA = ROOT.parent / "shared" / "data" / "nq-open-oracle.jsonl.gz"
+OTHER_PASSAGES = 3
+OTHER_SENTENCES = 3
+L2 = 1e-3
+NEWTON_STEPS = 60
+
+
+@dataclass(frozen=True)
+class Pair:
+    question: str
+    sentence: str
+    context: str  # the passage's title
+    label: bool
+    group: int  # the question's index: pairs of one question share it
+
+    @property
+    def item(self) -> JudgeItem:
+        return JudgeItem(self.question, self.sentence, self.context)
+
+
+def perturbed(question: str, donor, weights: TermWeights) -> str | None:
+    """The question with its rarest content word replaced by the donor question's rarest:
+    the same sentence no longer answers it (how SQuAD 2.0 makes most unanswerable
+    questions). Deterministic: the donor is chosen by position."""
+    words = [w for w in content_words(question) if len(w) > 2]
+    donors = [w for w in content_words(donor.question) if len(w) > 2 and w not in words]
+    if not words or not donors:
+        return None
+    rarest = max(words, key=lambda w: (weights.weight(stem(w)), w))
+    replacement = max(donors, key=lambda w: (weights.weight(stem(w)), w))
+    return re.sub(rf"\b{re.escape(rarest)}\b", replacement, question, count=1, flags=re.I)
+
+
+def build_pairs(records: list, weights: TermWeights) -> list[Pair]:
+    passages = list(dict.fromkeys((r.title, r.text) for r in records))
+    stems_of = [set(content_stems(f"{title} {text}")) for title, text in passages]
+    index: dict[str, list[int]] = {}
+    for number, stems in enumerate(stems_of):
+        for stem_ in stems:
+            index.setdefault(stem_, []).append(number)
+    position = {passage: number for number, passage in enumerate(passages)}
+    pairs: list[Pair] = []
+    for group, record in enumerate(records):
+        question_stems = content_stems(record.question)
+        gold = position[(record.title, record.text)]
+        overlap: dict[int, float] = {}
+        for stem_ in question_stems:
+            for number in index.get(stem_, ()):
+                if number != gold:
+                    overlap[number] = overlap.get(number, 0.0) + weights.weight(stem_)
+        others = sorted(overlap, key=lambda n: (-overlap[n], n))[:OTHER_PASSAGES]
+        for sentence in candidate_sentences(record.text, title=record.title):
+            label = contains_answer(sentence, record.answers)
+            pairs.append(Pair(record.question, sentence, record.title, label, group))
+            if label:
+                swapped = perturbed(record.question, records[(group * 7 + 3) % len(records)],
+                                    weights)  # fmt: skip
+                if swapped:
+                    pairs.append(Pair(swapped, sentence, record.title, False, group))
+        for number in others:
+            title, text = passages[number]
+            sentences = candidate_sentences(text, title=title)
+            ranked = sorted(
+                sentences,
+                key=lambda s: (
+                    -sum(weights.weight(x) for x in set(content_stems(s)) & set(question_stems))
+                ),
+            )[:OTHER_SENTENCES]
+            for sentence in ranked:
+                label = contains_answer(sentence, record.answers)
+                pairs.append(Pair(record.question, sentence, title, label, group))
+    return pairs
+
+
+def fit_logistic(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    mean = x.mean(axis=0)
+    scale = x.std(axis=0)
+    scale[scale == 0] = 1.0
+    z = np.hstack([(x - mean) / scale, np.ones((len(x), 1))])
+    beta = np.zeros(z.shape[1])
+    penalty = np.diag([L2 * len(x)] * (z.shape[1] - 1) + [0.0])
+    for _ in range(NEWTON_STEPS):
+        p = 1.0 / (1.0 + np.exp(-(z @ beta)))
+        gradient = z.T @ (p - y) + penalty @ beta
+        hessian = (z * (p * (1 - p))[:, None]).T @ z + penalty
+        step = np.linalg.solve(hessian, gradient)
+        beta -= step
+        if np.max(np.abs(step)) < 1e-10:
+            break
+    return mean, scale, beta[:-1], float(beta[-1])
+
+
+def auc(scores: np.ndarray, labels: np.ndarray) -> float:
+    order = np.argsort(scores, kind="stable")
+    ranks = np.empty(len(scores))
+    ranks[order] = np.arange(1, len(scores) + 1)
+    positives = labels.astype(bool)
+    n_pos, n_neg = positives.sum(), (~positives).sum()
+    if not n_pos or not n_neg:
+        return float("nan")
+    return float((ranks[positives].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+
+
+def evaluate(judge: LocalJudge, pairs: list[Pair], weights: TermWeights) -> dict:
+    """Pair AUC and, per question, whether its best-scored sentence holds a gold answer."""
+    probabilities = judge.score([p.item for p in pairs], weights)
+    scores = np.array(probabilities)
+    labels = np.array([p.label for p in pairs], dtype=float)
+    best: dict[int, tuple[float, bool]] = {}
+    for pair, score in zip(pairs, probabilities, strict=True):
+        if pair.group not in best or score > best[pair.group][0]:
+            best[pair.group] = (score, pair.label)
+    top = [label for _, label in best.values()]
+    at_half = [(score >= 0.5, label) for score, label in best.values()]
+    return {
+        "pairs": len(pairs),
+        "questions": len(best),
+        "pair_auc": round(auc(scores, labels), 4),
+        "top1_contains_answer": round(sum(top) / len(top), 4),
+        "supported_at_0.5": round(sum(1 for s, lab in at_half if s and lab) / len(at_half), 4),
+        "wrong_at_0.5": round(sum(1 for s, lab in at_half if s and not lab) / len(at_half), 4),
+    }
+
+
+def cross_encoder_spec() -> dict | None:
+    manifest = JUDGE_DIR / "cross_encoder.json"
+    if not manifest.exists():
+        return None
+    meta = json.loads(manifest.read_text())
+    return {
+        "file": "cross_encoder.onnx",
+        "sha256": meta["sha256"],
+        "max_length": int(meta.get("max_length", 128)),
+    }
+
+
+class CachedCrossEncoder(CrossEncoder):
+    """The cross-encoder with its logits kept on disk per model and pair (for iterating on
+    the regression's features: the logits do not change with them)."""
+
+    def __init__(self, model: bytes, max_length: int, sha256: str, cache_dir: Path | None):
+        super().__init__(model, max_length)
+        self.path = cache_dir / f"cross-encoder-logits-{sha256[:16]}.json" if cache_dir else None
+        self.cache: dict[str, float] = {}
+        if self.path and self.path.exists():
+            self.cache = json.loads(self.path.read_text())
+
+    def logits(self, pairs: list[tuple[str, str]]) -> np.ndarray:
+        keys = [f"{q}\x1f{s}" for q, s in pairs]
+        missing = [i for i, key in enumerate(keys) if key not in self.cache]
+        if missing:
+            fresh = super().logits([pairs[i] for i in missing])
+            self.cache.update({keys[i]: float(v) for i, v in zip(missing, fresh, strict=True)})
+            if self.path:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self.path.write_text(json.dumps(self.cache))
+        return np.array([self.cache[key] for key in keys])
+
+
+def train(data: Path, cache_dir: Path | None = None) -> dict:
+    records = list(read_records(data))
+    training = [r for r in records if not is_heldout(r.question)]
+    heldout = [r for r in records if is_heldout(r.question)]
+    weights = TermWeights.from_texts(dict.fromkeys(f"{r.title} {r.text}" for r in training).keys())
+    train_pairs = build_pairs(training, weights)
+    heldout_pairs = build_pairs(heldout, weights)
+
+    spec = cross_encoder_spec()
+    features = (("cross_encoder",) if spec else ()) + FEATURE_NAMES
+    encoder = None
+    if spec:
+        model = (JUDGE_DIR / spec["file"]).read_bytes()
+        if hashlib.sha256(model).hexdigest() != spec["sha256"]:
+            raise SystemExit("cross_encoder.onnx does not match cross_encoder.json")
+        encoder = CachedCrossEncoder(model, spec["max_length"], spec["sha256"], cache_dir)
+    n = len(features)
+    placeholder = JudgeWeights(features, np.zeros(n), np.ones(n), np.zeros(n), 0.0, spec)
+    judge = LocalJudge(placeholder, encoder)
+    x = judge.feature_matrix([p.item for p in train_pairs], weights)
+    y = np.array([p.label for p in train_pairs], dtype=float)
+    mean, scale, coef, intercept = fit_logistic(x, y)
+    complete = x[:, features.index("complete")] > 0.5
+    precision = round(float(y[complete].mean()), 4) if complete.any() else 0.0
+    fitted = JudgeWeights(features, mean, scale, coef, intercept, spec, precision)
+    judge = LocalJudge(fitted, encoder)
+    return {
+        "model": {
+            "kind": "logistic_regression",
+            "features": list(features),
+            "mean": mean.round(8).tolist(),
+            "scale": scale.round(8).tolist(),
+            "coef": coef.round(8).tolist(),
+            "intercept": round(intercept, 8),
+            "complete_precision": precision,
+        },
+        "cross_encoder": spec,
+        "training_data_sha256": file_sha256(data),
+        "command": "python -m answers.judge.train",
+        "split": "answers.judge.data.is_heldout (sha256 of the question, 1 in 5 held out)",
+        "metrics": {
+            "train": evaluate(judge, train_pairs, weights),
+            "heldout": evaluate(judge, heldout_pairs, weights),
+        },
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--out", type=Path, default=JUDGE_DIR / "judge.json")
+    parser.add_argument(
+        "--cache", type=Path, default=None, help="keep cross-encoder logits here between runs"
+    )
+    args = parser.parse_args(argv)
+    result = train(args.data, args.cache)
+    payload = (json.dumps(result, indent=2, sort_keys=True) + "\n").encode()
+    args.out.write_bytes(payload)
+    print(json.dumps(result["metrics"], indent=2))
+    print(f"judge file sha256 (JUDGE_SHA256 in answers/judge/model.py): "
+          f"{hashlib.sha256(payload).hexdigest()}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    sys.exit(main())

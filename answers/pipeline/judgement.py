@@ -1,0 +1,120 @@
+"""Support judgement (SPEC §5 pipeline): after the quote checks and before the recheck,
+does each selected quote answer its part of the question?
+
+Each planned search is a part. A quote is judged against every part that found it and
+serves the parts whose score reaches the threshold; a quote that serves none is rejected
+with `judge_unsupported` and goes back to selection. A governed value answers the part
+that asked for it (the planner's attribution) and is not judged: it is computed, not
+quoted. Scores stay in the audit; they never reach answer text.
+"""
+
+from dataclasses import dataclass
+
+from django.conf import settings
+
+from answers.judge.features import JudgeItem
+from answers.judge.lexical import TermWeights
+from answers.models import CandidateFact
+from answers.pipeline.planner import Plan
+from answers.pipeline.providers import ModelProvider, Rejection
+from answers.pipeline.validation import SelectedFact
+
+
+@dataclass(frozen=True)
+class QuoteVerdict:
+    fact_id: str
+    start: int | None
+    end: int | None
+    scores: dict[int, float]  # part index → probability that the quote answers it
+    parts: tuple[int, ...]  # the parts it serves (score ≥ threshold)
+
+    @property
+    def supported(self) -> bool:
+        return bool(self.parts)
+
+    def as_dict(self) -> dict:
+        return {
+            "fact_id": self.fact_id,
+            "start": self.start,
+            "end": self.end,
+            "scores": {str(part): round(score, 4) for part, score in self.scores.items()},
+            "supported": self.supported,
+        }
+
+
+@dataclass(frozen=True)
+class Support:
+    """The judged selection: what may be published, what goes back, which parts are
+    answered."""
+
+    kept: tuple[SelectedFact, ...]
+    verdicts: tuple[QuoteVerdict, ...]
+    rejected: tuple[Rejection, ...]
+    answered: frozenset[int]
+    parts: int
+
+    @property
+    def unanswered(self) -> tuple[int, ...]:
+        return tuple(part for part in range(self.parts) if part not in self.answered)
+
+
+def judge_threshold() -> float:
+    return settings.KOINON_JUDGE_THRESHOLD
+
+
+def quote_context(fact: CandidateFact) -> str:
+    """The title and heading path of a quote's passage: what the sentence is about."""
+    headings = (fact.source.get("locator") or {}).get("headings") or []
+    return " › ".join([fact.source.get("title", ""), *headings]).strip(" ›")
+
+
+def _quote_parts(item: SelectedFact, parts: int) -> tuple[int, ...]:
+    found = tuple(p for p in item.fact.source.get("searches", ()) if 0 <= p < parts)
+    return found or tuple(range(parts))
+
+
+def support_judge(
+    *,
+    provider: ModelProvider,
+    plan: Plan,
+    selected: list[SelectedFact],
+    weights: TermWeights,
+    threshold: float | None = None,
+    cache: dict[JudgeItem, float] | None = None,
+) -> Support:
+    """Judge every quote of a validated selection. Raises JudgeUnavailable from the
+    provider when there is no judge: the caller abstains, it never publishes unjudged."""
+    threshold = judge_threshold() if threshold is None else threshold
+    parts = max(1, len(plan.searches))
+    answered: set[int] = set()
+    for item in selected:
+        if item.fact.kind == "value":
+            part = item.fact.source.get("part")
+            answered.update(range(parts) if part is None else {part})
+    quotes = [item for item in selected if item.fact.kind == "quote"]
+    asked = [(item, part) for item in quotes for part in _quote_parts(item, parts)]
+    texts = plan.searches or [plan.standalone]
+    items = [JudgeItem(texts[part], item.quote, quote_context(item.fact)) for item, part in asked]
+    # Within one run a pair is judged once: a reselection keeps its supported quotes.
+    cache = {} if cache is None else cache
+    fresh = list(dict.fromkeys(i for i in items if i not in cache))
+    cache.update(zip(fresh, provider.judge(items=fresh, weights=weights), strict=True))
+    scores = [cache[item] for item in items]
+    by_item: dict[int, dict[int, float]] = {}
+    for (item, part), score in zip(asked, scores, strict=True):
+        by_item.setdefault(id(item), {})[part] = float(score)
+    kept, verdicts, rejected = [], [], []
+    for item in selected:
+        if item.fact.kind == "value":
+            kept.append(item)
+            continue
+        item_scores = by_item.get(id(item), {})
+        served = tuple(sorted(p for p, s in item_scores.items() if s >= threshold))
+        verdict = QuoteVerdict(item.fact.fact_id, item.start, item.end, item_scores, served)
+        verdicts.append(verdict)
+        if verdict.supported:
+            kept.append(item)
+            answered.update(served)
+        else:
+            rejected.append(Rejection(item.fact.fact_id, item.start, item.end, "judge_unsupported"))
+    return Support(tuple(kept), tuple(verdicts), tuple(rejected), frozenset(answered), parts)

@@ -1,0 +1,314 @@
+"""Answer quality on QA data this project did not write: does a released quote answer?
+
+Two corpora, each in its own space, ingested through the real upload and extraction path
+(document_upload + revision_extract: both extractors, the sentence segmenter, chunking,
+local embeddings):
+- SQuAD 2.0 sample (../shared/data/squad2-dev-sample.json): every paragraph a document,
+  all 626 questions asked (333 are `is_impossible`: on-topic, but the paragraph does not
+  answer them);
+- NQ-open (../shared/data/nq-open-oracle.jsonl.gz): every distinct gold passage a
+  document (title as the document title); only the held-out questions are asked
+  (answers.judge.data.is_heldout: the judge never trained on them).
+
+Pipelines, side by side in one run, each asked every question through `answer_create`
+(mode "debug", to read the steps' timings; the same pipeline as "ask"):
+- `old`: the selector before the judge (share of a search's content words, sentences cut
+  at every full stop, headings allowed, no judge);
+- `new`: the segmenter, label filter, IDF-weighted stems and the support judge with its
+  bounded reselection, at each threshold of --thresholds.
+
+Figures (answerable questions for supported/wrong, impossible ones for abstention):
+supported = evidence_backed or partial with a quote containing a gold answer;
+wrong = evidence_backed or partial with no gold answer in any quote;
+abstention = an `is_impossible` question abstained; verbatim = quotes that are exact
+slices of their document's admitted text (must be 1.00); label quotes = quotes that are
+a heading or title on their own (must be 0); judge ms = the judgement steps per answer.
+
+Run: .venv/bin/python bench/quality.py [--quick] [--thresholds 0.3,0.5] [--plot PATH]
+Uses embedded services under var/bench-quality (database recreated each run).
+"""
+
+import argparse
+import json
+import re
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from common.bootstrap import NQ_FILE, ROOT, SHARED_DATA, django_setup
+
+BENCH_DIR = ROOT / "var" / "bench-quality"
+SQUAD_FILE = SHARED_DATA / "squad2-dev-sample.json"
+django_setup(BENCH_DIR, KOINON_MODEL_PROVIDER="extractive")
+
+from django.test import override_settings  # noqa: E402
+
+from answers.judge.data import contains_answer, is_heldout, nq_records  # noqa: E402
+from answers.judge.lexical import TermWeights  # noqa: E402
+from answers.pipeline.planner import DatasetInfo, Plan, content_words, plan_question  # noqa: E402
+from answers.pipeline.providers import CandidateView, ExtractiveProvider  # noqa: E402
+from answers.pipeline.request import answer_request_parse  # noqa: E402
+from answers.pipeline.run import answer_create  # noqa: E402
+from common.corpus import bench_space  # noqa: E402
+from common.services import embedded_services, recreate_database  # noqa: E402
+from knowledge.documents import document_upload, revision_extract  # noqa: E402
+from knowledge.models import Document, Extraction, ExtractionRole  # noqa: E402
+from knowledge.sentences import is_label  # noqa: E402
+
+
+# --- the selector before this change, kept here as the baseline ---------------------
+
+_OLD_SENTENCE = re.compile(r"(?:[^.!?\n]|\n(?!\s*\n))+(?:[.!?]+[\"')\]]*)?")
+OLD_THRESHOLD = 0.34
+
+
+class OldExtractiveProvider(ExtractiveProvider):
+    """The previous release's selection (best share of a search's content words over
+    sentences cut at any full stop) and no judge: every quote is taken as supported."""
+
+    name = "extractive-old"
+
+    def select(
+        self, *, question: str, plan: Plan, candidates: list[CandidateView], attempt: int,
+        **ignored: object,
+    ) -> str:  # fmt: skip
+        chosen: list[dict] = []
+        for index, search in enumerate(plan.searches):
+            wanted = set(content_words(search))
+            if not wanted:
+                continue
+            found = sorted(
+                (c for c in candidates if c.kind == "quote" and index in c.searches),
+                key=lambda c: -c.score,
+            )[:3]
+            best: tuple[float, dict] | None = None
+            for candidate in found:
+                for match in _OLD_SENTENCE.finditer(candidate.text):
+                    start, end = match.start(), match.end()
+                    while start < end and candidate.text[start].isspace():
+                        start += 1
+                    while end > start and candidate.text[end - 1].isspace():
+                        end -= 1
+                    if end <= start:
+                        continue
+                    words = set(content_words(candidate.text[start:end]))
+                    score = len(wanted & words) / len(wanted)
+                    if score >= OLD_THRESHOLD and (best is None or score > best[0]):
+                        best = (score, {"fact_id": candidate.fact_id, "start": start, "end": end})
+            if best is not None and best[1] not in chosen:
+                chosen.append(best[1])
+        chosen += [{"fact_id": c.fact_id} for c in candidates if c.kind == "value"]
+        return json.dumps({"facts": chosen})
+
+    def judge(self, *, items: list, weights: TermWeights) -> list[float]:
+        return [1.0] * len(items)
+
+    def plan(self, *, question: str, history: list[str], datasets: list[DatasetInfo]) -> Plan:
+        return plan_question(question=question, history=history, datasets=datasets)
+
+
+# --- corpora and questions ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Asked:
+    question: str
+    answers: tuple[str, ...]  # empty: unanswerable
+
+
+def ingest(space, user, title: str, text: str, number: int) -> None:
+    result = document_upload(
+        user=user, filename=f"doc-{number}.txt", data=text.encode(), space=space, title=title
+    )
+    revision_extract(revision_id=result.revision.pk)
+
+
+def load_squad(space, user, quick: bool) -> list[Asked]:
+    data = json.loads(SQUAD_FILE.read_text())
+    asked: list[Asked] = []
+    number = 0
+    for article in data["data"]:
+        for index, paragraph in enumerate(article["paragraphs"]):
+            number += 1
+            ingest(space, user, f"{article['title']} ({index + 1})", paragraph["context"], number)
+            for qa in paragraph["qas"]:
+                answers = () if qa.get("is_impossible") else tuple(a["text"] for a in qa["answers"])
+                asked.append(Asked(qa["question"], answers))
+    return asked[::4] if quick else asked
+
+
+def load_nq(space, user, quick: bool) -> list[Asked]:
+    records = list(nq_records(NQ_FILE))
+    seen: set[tuple[str, str]] = set()
+    for number, record in enumerate(records):
+        key = (record.title, record.text)
+        if key in seen:
+            continue
+        seen.add(key)
+        ingest(space, user, record.title, record.text, 100_000 + number)
+    asked = [Asked(r.question, r.answers) for r in records if is_heldout(r.question)]
+    return asked[::4] if quick else asked
+
+
+# --- measuring ---------------------------------------------------------------------
+
+
+@dataclass
+class Tally:
+    answerable: int = 0
+    impossible: int = 0
+    supported: int = 0
+    wrong: int = 0
+    abstained_impossible: int = 0
+    answered_impossible: int = 0
+    quotes: int = 0
+    verbatim: int = 0
+    label_quotes: int = 0
+    judge_ms: list[float] = field(default_factory=list)
+    total_ms: list[float] = field(default_factory=list)
+
+    def row(self) -> dict:
+        def share(n: int, d: int) -> float | None:
+            return round(n / d, 3) if d else None
+
+        judge = sorted(self.judge_ms) or [0.0]
+        total = sorted(self.total_ms) or [0.0]
+        return {
+            "supported": share(self.supported, self.answerable),
+            "wrong": share(self.wrong, self.answerable),
+            "abstention": share(self.abstained_impossible, self.impossible),
+            "verbatim": share(self.verbatim, self.quotes),
+            "label_quotes": self.label_quotes,
+            "judge_p50_ms": round(statistics.median(judge), 2),
+            "judge_p95_ms": round(judge[int(0.95 * (len(judge) - 1))], 2),
+            "answer_p50_ms": round(statistics.median(total), 1),
+        }
+
+
+def measure(user, space, asked: list[Asked], provider_factory: Callable, texts: dict) -> Tally:
+    tally = Tally()
+    for item in asked:
+        request = answer_request_parse(
+            {"query": item.question, "mode": "debug", "space_ids": [space.pk]}
+        )
+        started = time.perf_counter()
+        body = answer_create(user=user, request=request, provider=provider_factory())
+        tally.total_ms.append((time.perf_counter() - started) * 1000)
+        tally.judge_ms.append(
+            sum(s["ms"] for s in body["trace"]["steps"] if s["step"] == "judgement")
+        )
+        status = body["evidence"]["answer_status"]
+        answered = status in ("evidence_backed", "partial")
+        quotes = [c for c in body["answer"]["citations"] if c["kind"] == "quote"]
+        for citation in quotes:
+            tally.quotes += 1
+            text, title = texts[citation["revision_id"]]
+            tally.verbatim += citation["quote"] in text
+            headings = citation["locator"].get("headings", [])
+            tally.label_quotes += is_label(citation["quote"], headings=headings, title=title)
+        if item.answers:
+            tally.answerable += 1
+            if answered:
+                if any(contains_answer(c["quote"], item.answers) for c in quotes):
+                    tally.supported += 1
+                else:
+                    tally.wrong += 1
+        else:
+            tally.impossible += 1
+            tally.abstained_impossible += not answered
+            tally.answered_impossible += answered
+    return tally
+
+
+def admitted_texts() -> dict[int, tuple[str, str]]:
+    titles = dict(Document.objects.values_list("pk", "title"))
+    return {
+        e.revision_id: (e.text, titles[e.revision.document_id])
+        for e in Extraction.objects.filter(role=ExtractionRole.PRIMARY).select_related("revision")
+    }
+
+
+def plot(path: Path, curves: dict[str, list[tuple[float, dict]]]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    for axis, (name, points) in zip(axes, curves.items(), strict=False):
+        thresholds = [t for t, _ in points]
+        for key, style in (("supported", "o-"), ("wrong", "s-"), ("abstention", "^-")):
+            values = [row[key] for _, row in points]
+            if all(v is not None for v in values):
+                axis.plot(thresholds, values, style, label=key)
+        axis.set_title(name)
+        axis.set_xlabel("KOINON_JUDGE_THRESHOLD")
+        axis.set_ylim(0, 1)
+        axis.grid(alpha=0.3)
+        axis.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="every 4th question only")
+    parser.add_argument("--thresholds", default="0.2,0.3,0.4,0.5,0.6,0.7")
+    parser.add_argument("--plot", type=Path, default=ROOT / "docs" / "quality-curve.png")
+    parser.add_argument("--corpus", choices=("both", "squad", "nq"), default="both")
+    args = parser.parse_args()
+    thresholds = [float(t) for t in args.thresholds.split(",")]
+
+    with embedded_services(BENCH_DIR) as postgres:
+        recreate_database(postgres, clear_media=True)
+        started = time.perf_counter()
+        corpora = {}
+        if args.corpus in ("both", "squad"):
+            squad = bench_space("SQuAD")
+            corpora["SQuAD 2.0 sample"] = (squad, load_squad(squad.space, squad.curator, args.quick))
+        if args.corpus in ("both", "nq"):
+            from django.contrib.auth import get_user_model
+
+            nq_space = (
+                _second_space("NQ-open", get_user_model()) if corpora else bench_space("NQ-open")
+            )
+            corpora["NQ-open held-out"] = (nq_space, load_nq(nq_space.space, nq_space.curator,
+                                                             args.quick))  # fmt: skip
+        print(f"ingested in {time.perf_counter() - started:.0f} s")
+        texts = admitted_texts()
+        curves: dict[str, list[tuple[float, dict]]] = {}
+        for name, (bench, asked) in corpora.items():
+            print(f"\n== {name}: {len(asked)} questions")
+            old = measure(bench.reader, bench.space, asked, OldExtractiveProvider, texts).row()
+            print(f"{'pipeline':<22} " + " ".join(f"{k:>13}" for k in old))
+            print(f"{'old selector':<22} " + " ".join(f"{str(v):>13}" for v in old.values()))
+            curves[name] = []
+            for threshold in thresholds:
+                with override_settings(KOINON_JUDGE_THRESHOLD=threshold):
+                    row = measure(bench.reader, bench.space, asked, ExtractiveProvider,
+                                  texts).row()  # fmt: skip
+                curves[name].append((threshold, row))
+                label = f"new, threshold {threshold}"
+                print(f"{label:<22} " + " ".join(f"{str(v):>13}" for v in row.values()))
+        if len(thresholds) > 1:
+            plot(args.plot, curves)
+            print(f"\nplot: {args.plot.name}")
+
+
+def _second_space(name: str, users):
+    """Another space with its own reader, the same curator (bench_space creates both)."""
+    from common.corpus import BenchSpace
+
+    from knowledge.services import space_create, space_member_set
+
+    curator = users.objects.get(username="bench-curator")
+    reader = users.objects.create_user(username=f"reader-{name.lower()}", password=None)
+    space = space_create(name=name, created_by=curator)
+    space_member_set(space=space, username=reader.username, role="reader")
+    return BenchSpace(curator, reader, space)
+
+
+if __name__ == "__main__":
+    main()

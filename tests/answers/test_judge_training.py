@@ -1,0 +1,64 @@
+"""The shipped judge is what its training command makes from the shared data, its files
+are the pinned ones, and it runs without torch."""
+
+import hashlib
+import json
+import sys
+
+import pytest
+
+from answers.judge import model as judge_model
+from answers.judge.data import file_sha256
+from answers.judge.features import JudgeItem
+from answers.judge.lexical import TermWeights
+from answers.judge.train import DEFAULT_DATA, train
+
+TOLERANCE = 0.005  # on every reported rate and AUC
+
+
+@pytest.fixture(scope="module")
+def nq_data():
+    if not DEFAULT_DATA.exists():
+        pytest.fail(f"the shared NQ-open file is missing: {DEFAULT_DATA.name}")
+    return DEFAULT_DATA
+
+
+def test_the_shipped_judge_file_is_the_pinned_one():
+    data = judge_model.JUDGE_FILE.read_bytes()
+    assert hashlib.sha256(data).hexdigest() == judge_model.JUDGE_SHA256
+    weights = judge_model.weights_load()
+    if weights.cross_encoder:
+        encoder = judge_model.JUDGE_DIR / weights.cross_encoder["file"]
+        assert hashlib.sha256(encoder.read_bytes()).hexdigest() == weights.cross_encoder["sha256"]
+
+
+@pytest.mark.slow
+def test_retraining_from_the_shared_data_reproduces_the_shipped_judge(nq_data):
+    shipped = json.loads(judge_model.JUDGE_FILE.read_text())
+    assert shipped["training_data_sha256"] == file_sha256(nq_data)
+    retrained = train(nq_data)
+    for part in ("train", "heldout"):
+        for name, value in shipped["metrics"][part].items():
+            assert retrained["metrics"][part][name] == pytest.approx(value, abs=TOLERANCE), (
+                part,
+                name,
+            )
+    assert retrained["model"]["features"] == shipped["model"]["features"]
+    assert retrained["model"]["coef"] == pytest.approx(shipped["model"]["coef"], abs=1e-3)
+    # The held-out part is never trained on: it is as large as the split says.
+    assert shipped["metrics"]["heldout"]["questions"] == 509
+
+
+def test_the_judge_scores_without_torch():
+    judge_model._loaded.clear()
+    judge = judge_model.local_judge()
+    [answers, misses] = judge.score(
+        [
+            JudgeItem("Who owns service reviews?",
+                      "The platform operations team owns service reviews."),
+            JudgeItem("Who owns service reviews?", "Each review covers open risks."),
+        ],
+        TermWeights.uniform(),
+    )  # fmt: skip
+    assert 0.0 <= misses < answers <= 1.0
+    assert "torch" not in sys.modules
