@@ -2,6 +2,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import QuerySet
 
+from core.inputs import text_is_storable
 from core.models import ApiKey
 
 
@@ -10,4 +11,6 @@ def api_keys_of(*, user: AbstractBaseUser) -> QuerySet[ApiKey]:
 
 
 def user_get_by_username(*, username: str) -> AbstractBaseUser | None:
+    if not text_is_storable(username):  # no user has such a name; PostgreSQL cannot compare it
+        return None
     return get_user_model().objects.filter(username=username, is_active=True).first()

@@ -6,6 +6,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.errors import NotFoundError
+from core.inputs import ObjectIdField
 from core.pagination import Pagination
 from datasets.models import Dataset, DatasetSnapshot, GovernedQuery
 from datasets.selectors import dataset_get_for_user, datasets_visible_to, snapshot_of
@@ -38,9 +39,9 @@ class DatasetDetailOutput(DatasetOutput):
 class DatasetListCreateApi(APIView):
     class InputSerializer(serializers.Serializer):
         file = serializers.FileField(allow_empty_file=True)
-        space = serializers.IntegerField()
+        space = ObjectIdField()
         table = serializers.CharField(max_length=100)
-        dataset = serializers.IntegerField(required=False)
+        dataset = ObjectIdField(required=False)
         name = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
 
     @extend_schema(responses=DatasetOutput(many=True))
@@ -121,7 +122,7 @@ class DatasetQueryApi(APIView):
     class InputSerializer(serializers.Serializer):
         # Longer strings are refused by the engine with a typed `too_large` error.
         sql = serializers.CharField(max_length=2_000_000, trim_whitespace=False)
-        snapshot = serializers.IntegerField(required=False, min_value=1)
+        snapshot = ObjectIdField(required=False)
 
     @extend_schema(request=InputSerializer)
     def post(self, request: Request, dataset_id: str) -> Response:

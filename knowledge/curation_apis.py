@@ -5,10 +5,15 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.errors import NotFoundError
+from core.inputs import ObjectIdField
 from core.pagination import Pagination
 from knowledge.curation import proposal_create
 from knowledge.models import KnowledgeEntry, KnowledgeProposal
-from knowledge.selectors import proposals_visible_to, space_get_for_user
+from knowledge.selectors import (
+    proposal_get_for_user,
+    proposals_visible_to,
+    space_get_for_user,
+)
 
 
 class ProposalOutput(serializers.ModelSerializer):
@@ -26,11 +31,11 @@ class ProposalListCreateApi(APIView):
     """Readers of a space propose; only curators approve, and only in admin."""
 
     class InputSerializer(serializers.Serializer):
-        space = serializers.IntegerField()
+        space = ObjectIdField()
         body = serializers.CharField(trim_whitespace=False, max_length=200_000)
         title = serializers.CharField(required=False, allow_blank=True, default="", max_length=300)
         reason = serializers.CharField(required=False, allow_blank=True, default="")
-        entry = serializers.IntegerField(required=False)
+        entry = ObjectIdField(required=False)
 
     @extend_schema(responses=ProposalOutput(many=True))
     def get(self, request: Request) -> Response:
@@ -59,11 +64,5 @@ class ProposalListCreateApi(APIView):
 class ProposalDetailApi(APIView):
     @extend_schema(responses=ProposalOutput)
     def get(self, request: Request, proposal_id: str) -> Response:
-        proposal = proposals_visible_to(user=request.user).filter(pk=_int_or_none(proposal_id))
-        if not proposal:
-            raise NotFoundError("Proposal not found.")
-        return Response(ProposalOutput(proposal[0]).data)
-
-
-def _int_or_none(value: str) -> int | None:
-    return int(value) if value.isdigit() else None
+        proposal = proposal_get_for_user(user=request.user, proposal_id=proposal_id)
+        return Response(ProposalOutput(proposal).data)

@@ -8,6 +8,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.errors import NotFoundError, PayloadTooLargeError
+from core.inputs import ObjectIdField
 from core.pagination import Pagination
 from knowledge.documents import document_upload
 from knowledge.models import Document, DocumentRevision, Extraction
@@ -150,7 +151,7 @@ class SearchApi(APIView):
 
     class InputSerializer(serializers.Serializer):
         q = serializers.CharField(max_length=2000)
-        space = serializers.ListField(child=serializers.IntegerField(), required=False)
+        space = serializers.ListField(child=ObjectIdField(), required=False, max_length=100)
         tools = serializers.CharField(required=False, default=",".join(RETRIEVAL_TOOLS))
         limit = serializers.IntegerField(required=False, default=10, min_value=1, max_value=50)
 

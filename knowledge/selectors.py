@@ -5,6 +5,7 @@ from django.db.models import Q, QuerySet
 from guardian.shortcuts import get_objects_for_user, get_users_with_perms
 
 from core.errors import NotFoundError
+from core.inputs import object_id_parse
 from knowledge.models import (
     Document,
     Extraction,
@@ -29,13 +30,19 @@ def spaces_visible_to(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Spa
     )
 
 
+def space_find(*, name_or_id: str) -> Space | None:
+    """A space by exact name, else by id: for operators at the command line, unscoped."""
+    space = Space.objects.filter(name=name_or_id).first()
+    pk = object_id_parse(name_or_id)
+    if space is None and pk:
+        space = Space.objects.filter(pk=pk).first()
+    return space
+
+
 def space_get_for_user(*, user: AbstractBaseUser | AnonymousUser, space_id: object) -> Space:
     """The space if the user may read it; NotFoundError whether missing or hidden."""
-    try:
-        pk = int(str(space_id))
-    except ValueError:
-        raise NotFoundError("Space not found.") from None
-    space = spaces_visible_to(user=user).filter(pk=pk).first()
+    pk = object_id_parse(space_id)
+    space = spaces_visible_to(user=user).filter(pk=pk).first() if pk else None
     if space is None:
         raise NotFoundError("Space not found.")
     return space
@@ -89,11 +96,8 @@ def document_get_for_user(
     *, user: AbstractBaseUser | AnonymousUser, document_id: object
 ) -> Document:
     """The document if the user may read it; NotFoundError whether missing or hidden."""
-    try:
-        pk = int(str(document_id))
-    except ValueError:
-        raise NotFoundError("Document not found.") from None
-    document = documents_visible_to(user=user).filter(pk=pk).first()
+    pk = object_id_parse(document_id)
+    document = documents_visible_to(user=user).filter(pk=pk).first() if pk else None
     if document is None:
         raise NotFoundError("Document not found.")
     return document
@@ -108,6 +112,17 @@ def document_admitted_text(*, document: Document) -> Extraction | None:
         role=ExtractionRole.PRIMARY,
         status=ExtractionStatus.ADMITTED,
     ).first()
+
+
+def proposal_get_for_user(
+    *, user: AbstractBaseUser | AnonymousUser, proposal_id: object
+) -> KnowledgeProposal:
+    """The proposal if the user may read its space; NotFoundError whether missing or hidden."""
+    pk = object_id_parse(proposal_id)
+    proposal = proposals_visible_to(user=user).filter(pk=pk).first() if pk else None
+    if proposal is None:
+        raise NotFoundError("Proposal not found.")
+    return proposal
 
 
 def proposals_visible_to(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[KnowledgeProposal]:

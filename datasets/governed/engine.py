@@ -134,6 +134,8 @@ def _check_csv(data: bytes) -> bytes:
         decoder.decode(b"", final=True)
     except UnicodeDecodeError as exc:
         raise LoadError("bad_encoding", "the file is not valid UTF-8") from exc
+    if b"\x00" in payload:  # DuckDB loads it, but no result holding it can be recorded
+        raise LoadError("malformed_csv", "the file contains a NUL byte")
     head = payload[: 1 << 20].decode("utf-8", errors="ignore")
     if not head.strip():
         raise LoadError("empty_file", "the file is empty")

@@ -5,7 +5,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from core.errors import ApiError
 from knowledge.documents import document_upload
-from knowledge.models import Space
+from knowledge.selectors import space_find
 
 
 class Command(BaseCommand):
@@ -17,9 +17,7 @@ class Command(BaseCommand):
         parser.add_argument("--user", default="admin", help="uploader (default: admin)")
 
     def handle(self, *args, paths: list[Path], space: str, user: str, **options) -> None:
-        target = Space.objects.filter(name=space).first()
-        if target is None and space.isdigit():
-            target = Space.objects.filter(pk=int(space)).first()
+        target = space_find(name_or_id=space)
         if target is None:
             raise CommandError(f"no space {space!r}")
         uploader = get_user_model().objects.filter(username=user).first()
