@@ -10,6 +10,13 @@ def api_keys_of(*, user: AbstractBaseUser) -> QuerySet[ApiKey]:
     return ApiKey.objects.filter(user=user).order_by("-created_at")
 
 
+def api_keys_visible_in_admin(*, user: AbstractBaseUser) -> QuerySet[ApiKey]:
+    """Superusers see every key; other staff (with the model permission) only their own."""
+    if user.is_active and user.is_superuser:
+        return ApiKey.objects.all()
+    return ApiKey.objects.filter(user_id=user.pk)
+
+
 def user_get_by_username(*, username: str) -> AbstractBaseUser | None:
     if not text_is_storable(username):  # no user has such a name; PostgreSQL cannot compare it
         return None

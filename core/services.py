@@ -62,7 +62,16 @@ def api_key_revoke(*, prefix: str, user: AbstractBaseUser | None = None) -> ApiK
         raise ApiKeyNotFound(prefix)
     if len(matches) > 1:
         raise ApiKeyAmbiguous(prefix)
-    api_key = matches[0]
+    return _revoke(matches[0])
+
+
+@transaction.atomic
+def api_key_revoke_one(*, api_key_id: int) -> ApiKey:
+    """Revoke one key by id (admin). Revocation is one-way: nothing clears `revoked_at`."""
+    return _revoke(ApiKey.objects.select_for_update().get(pk=api_key_id))
+
+
+def _revoke(api_key: ApiKey) -> ApiKey:
     if api_key.revoked_at is None:
         api_key.revoked_at = timezone.now()
         api_key.save(update_fields=["revoked_at"])

@@ -61,7 +61,7 @@ class MemberOutput(serializers.Serializer):
 def _space_for_management(request: Request, space_id: str) -> Space:
     space = space_get_for_user(user=request.user, space_id=space_id)
     if not space_can_manage(user=request.user, space=space):
-        raise PermissionDenied("Only staff and curators of this space manage its members.")
+        raise PermissionDenied("Only curators of this space manage its members.")
     return space
 
 

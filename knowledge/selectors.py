@@ -8,6 +8,7 @@ from core.errors import NotFoundError
 from core.inputs import object_id_parse
 from knowledge.models import (
     Document,
+    DocumentRevision,
     Extraction,
     ExtractionRole,
     ExtractionStatus,
@@ -20,13 +21,46 @@ ROLE_CURATOR = "curator"
 
 
 def spaces_visible_to(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Space]:
-    """Spaces the user may read. Staff manage every space and so see them all."""
+    """Spaces the user may read: those where they hold a role (reader or curator).
+
+    Being staff grants nothing here: staff is what opens Django admin, which every curator
+    needs. Superusers hold every permission (Django's rule), so they read every space.
+    """
     if not user.is_authenticated or not user.is_active:
         return Space.objects.none()
-    if user.is_staff or user.is_superuser:
+    if user.is_superuser:
         return Space.objects.all()
     return get_objects_for_user(
         user, "knowledge.view_space", klass=Space, accept_global_perms=False
+    )
+
+
+def spaces_curated_by(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Space]:
+    """Spaces the user curates (superusers: every space); what admin shows them."""
+    if not user.is_authenticated or not user.is_active:
+        return Space.objects.none()
+    if user.is_superuser:
+        return Space.objects.all()
+    return get_objects_for_user(
+        user, "knowledge.curate_space", klass=Space, accept_global_perms=False
+    )
+
+
+def documents_curated_by(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Document]:
+    """Documents of the spaces the user curates. Private files belong to no space, so they
+    never appear here, not even for a superuser."""
+    return Document.objects.filter(space__in=spaces_curated_by(user=user).values("pk"))
+
+
+def revisions_curated_by(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[DocumentRevision]:
+    return DocumentRevision.objects.filter(
+        document__in=documents_curated_by(user=user).values("pk")
+    )
+
+
+def extractions_curated_by(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Extraction]:
+    return Extraction.objects.filter(
+        revision__document__in=documents_curated_by(user=user).values("pk")
     )
 
 
@@ -58,7 +92,8 @@ def space_role_of(*, user: AbstractBaseUser, space: Space) -> str | None:
 
 
 def space_can_manage(*, user: AbstractBaseUser, space: Space) -> bool:
-    return bool(user.is_staff or user.is_superuser) or user.has_perm(
+    """Add documents and datasets, set members: curators of the space (and superusers)."""
+    return bool(user.is_active and user.is_superuser) or user.has_perm(
         "knowledge.curate_space", space
     )
 
