@@ -199,6 +199,18 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    "ENUM_NAME_OVERRIDES": {
+        "AnswerModeEnum": "answers.pipeline.policy.MODES",
+        "PolicyModeEnum": "answers.pipeline.policy.POLICY_MODES",
+        "ToolNameEnum": "answers.pipeline.policy.TOOL_NAMES",
+        "SpaceRoleEnum": "knowledge.services.ROLES",
+        "ExtractionRoleEnum": "knowledge.models.ExtractionRole",
+        "DocumentKindEnum": "knowledge.models.DocumentKind",
+    },
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "core.schema.error_responses_hook",
+    ],
 }
 
 # --- Answers and providers (SPEC §2) ----------------------------------------
