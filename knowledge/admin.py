@@ -106,7 +106,8 @@ class SpaceAdmin(GuardedModelAdmin):
 
 class ExtractionInline(admin.TabularInline):
     model = Extraction
-    fields = ["role", "status", "error_code", "progress", "extractor", "extractor_version"]
+    fields = ["role", "status", "error_code", "error_message", "progress", "extractor",
+              "extractor_version"]  # fmt: skip
     readonly_fields = fields
     extra = 0
     can_delete = False
@@ -176,10 +177,12 @@ class DocumentRevisionAdmin(CuratedAdmin):
 
 @admin.register(Extraction)
 class ExtractionAdmin(CuratedAdmin):
-    list_display = ["revision", "role", "status", "error_code", "progress", "extractor", "attempts"]
+    list_display = ["revision", "role", "status", "error_code", "error_message", "progress",
+                    "extractor", "attempts"]  # fmt: skip
     list_filter = ["status", "role", "error_code"]
     list_select_related = ["revision__document"]
     exclude = ["norm_text"]
+    readonly_fields = ["error_message"]
 
     def curated(self, request: HttpRequest) -> QuerySet[Extraction]:
         return extractions_curated_by(user=request.user)

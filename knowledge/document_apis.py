@@ -24,9 +24,14 @@ from knowledge.selectors import (
 
 
 class ExtractionOutput(serializers.ModelSerializer):
+    error_message = serializers.CharField(
+        read_only=True, allow_blank=True, help_text="What `error_code` means; empty if none."
+    )
+
     class Meta:
         model = Extraction
-        fields = ["role", "status", "error_code", "progress", "extractor", "extractor_version"]
+        fields = ["role", "status", "error_code", "error_message", "progress", "extractor",
+                  "extractor_version"]  # fmt: skip
 
 
 class RevisionOutput(serializers.ModelSerializer):

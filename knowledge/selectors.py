@@ -64,6 +64,11 @@ def extractions_curated_by(*, user: AbstractBaseUser | AnonymousUser) -> QuerySe
     )
 
 
+def spaces_all() -> QuerySet[Space]:
+    """Every space, by name: for operators at the command line, unscoped."""
+    return Space.objects.order_by("name")
+
+
 def space_find(*, name_or_id: str) -> Space | None:
     """A space by exact name, else by id: for operators at the command line, unscoped."""
     space = Space.objects.filter(name=name_or_id).first()
@@ -136,6 +141,11 @@ def document_get_for_user(
     if document is None:
         raise NotFoundError("Document not found.")
     return document
+
+
+def revision_extractions(*, revision_id: int) -> list[Extraction]:
+    """Both extractions of a revision, primary first (for operators waiting on them)."""
+    return list(Extraction.objects.filter(revision_id=revision_id).order_by("role"))
 
 
 def document_admitted_text(*, document: Document) -> Extraction | None:
