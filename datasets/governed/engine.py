@@ -186,8 +186,27 @@ def _build(database: Path, source: Path, fmt: str, table: str, max_rows: int) ->
         for column in columns:
             if not _SUPPORTED_TYPE.fullmatch(column.type):
                 raise LoadError("unsupported_type", f"column {column.name} has type {column.type}")
+        _refuse_nul(conn, table, columns, fmt)
         conn.execute("CHECKPOINT")  # everything in the main file, no WAL left to publish
     return LoadedSnapshot(path=database, table=table, row_count=count, columns=columns, sha256="")
+
+
+def _refuse_nul(
+    conn: duckdb.DuckDBPyConnection, table: str, columns: list[ColumnSchema], fmt: str
+) -> None:
+    """No NUL in a column name or text cell: DuckDB holds it, PostgreSQL cannot record it."""
+    error = "malformed_csv" if fmt == "csv" else "unsupported_type"
+    for column in columns:
+        if "\x00" in column.name:
+            raise LoadError(error, "a column name contains a NUL byte")
+        if column.type != "VARCHAR":
+            continue
+        quoted = '"' + column.name.replace('"', '""') + '"'
+        found = conn.execute(
+            f'SELECT 1 FROM "{table}" WHERE contains({quoted}, chr(0)) LIMIT 1'  # noqa: S608 (checked/quoted names)
+        ).fetchone()
+        if found:
+            raise LoadError(error, f"column {column.name} contains a NUL byte")
 
 
 def _publish(temporary: Path, path: Path) -> None:

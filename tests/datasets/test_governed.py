@@ -406,6 +406,22 @@ def test_second_load_leaves_the_first_snapshot_unchanged(
     assert execute("SELECT SUM(amount) FROM orders", snapshot=other).rows == [[1]]
 
 
+def test_a_nul_in_a_parquet_text_cell_is_refused(tmp_path: Path) -> None:
+    source = tmp_path / "in.parquet"
+    with duckdb.connect() as conn:
+        rows = "SELECT 'A' || chr(0) || '-1' AS invoice, 1250 AS amount"
+        conn.execute(f"COPY ({rows}) TO '{source}' (FORMAT parquet)")
+    data = source.read_bytes()
+    source.unlink()
+    with pytest.raises(LoadError) as error:
+        load_snapshot(data=data, fmt="parquet", table="t", path=tmp_path / "t.duckdb")
+
+    assert (error.value.code, str(error.value)) == (
+        "unsupported_type", "column invoice contains a NUL byte",
+    )  # fmt: skip
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_parquet_loads(tmp_path: Path) -> None:
     source = tmp_path / "in.parquet"
     with duckdb.connect() as conn:
