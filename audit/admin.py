@@ -1,11 +1,11 @@
 from django.contrib import admin
 
 from audit.models import AnswerAudit, OutputRelease, StreamEvent
-from knowledge.admin import ReadOnlyAdmin
+from knowledge.admin import SuperuserOnlyAdmin
 
 
 @admin.register(OutputRelease)
-class OutputReleaseAdmin(ReadOnlyAdmin):
+class OutputReleaseAdmin(SuperuserOnlyAdmin):
     list_display = ["publication_sequence", "kind", "run", "generation", "reset_context",
                     "created_at"]  # fmt: skip
     list_filter = ["kind"]
@@ -13,10 +13,10 @@ class OutputReleaseAdmin(ReadOnlyAdmin):
 
 
 @admin.register(AnswerAudit)
-class AnswerAuditAdmin(ReadOnlyAdmin):
+class AnswerAuditAdmin(SuperuserOnlyAdmin):
     list_display = ["run", "updated_at"]
 
 
 @admin.register(StreamEvent)
-class StreamEventAdmin(ReadOnlyAdmin):
+class StreamEventAdmin(SuperuserOnlyAdmin):
     list_display = ["run", "generation", "sequence", "event", "created_at"]

@@ -1,18 +1,58 @@
 from drf_spectacular.utils import extend_schema
-from rest_framework import status
+from rest_framework import serializers, status
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.reverse import reverse
 from rest_framework.views import APIView
 
 from core.health import health_check
+
+# The entry points a new client looks for first; everything else is in the schema.
+ROOT_LINKS = {
+    "health": "health",
+    "schema": "schema",
+    "docs": "schema-docs",
+    "answer": "answer",
+    "spaces": "space-list",
+    "documents": "document-list",
+    "datasets": "dataset-list",
+    "search": "search",
+    "proposals": "proposal-list",
+}
+
+
+class ApiRootOutput(serializers.Serializer):
+    name = serializers.CharField()
+    version = serializers.CharField()
+    links = serializers.DictField(child=serializers.URLField())
+
+
+class ApiRootApi(APIView):
+    """`/v1/`: what this server is and where to start (no credentials needed)."""
+
+    authentication_classes: list = []
+    permission_classes = [AllowAny]
+
+    @extend_schema(responses=ApiRootOutput)
+    def get(self, request: Request) -> Response:
+        links = {key: reverse(name, request=request) for key, name in ROOT_LINKS.items()}
+        return Response({"name": "koinon", "version": "1", "links": links})
+
+
+class HealthOutput(serializers.Serializer):
+    status = serializers.ChoiceField(choices=["ok", "failed"])
+    components = serializers.DictField(child=serializers.DictField())
 
 
 class HealthApi(APIView):
     authentication_classes: list = []
     permission_classes = [AllowAny]
 
-    @extend_schema(summary="Readiness of database, pgvector, Redis and the Celery worker")
+    @extend_schema(
+        summary="Readiness of database, pgvector, Redis and the Celery worker",
+        responses={200: HealthOutput, 503: HealthOutput},
+    )
     def get(self, request: Request) -> Response:
         healthy, components = health_check()
         return Response(

@@ -2,7 +2,9 @@
 
 import logging
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.views.defaults import page_not_found, server_error
 from rest_framework import exceptions, status
@@ -80,6 +82,13 @@ def exception_handler(exc: Exception, context: dict) -> Response:
         exc = NotFoundError()
     elif isinstance(exc, DjangoPermissionDenied):
         exc = exceptions.PermissionDenied()
+    elif isinstance(exc, RequestDataTooBig):
+        exc = PayloadTooLargeError(
+            f"The request body is larger than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes "
+            "(files go in a multipart upload)."
+        )
+    elif isinstance(exc, SuspiciousOperation):  # too many fields or files, a bad multipart
+        exc = ApiError("The request could not be read.", code="malformed_request")
 
     if isinstance(exc, ApiError):
         body = error_body(exc.error_code, str(exc.detail), exc.fields)

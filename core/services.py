@@ -1,14 +1,18 @@
-"""State changes of the platform: API keys."""
+"""State changes of the platform: users and API keys."""
 
 import hashlib
 import secrets
 from dataclasses import dataclass
 from datetime import timedelta
 
+from django.contrib.auth import get_user_model, password_validation
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from core.errors import ConflictError, UnprocessableError
+from core.inputs import text_is_storable
 from core.models import ApiKey
 
 KEY_PREFIX = "kn_"
@@ -28,6 +32,56 @@ class ApiKeyAmbiguous(Exception):
 class IssuedApiKey:
     api_key: ApiKey
     secret: str  # shown once, never stored
+
+
+@transaction.atomic
+def user_create(
+    *,
+    username: str,
+    email: str = "",
+    password: str | None = None,
+    staff: bool = False,
+    superuser: bool = False,
+) -> AbstractBaseUser:
+    """Create an active user. Without a password the user can only use API keys.
+
+    Staff opens Django admin and grants no read of any space (roles do that). Raises
+    ConflictError when the name is taken, UnprocessableError for a bad name or password.
+    """
+    users = get_user_model()
+    field = users._meta.get_field(users.USERNAME_FIELD)
+    try:
+        if not text_is_storable(username):
+            raise ValidationError("The name holds a character that cannot be stored.")
+        field.run_validators(username)
+        if not username:
+            raise ValidationError("The name is empty.")
+    except ValidationError as error:
+        message = " ".join(error.messages)
+        raise UnprocessableError(
+            message, code="invalid_username", fields={"username": message}
+        ) from None
+    user = users(username=username, email=email, is_staff=staff or superuser)
+    user.is_superuser = superuser
+    if password is None:
+        user.set_unusable_password()
+    else:
+        try:
+            password_validation.validate_password(password, user)
+        except ValidationError as error:
+            message = " ".join(error.messages)
+            raise UnprocessableError(
+                message, code="invalid_password", fields={"password": message}
+            ) from None
+        user.set_password(password)
+    try:
+        with transaction.atomic():
+            user.save()
+    except IntegrityError:
+        raise ConflictError(
+            "A user with this name exists.", code="user_exists", fields={"username": "Taken."}
+        ) from None
+    return user
 
 
 def api_key_hash(raw_key: str) -> str:
@@ -62,7 +116,16 @@ def api_key_revoke(*, prefix: str, user: AbstractBaseUser | None = None) -> ApiK
         raise ApiKeyNotFound(prefix)
     if len(matches) > 1:
         raise ApiKeyAmbiguous(prefix)
-    api_key = matches[0]
+    return _revoke(matches[0])
+
+
+@transaction.atomic
+def api_key_revoke_one(*, api_key_id: int) -> ApiKey:
+    """Revoke one key by id (admin). Revocation is one-way: nothing clears `revoked_at`."""
+    return _revoke(ApiKey.objects.select_for_update().get(pk=api_key_id))
+
+
+def _revoke(api_key: ApiKey) -> ApiKey:
     if api_key.revoked_at is None:
         api_key.revoked_at = timezone.now()
         api_key.save(update_fields=["revoked_at"])

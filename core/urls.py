@@ -1,5 +1,8 @@
 from django.urls import path
 
-from core.apis import HealthApi
+from core.apis import ApiRootApi, HealthApi
 
-urlpatterns = [path("health", HealthApi.as_view(), name="health")]
+urlpatterns = [
+    path("", ApiRootApi.as_view(), name="api-root"),
+    path("health", HealthApi.as_view(), name="health"),
+]

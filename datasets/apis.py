@@ -1,4 +1,4 @@
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_serializer
 from rest_framework import serializers, status
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
@@ -6,7 +6,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.errors import NotFoundError
+from core.inputs import ObjectIdField
 from core.pagination import Pagination
+from core.schema import PAGE_PARAMETERS, paginated
 from datasets.models import Dataset, DatasetSnapshot, GovernedQuery
 from datasets.selectors import dataset_get_for_user, datasets_visible_to, snapshot_of
 from datasets.services import dataset_upload, governed_query_facts, governed_query_run
@@ -35,21 +37,42 @@ class DatasetDetailOutput(DatasetOutput):
         fields = [*DatasetOutput.Meta.fields, "snapshots"]
 
 
+class DatasetUploadOutput(DatasetDetailOutput):
+    snapshot = serializers.IntegerField(help_text="The snapshot this upload created.")
+
+    class Meta(DatasetDetailOutput.Meta):
+        fields = [*DatasetDetailOutput.Meta.fields, "snapshot"]
+
+
+class DatasetSchemaOutput(serializers.Serializer):
+    label = serializers.ChoiceField(choices=["unverified"])
+    dataset = serializers.IntegerField()
+    snapshot = SnapshotOutput()
+    tables = serializers.DictField(child=serializers.ListField(child=serializers.DictField()))
+
+
 class DatasetListCreateApi(APIView):
+    @extend_schema_serializer(component_name="DatasetUploadInput")
     class InputSerializer(serializers.Serializer):
         file = serializers.FileField(allow_empty_file=True)
-        space = serializers.IntegerField()
+        space = ObjectIdField()
         table = serializers.CharField(max_length=100)
-        dataset = serializers.IntegerField(required=False)
+        dataset = ObjectIdField(required=False)
         name = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
 
-    @extend_schema(responses=DatasetOutput(many=True))
+    @extend_schema(
+        operation_id="datasets_list",
+        parameters=PAGE_PARAMETERS,
+        responses=paginated(DatasetOutput, "DatasetPage"),
+    )
     def get(self, request: Request) -> Response:
         paginator = Pagination()
         page = paginator.paginate_queryset(datasets_visible_to(user=request.user), request, self)
         return paginator.get_paginated_response(DatasetOutput(page, many=True).data)
 
-    @extend_schema(request=InputSerializer, responses={201: DatasetDetailOutput})
+    @extend_schema(
+        request={"multipart/form-data": InputSerializer}, responses={201: DatasetUploadOutput}
+    )
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -80,6 +103,10 @@ class DatasetDetailApi(APIView):
 
 
 class DatasetSchemaApi(APIView):
+    @extend_schema(
+        parameters=[OpenApiParameter("snapshot", int, description="Version (default: current).")],
+        responses=DatasetSchemaOutput,
+    )
     def get(self, request: Request, dataset_id: str) -> Response:
         dataset = dataset_get_for_user(user=request.user, dataset_id=dataset_id)
         snapshot = snapshot_of(dataset=dataset, version=request.query_params.get("snapshot"))
@@ -115,15 +142,63 @@ class QueryOutput(serializers.ModelSerializer):
         }
 
 
+class ColumnOutput(serializers.Serializer):
+    name = serializers.CharField()
+    label = serializers.CharField(allow_null=True)
+    lineage = serializers.ListField(child=serializers.CharField())
+    canonical = serializers.CharField()
+    eligible = serializers.BooleanField()
+    reason = serializers.CharField(allow_null=True)
+
+
+class FactOutput(serializers.Serializer):
+    kind = serializers.CharField(help_text="Always `value`.")
+    value = serializers.JSONField()
+    label = serializers.CharField()
+    lineage = serializers.ListField(child=serializers.CharField())
+    row = serializers.IntegerField()
+    column = serializers.IntegerField()
+    query_id = serializers.IntegerField()
+    snapshot_id = serializers.IntegerField()
+    snapshot_version = serializers.IntegerField()
+    snapshot_sha256 = serializers.CharField()
+    result_sha256 = serializers.CharField()
+
+
+class ProofOutput(serializers.Serializer):
+    engine = serializers.CharField()
+    engine_version = serializers.CharField()
+    snapshot_id = serializers.IntegerField()
+    snapshot_sha256 = serializers.CharField()
+    normalised_sql = serializers.CharField()
+    result_sha256 = serializers.CharField()
+    row_count = serializers.IntegerField()
+    duration_ms = serializers.FloatField()
+    executed_at = serializers.DateTimeField()
+
+
+class QueryResultOutput(serializers.Serializer):
+    """What `DatasetQueryApi` returns (documentation; the body is built from `QueryOutput`)."""
+
+    query_id = serializers.IntegerField()
+    label = serializers.ChoiceField(choices=["unverified"])
+    columns = ColumnOutput(many=True)
+    rows = serializers.ListField(child=serializers.ListField(child=serializers.JSONField()))
+    truncated = serializers.BooleanField()
+    proof = ProofOutput()
+    facts = FactOutput(many=True)
+
+
 class DatasetQueryApi(APIView):
     """The raw query API: for inspection. Its results are `unverified`, not answers."""
 
+    @extend_schema_serializer(component_name="DatasetQueryInput")
     class InputSerializer(serializers.Serializer):
         # Longer strings are refused by the engine with a typed `too_large` error.
         sql = serializers.CharField(max_length=2_000_000, trim_whitespace=False)
-        snapshot = serializers.IntegerField(required=False, min_value=1)
+        snapshot = ObjectIdField(required=False)
 
-    @extend_schema(request=InputSerializer)
+    @extend_schema(request={"application/json": InputSerializer}, responses=QueryResultOutput)
     def post(self, request: Request, dataset_id: str) -> Response:
         dataset = dataset_get_for_user(user=request.user, dataset_id=dataset_id)
         data = self.InputSerializer(data=request.data)

@@ -2,6 +2,7 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import QuerySet
 
 from core.errors import NotFoundError
+from core.inputs import object_id_parse
 from datasets.models import Dataset, DatasetSnapshot
 from knowledge.selectors import spaces_visible_to
 
@@ -13,7 +14,7 @@ def datasets_visible_to(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[D
 
 def dataset_get_for_user(*, user: AbstractBaseUser | AnonymousUser, dataset_id: object) -> Dataset:
     """The dataset if the user may read it; NotFoundError whether missing or hidden."""
-    pk = int(str(dataset_id)) if str(dataset_id).isdigit() else None
+    pk = object_id_parse(dataset_id)
     dataset = datasets_visible_to(user=user).filter(pk=pk).first() if pk else None
     if dataset is None:
         raise NotFoundError("Dataset not found.")
@@ -25,7 +26,7 @@ def snapshot_of(*, dataset: Dataset, version: object = None) -> DatasetSnapshot:
     if version in (None, ""):
         snapshot = dataset.current_snapshot
     else:
-        number = int(str(version)) if str(version).isdigit() else None
+        number = object_id_parse(version)
         snapshot = dataset.snapshots.filter(version=number).first() if number else None
     if snapshot is None:
         raise NotFoundError("Snapshot not found.", code="snapshot_not_found")

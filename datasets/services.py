@@ -147,13 +147,14 @@ def governed_query_facts(query: GovernedQuery) -> list[dict]:
     """Every eligible cell of a recorded query as a candidate fact.
 
     Ineligible columns (literals, arithmetic, CASE, casts, other functions) never
-    become facts, even beside an eligible column of the same query.
+    become facts, even beside an eligible column of the same query. Nor does a NULL cell:
+    SUM over no rows is NULL, which proves nothing (COUNT over no rows is 0 and stays).
     """
     snapshot = query.snapshot
     facts = []
     for row_index, row in enumerate(query.rows):
         for column_index, column in enumerate(query.columns):
-            if not column["eligible"]:
+            if not column["eligible"] or row[column_index] is None:
                 continue
             facts.append(
                 {

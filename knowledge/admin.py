@@ -8,7 +8,6 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from guardian.admin import GuardedModelAdmin
-from guardian.shortcuts import get_objects_for_user
 
 from core.errors import ApiError
 from knowledge.curation import proposal_approve, proposal_reject
@@ -22,15 +21,13 @@ from knowledge.models import (
     KnowledgeVersion,
     Space,
 )
-from knowledge.selectors import space_can_curate
-
-
-@admin.register(Space)
-class SpaceAdmin(GuardedModelAdmin):
-    list_display = ["name", "created_by", "created_at"]
-    list_select_related = ["created_by"]
-    search_fields = ["name"]
-    readonly_fields = ["created_by", "created_at"]
+from knowledge.selectors import (
+    documents_curated_by,
+    extractions_curated_by,
+    revisions_curated_by,
+    space_can_curate,
+    spaces_curated_by,
+)
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -46,40 +43,127 @@ class ReadOnlyAdmin(admin.ModelAdmin):
         return False
 
 
+class SuperuserOnlyAdmin(ReadOnlyAdmin):
+    """Rows that span every user and space (answers, receipts, queries): superusers only."""
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return request.user.is_active and request.user.is_superuser
+
+    def has_view_permission(self, request: HttpRequest, obj=None) -> bool:
+        return self.has_module_permission(request)
+
+
+class CuratedAdmin(admin.ModelAdmin):
+    """Rows of the spaces the staff user curates, read through a `*_curated_by` selector.
+
+    Staff status only opens admin; which rows a curator sees comes from their roles, so a
+    staff user who curates nothing sees nothing here. Superusers see every space.
+    """
+
+    def curated(self, request: HttpRequest) -> QuerySet:
+        raise NotImplementedError
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        return super().get_queryset(request).filter(pk__in=self.curated(request).values("pk"))
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        user = request.user
+        return user.is_active and user.is_staff and spaces_curated_by(user=user).exists()
+
+    def has_view_permission(self, request: HttpRequest, obj=None) -> bool:
+        if obj is None:
+            return self.has_module_permission(request)
+        return (
+            self.has_module_permission(request) and self.curated(request).filter(pk=obj.pk).exists()
+        )
+
+    def has_add_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+
+@admin.register(Space)
+class SpaceAdmin(GuardedModelAdmin):
+    """Roles are managed here by superusers (object permissions) or over the REST API."""
+
+    list_display = ["name", "created_by", "created_at"]
+    list_select_related = ["created_by"]
+    search_fields = ["name"]
+    readonly_fields = ["created_by", "created_at"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Space]:
+        return (
+            super()
+            .get_queryset(request)
+            .filter(pk__in=spaces_curated_by(user=request.user).values("pk"))
+        )
+
+
 class ExtractionInline(admin.TabularInline):
     model = Extraction
-    fields = ["role", "status", "error_code", "progress", "extractor", "extractor_version"]
+    fields = ["role", "status", "error_code", "error_message", "progress", "extractor",
+              "extractor_version"]  # fmt: skip
     readonly_fields = fields
     extra = 0
     can_delete = False
 
+    def has_view_permission(self, request: HttpRequest, obj=None) -> bool:
+        # Shown inside a revision the user may already see (the parent admin is scoped).
+        return request.user.is_active and request.user.is_staff
+
     def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
         return False
 
 
 @admin.register(Document)
-class DocumentAdmin(admin.ModelAdmin):
-    list_display = ["title", "kind", "space", "owner", "current_revision", "created_at"]
-    list_filter = ["kind", "space"]
-    list_select_related = ["space", "owner", "current_revision"]
+class DocumentAdmin(CuratedAdmin):
+    list_display = ["title", "kind", "space", "current_revision", "created_at"]
+    list_filter = ["kind", ("space", admin.RelatedOnlyFieldListFilter)]
+    list_select_related = ["space", "current_revision"]
     search_fields = ["title"]
-    readonly_fields = ["space", "owner", "kind", "created_by", "created_at", "current_revision"]
+    fields = ["title", "space", "kind", "created_by", "created_at", "current_revision"]
+    readonly_fields = fields
+
+    def curated(self, request: HttpRequest) -> QuerySet[Document]:
+        return documents_curated_by(user=request.user)
 
 
 @admin.register(DocumentRevision)
-class DocumentRevisionAdmin(ReadOnlyAdmin):
-    list_display = ["document", "number", "filename", "size", "uploaded_by", "created_at"]
+class DocumentRevisionAdmin(CuratedAdmin):
+    list_display = ["document", "number", "filename", "size", "uploaded_by", "created_at",
+                    "extraction_progress"]  # fmt: skip
     list_select_related = ["document", "uploaded_by"]
     search_fields = ["document__title", "sha256"]
     inlines = [ExtractionInline]
     actions = ["retry_failed_extractions"]
 
+    def curated(self, request: HttpRequest) -> QuerySet[DocumentRevision]:
+        return revisions_curated_by(user=request.user)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[DocumentRevision]:
+        return super().get_queryset(request).prefetch_related("extractions")
+
     def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
         # Actions need change permission; the fields stay read-only (no change form fields).
-        return request.user.is_active and request.user.is_staff
+        return self.has_view_permission(request, obj)
 
     def get_readonly_fields(self, request: HttpRequest, obj=None) -> list[str]:
         return [field.name for field in DocumentRevision._meta.fields]
+
+    @admin.display(description="Extraction")
+    def extraction_progress(self, revision: DocumentRevision) -> str:
+        return ", ".join(
+            f"{e.role}: {e.status} {e.progress}%" + (f" ({e.error_code})" if e.error_code else "")
+            for e in revision.extractions.all()
+        )
 
     @admin.action(description="Retry failed extractions")
     def retry_failed_extractions(self, request: HttpRequest, queryset: QuerySet) -> None:
@@ -92,11 +176,16 @@ class DocumentRevisionAdmin(ReadOnlyAdmin):
 
 
 @admin.register(Extraction)
-class ExtractionAdmin(ReadOnlyAdmin):
-    list_display = ["revision", "role", "status", "error_code", "progress", "extractor", "attempts"]
+class ExtractionAdmin(CuratedAdmin):
+    list_display = ["revision", "role", "status", "error_code", "error_message", "progress",
+                    "extractor", "attempts"]  # fmt: skip
     list_filter = ["status", "role", "error_code"]
     list_select_related = ["revision__document"]
     exclude = ["norm_text"]
+    readonly_fields = ["error_message"]
+
+    def curated(self, request: HttpRequest) -> QuerySet[Extraction]:
+        return extractions_curated_by(user=request.user)
 
 
 def _proposal_diff(proposal: KnowledgeProposal) -> str:
@@ -117,7 +206,7 @@ class KnowledgeProposalAdmin(admin.ModelAdmin):
 
     change_form_template = "admin/knowledge/knowledgeproposal/change_form.html"
     list_display = ["title", "space", "status", "origin", "proposed_by", "created_at"]
-    list_filter = ["status", "origin", "space"]
+    list_filter = ["status", "origin", ("space", admin.RelatedOnlyFieldListFilter)]
     list_select_related = ["space", "proposed_by"]
     search_fields = ["title", "body"]
     actions = ["approve_selected", "reject_selected"]
@@ -126,13 +215,8 @@ class KnowledgeProposalAdmin(admin.ModelAdmin):
     readonly_fields = fields
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[KnowledgeProposal]:
-        proposals = super().get_queryset(request)
-        if request.user.is_superuser:
-            return proposals
-        curated = get_objects_for_user(
-            request.user, "knowledge.curate_space", klass=Space, accept_global_perms=False
-        )
-        return proposals.filter(space__in=curated.values("pk"))
+        curated = spaces_curated_by(user=request.user)
+        return super().get_queryset(request).filter(space__in=curated.values("pk"))
 
     def has_module_permission(self, request: HttpRequest) -> bool:
         return request.user.is_active and request.user.is_staff
@@ -193,12 +277,20 @@ class KnowledgeProposalAdmin(admin.ModelAdmin):
 
 
 @admin.register(KnowledgeEntry)
-class KnowledgeEntryAdmin(ReadOnlyAdmin):
+class KnowledgeEntryAdmin(CuratedAdmin):
     list_display = ["title", "space", "current_version", "created_at"]
     list_select_related = ["space", "current_version"]
 
+    def curated(self, request: HttpRequest) -> QuerySet[KnowledgeEntry]:
+        curated = spaces_curated_by(user=request.user)
+        return KnowledgeEntry.objects.filter(space__in=curated.values("pk"))
+
 
 @admin.register(KnowledgeVersion)
-class KnowledgeVersionAdmin(ReadOnlyAdmin):
+class KnowledgeVersionAdmin(CuratedAdmin):
     list_display = ["entry", "number", "approved_by", "approved_at"]
     list_select_related = ["entry", "approved_by"]
+
+    def curated(self, request: HttpRequest) -> QuerySet[KnowledgeVersion]:
+        curated = spaces_curated_by(user=request.user)
+        return KnowledgeVersion.objects.filter(entry__space__in=curated.values("pk"))

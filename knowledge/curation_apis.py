@@ -1,19 +1,27 @@
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_serializer
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.errors import NotFoundError
+from core.inputs import ObjectIdField
 from core.pagination import Pagination
+from core.schema import PAGE_PARAMETERS, paginated
 from knowledge.curation import proposal_create
 from knowledge.models import KnowledgeEntry, KnowledgeProposal
-from knowledge.selectors import proposals_visible_to, space_get_for_user
+from knowledge.selectors import (
+    proposal_get_for_user,
+    proposals_visible_to,
+    space_get_for_user,
+)
 
 
 class ProposalOutput(serializers.ModelSerializer):
-    entry = serializers.PrimaryKeyRelatedField(read_only=True)
-    base_version = serializers.IntegerField(source="base_version.number", default=None)
+    entry = serializers.PrimaryKeyRelatedField(read_only=True, allow_null=True)
+    base_version = serializers.IntegerField(
+        source="base_version.number", default=None, allow_null=True
+    )
     proposed_by = serializers.CharField(source="proposed_by.username")
 
     class Meta:
@@ -25,20 +33,25 @@ class ProposalOutput(serializers.ModelSerializer):
 class ProposalListCreateApi(APIView):
     """Readers of a space propose; only curators approve, and only in admin."""
 
+    @extend_schema_serializer(component_name="ProposalCreateInput")
     class InputSerializer(serializers.Serializer):
-        space = serializers.IntegerField()
+        space = ObjectIdField()
         body = serializers.CharField(trim_whitespace=False, max_length=200_000)
         title = serializers.CharField(required=False, allow_blank=True, default="", max_length=300)
         reason = serializers.CharField(required=False, allow_blank=True, default="")
-        entry = serializers.IntegerField(required=False)
+        entry = ObjectIdField(required=False)
 
-    @extend_schema(responses=ProposalOutput(many=True))
+    @extend_schema(
+        operation_id="knowledge_proposals_list",
+        parameters=PAGE_PARAMETERS,
+        responses=paginated(ProposalOutput, "ProposalPage"),
+    )
     def get(self, request: Request) -> Response:
         paginator = Pagination()
         page = paginator.paginate_queryset(proposals_visible_to(user=request.user), request, self)
         return paginator.get_paginated_response(ProposalOutput(page, many=True).data)
 
-    @extend_schema(request=InputSerializer, responses={201: ProposalOutput})
+    @extend_schema(request={"application/json": InputSerializer}, responses={201: ProposalOutput})
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -59,11 +72,5 @@ class ProposalListCreateApi(APIView):
 class ProposalDetailApi(APIView):
     @extend_schema(responses=ProposalOutput)
     def get(self, request: Request, proposal_id: str) -> Response:
-        proposal = proposals_visible_to(user=request.user).filter(pk=_int_or_none(proposal_id))
-        if not proposal:
-            raise NotFoundError("Proposal not found.")
-        return Response(ProposalOutput(proposal[0]).data)
-
-
-def _int_or_none(value: str) -> int | None:
-    return int(value) if value.isdigit() else None
+        proposal = proposal_get_for_user(user=request.user, proposal_id=proposal_id)
+        return Response(ProposalOutput(proposal).data)

@@ -1,6 +1,6 @@
 from django.conf import settings
 from django.db.models import Count, Prefetch
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_serializer
 from rest_framework import serializers, status
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
@@ -8,7 +8,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.errors import NotFoundError, PayloadTooLargeError
+from core.inputs import ObjectIdField
 from core.pagination import Pagination
+from core.schema import PAGE_PARAMETERS, paginated
 from knowledge.documents import document_upload
 from knowledge.models import Document, DocumentRevision, Extraction
 from knowledge.retrieval import RETRIEVAL_TOOLS, retrieve
@@ -22,9 +24,14 @@ from knowledge.selectors import (
 
 
 class ExtractionOutput(serializers.ModelSerializer):
+    error_message = serializers.CharField(
+        read_only=True, allow_blank=True, help_text="What `error_code` means; empty if none."
+    )
+
     class Meta:
         model = Extraction
-        fields = ["role", "status", "error_code", "progress", "extractor", "extractor_version"]
+        fields = ["role", "status", "error_code", "error_message", "progress", "extractor",
+                  "extractor_version"]  # fmt: skip
 
 
 class RevisionOutput(serializers.ModelSerializer):
@@ -52,7 +59,51 @@ class DocumentDetailOutput(DocumentOutput):
         fields = [*DocumentOutput.Meta.fields, "revisions"]
 
 
+class DocumentUploadOutput(DocumentDetailOutput):
+    revision = serializers.IntegerField(help_text="The revision the upload created or matched.")
+    created = serializers.BooleanField(help_text="False when the bytes were already uploaded.")
+
+    class Meta(DocumentDetailOutput.Meta):
+        fields = [*DocumentDetailOutput.Meta.fields, "revision", "created"]
+
+
+class DocumentTextOutput(serializers.Serializer):
+    document = serializers.IntegerField()
+    revision = serializers.IntegerField()
+    extractor = serializers.CharField()
+    text_sha256 = serializers.CharField()
+    text = serializers.CharField()
+
+
+class CandidateOutput(serializers.Serializer):
+    passage_id = serializers.IntegerField()
+    document_id = serializers.IntegerField()
+    revision_id = serializers.IntegerField()
+    extraction_id = serializers.IntegerField()
+    char_start = serializers.IntegerField()
+    char_end = serializers.IntegerField()
+    text = serializers.CharField()
+    locator = serializers.DictField()
+    score = serializers.FloatField()
+    contributions = serializers.DictField()
+
+
+class OutcomeOutput(serializers.Serializer):
+    tool = serializers.CharField()
+    state = serializers.CharField()
+    code = serializers.CharField()
+    result_count = serializers.IntegerField()
+    retryable = serializers.BooleanField()
+
+
+class SearchOutput(serializers.Serializer):
+    label = serializers.ChoiceField(choices=["unverified"])
+    results = CandidateOutput(many=True)
+    outcomes = OutcomeOutput(many=True)
+
+
 class DocumentListCreateApi(APIView):
+    @extend_schema_serializer(component_name="DocumentUploadInput")
     class InputSerializer(serializers.Serializer):
         file = serializers.FileField(allow_empty_file=True)
         space = serializers.CharField(required=False)
@@ -67,14 +118,21 @@ class DocumentListCreateApi(APIView):
                 )
             return attrs
 
-    @extend_schema(responses=DocumentOutput(many=True))
+    @extend_schema(
+        operation_id="documents_list",
+        parameters=PAGE_PARAMETERS,
+        responses=paginated(DocumentOutput, "DocumentPage"),
+    )
     def get(self, request: Request) -> Response:
         paginator = Pagination()
         documents = documents_visible_to(user=request.user)
         page = paginator.paginate_queryset(documents, request, self)
         return paginator.get_paginated_response(DocumentOutput(page, many=True).data)
 
-    @extend_schema(request=InputSerializer, responses={202: DocumentDetailOutput})
+    @extend_schema(
+        request={"multipart/form-data": InputSerializer},
+        responses={202: DocumentUploadOutput, 200: DocumentUploadOutput},
+    )
     def post(self, request: Request) -> Response:
         upload = request.FILES.get("file")
         if upload is not None and upload.size > settings.KOINON_UPLOAD_MAX_BYTES:
@@ -129,6 +187,7 @@ class DocumentDetailApi(APIView):
 
 
 class DocumentTextApi(APIView):
+    @extend_schema(responses=DocumentTextOutput)
     def get(self, request: Request, document_id: str) -> Response:
         document = document_get_for_user(user=request.user, document_id=document_id)
         extraction = document_admitted_text(document=document)
@@ -148,9 +207,10 @@ class DocumentTextApi(APIView):
 class SearchApi(APIView):
     """Raw retrieval results for inspection. They are `unverified`: not an answer."""
 
+    @extend_schema_serializer(component_name="SearchInput")
     class InputSerializer(serializers.Serializer):
         q = serializers.CharField(max_length=2000)
-        space = serializers.ListField(child=serializers.IntegerField(), required=False)
+        space = serializers.ListField(child=ObjectIdField(), required=False, max_length=100)
         tools = serializers.CharField(required=False, default=",".join(RETRIEVAL_TOOLS))
         limit = serializers.IntegerField(required=False, default=10, min_value=1, max_value=50)
 
@@ -163,6 +223,15 @@ class SearchApi(APIView):
                 )
             return names
 
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("q", str, required=True, description="The search text."),
+            OpenApiParameter("space", int, many=True, description="Limit to these spaces."),
+            OpenApiParameter("tools", str, description="Comma-separated retrieval tools."),
+            OpenApiParameter("limit", int, description="1 to 50 results (default 10)."),
+        ],
+        responses=SearchOutput,
+    )
     def get(self, request: Request) -> Response:
         params = {
             "q": request.query_params.get("q", ""),

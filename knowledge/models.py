@@ -149,6 +149,14 @@ class Extraction(models.Model):
     def __str__(self) -> str:
         return f"{self.revision} {self.role} ({self.status})"
 
+    @property
+    def error_message(self) -> str:
+        """What `error_code` means, in a sentence fit for the person who uploaded the file."""
+        # Imported here: the extraction package loads every extractor library.
+        from knowledge.extraction.base import error_message
+
+        return error_message(self.error_code)
+
 
 class EmbeddingStatus(models.TextChoices):
     PENDING = "pending"

@@ -5,8 +5,10 @@ from django.db.models import Q, QuerySet
 from guardian.shortcuts import get_objects_for_user, get_users_with_perms
 
 from core.errors import NotFoundError
+from core.inputs import object_id_parse
 from knowledge.models import (
     Document,
+    DocumentRevision,
     Extraction,
     ExtractionRole,
     ExtractionStatus,
@@ -19,23 +21,67 @@ ROLE_CURATOR = "curator"
 
 
 def spaces_visible_to(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Space]:
-    """Spaces the user may read. Staff manage every space and so see them all."""
+    """Spaces the user may read: those where they hold a role (reader or curator).
+
+    Being staff grants nothing here: staff is what opens Django admin, which every curator
+    needs. Superusers hold every permission (Django's rule), so they read every space.
+    """
     if not user.is_authenticated or not user.is_active:
         return Space.objects.none()
-    if user.is_staff or user.is_superuser:
+    if user.is_superuser:
         return Space.objects.all()
     return get_objects_for_user(
         user, "knowledge.view_space", klass=Space, accept_global_perms=False
     )
 
 
+def spaces_curated_by(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Space]:
+    """Spaces the user curates (superusers: every space); what admin shows them."""
+    if not user.is_authenticated or not user.is_active:
+        return Space.objects.none()
+    if user.is_superuser:
+        return Space.objects.all()
+    return get_objects_for_user(
+        user, "knowledge.curate_space", klass=Space, accept_global_perms=False
+    )
+
+
+def documents_curated_by(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Document]:
+    """Documents of the spaces the user curates. Private files belong to no space, so they
+    never appear here, not even for a superuser."""
+    return Document.objects.filter(space__in=spaces_curated_by(user=user).values("pk"))
+
+
+def revisions_curated_by(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[DocumentRevision]:
+    return DocumentRevision.objects.filter(
+        document__in=documents_curated_by(user=user).values("pk")
+    )
+
+
+def extractions_curated_by(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Extraction]:
+    return Extraction.objects.filter(
+        revision__document__in=documents_curated_by(user=user).values("pk")
+    )
+
+
+def spaces_all() -> QuerySet[Space]:
+    """Every space, by name: for operators at the command line, unscoped."""
+    return Space.objects.order_by("name")
+
+
+def space_find(*, name_or_id: str) -> Space | None:
+    """A space by exact name, else by id: for operators at the command line, unscoped."""
+    space = Space.objects.filter(name=name_or_id).first()
+    pk = object_id_parse(name_or_id)
+    if space is None and pk:
+        space = Space.objects.filter(pk=pk).first()
+    return space
+
+
 def space_get_for_user(*, user: AbstractBaseUser | AnonymousUser, space_id: object) -> Space:
     """The space if the user may read it; NotFoundError whether missing or hidden."""
-    try:
-        pk = int(str(space_id))
-    except ValueError:
-        raise NotFoundError("Space not found.") from None
-    space = spaces_visible_to(user=user).filter(pk=pk).first()
+    pk = object_id_parse(space_id)
+    space = spaces_visible_to(user=user).filter(pk=pk).first() if pk else None
     if space is None:
         raise NotFoundError("Space not found.")
     return space
@@ -51,7 +97,8 @@ def space_role_of(*, user: AbstractBaseUser, space: Space) -> str | None:
 
 
 def space_can_manage(*, user: AbstractBaseUser, space: Space) -> bool:
-    return bool(user.is_staff or user.is_superuser) or user.has_perm(
+    """Add documents and datasets, set members: curators of the space (and superusers)."""
+    return bool(user.is_active and user.is_superuser) or user.has_perm(
         "knowledge.curate_space", space
     )
 
@@ -89,14 +136,16 @@ def document_get_for_user(
     *, user: AbstractBaseUser | AnonymousUser, document_id: object
 ) -> Document:
     """The document if the user may read it; NotFoundError whether missing or hidden."""
-    try:
-        pk = int(str(document_id))
-    except ValueError:
-        raise NotFoundError("Document not found.") from None
-    document = documents_visible_to(user=user).filter(pk=pk).first()
+    pk = object_id_parse(document_id)
+    document = documents_visible_to(user=user).filter(pk=pk).first() if pk else None
     if document is None:
         raise NotFoundError("Document not found.")
     return document
+
+
+def revision_extractions(*, revision_id: int) -> list[Extraction]:
+    """Both extractions of a revision, primary first (for operators waiting on them)."""
+    return list(Extraction.objects.filter(revision_id=revision_id).order_by("role"))
 
 
 def document_admitted_text(*, document: Document) -> Extraction | None:
@@ -108,6 +157,17 @@ def document_admitted_text(*, document: Document) -> Extraction | None:
         role=ExtractionRole.PRIMARY,
         status=ExtractionStatus.ADMITTED,
     ).first()
+
+
+def proposal_get_for_user(
+    *, user: AbstractBaseUser | AnonymousUser, proposal_id: object
+) -> KnowledgeProposal:
+    """The proposal if the user may read its space; NotFoundError whether missing or hidden."""
+    pk = object_id_parse(proposal_id)
+    proposal = proposals_visible_to(user=user).filter(pk=pk).first() if pk else None
+    if proposal is None:
+        raise NotFoundError("Proposal not found.")
+    return proposal
 
 
 def proposals_visible_to(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[KnowledgeProposal]:

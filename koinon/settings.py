@@ -181,7 +181,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": [
-        "rest_framework.parsers.JSONParser",
+        "core.parsers.JSONParser",
         "rest_framework.parsers.MultiPartParser",
         "rest_framework.parsers.FormParser",
     ],
@@ -200,6 +200,18 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    "ENUM_NAME_OVERRIDES": {
+        "AnswerModeEnum": "answers.pipeline.policy.MODES",
+        "PolicyModeEnum": "answers.pipeline.policy.POLICY_MODES",
+        "ToolNameEnum": "answers.pipeline.policy.TOOL_NAMES",
+        "SpaceRoleEnum": "knowledge.services.ROLES",
+        "ExtractionRoleEnum": "knowledge.models.ExtractionRole",
+        "DocumentKindEnum": "knowledge.models.DocumentKind",
+    },
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "core.schema.error_responses_hook",
+    ],
 }
 
 # --- Answers and providers (SPEC §2) ----------------------------------------

@@ -13,3 +13,6 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 KOINON_HEALTH_TIMEOUT = 1.0
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # noqa: F405 - whitenoise warns when missing
 LOG_DIR = DATA_DIR / "traces"  # noqa: F405 - run traces of the suite stay out of logs/
+
+if os.environ.get("KOINON_DATABASE_NAME"):  # a child process (Daphne) of the suite
+    MIDDLEWARE = ["tests.middleware.fresh_content_types", *MIDDLEWARE]  # noqa: F405

@@ -83,3 +83,45 @@ def test_no_machine_paths_or_secrets_are_committed():
             if "/root/" in text or "/home/" in text or "/work/" in text:
                 offenders.append(name)
     assert offenders == []
+
+
+def test_the_dockerfile_ships_what_the_code_reads_and_the_makefile_installs():
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    copied = {line.split()[1] for line in dockerfile.splitlines() if line.startswith("COPY ")}
+    for needed in ("koinon", "core", "knowledge", "datasets", "answers", "audit", "manage.py",
+                   "templates", "static", "locale"):  # fmt: skip
+        assert needed in copied, needed
+    makefile = (ROOT / "Makefile").read_text()
+    extra = [
+        line.split()[-1] for line in makefile.splitlines() if "--no-deps" in line
+    ]  # packages installed apart from pyproject.toml
+    assert extra and all(f"--no-deps {package}" in dockerfile for package in extra), extra
+
+
+def test_every_environment_variable_the_code_reads_is_in_the_readme():
+    import re
+
+    readers = re.compile(
+        r"(?:env_[a-z]+\(|os\.environ\.get\(|os\.environ\[|os\.getenv\(|environ\.setdefault\()"
+        r"\s*\"([A-Z][A-Z0-9_]+)\""
+    )
+    names = set()
+    for package in ("koinon", "core", "knowledge", "datasets", "answers", "audit"):
+        for path in (ROOT / package).rglob("*.py"):
+            names.update(readers.findall(path.read_text()))
+    readme = (ROOT / "README.md").read_text()
+    assert len(names) > 20
+    assert sorted(name for name in names if f"`{name}`" not in readme) == []
+
+
+@pytest.mark.django_db
+def test_the_api_root_lists_the_entry_points_without_credentials():
+    response = APIClient().get("/v1/")
+    assert response.status_code == 200
+    body = response.json()
+    assert body["name"] == "koinon"
+    links = body["links"]
+    assert links["health"].endswith("/v1/health")
+    assert links["schema"].endswith("/v1/schema/")
+    assert links["docs"].endswith("/v1/schema/docs/")
+    assert links["answer"].endswith("/v1/answer")

@@ -7,6 +7,7 @@ from django.conf import settings
 from answers.pipeline.policy import MODES, EvidencePolicy, policy_parse
 from answers.pipeline.texts import LANGUAGES
 from core.errors import UnprocessableError
+from core.inputs import MAX_ID, text_is_storable
 
 MAX_QUERY_CHARS = 2000
 ALLOWED_FIELDS = {
@@ -39,7 +40,7 @@ def _invalid(field: str, message: str, code: str = "invalid") -> UnprocessableEr
 
 def _ids(data: dict, field: str) -> list[int]:
     value = data.get(field) or []
-    if not isinstance(value, list) or not all(type(v) is int and v > 0 for v in value):
+    if not isinstance(value, list) or not all(type(v) is int and 0 < v <= MAX_ID for v in value):
         raise _invalid(field, "Must be an array of positive integer ids.")
     return sorted(set(value))
 
@@ -55,13 +56,17 @@ def answer_request_parse(data: object) -> AnswerRequest:
         raise _invalid("query", "The question is empty.", "empty_query")
     if len(query) > MAX_QUERY_CHARS:
         raise _invalid("query", f"At most {MAX_QUERY_CHARS} characters.", "query_too_long")
+    if not text_is_storable(query):
+        raise _invalid("query", "The question contains a NUL or an unpaired surrogate.")
     mode = data.get("mode", "ask")
     if mode not in MODES:
         raise _invalid("mode", f"One of {', '.join(MODES)}.")
     if data.get("stream", False) is not False:
         raise _invalid("stream", "Streaming is not available yet; send stream=false.")
     conversation_id = data.get("conversation_id")
-    if conversation_id is not None and (type(conversation_id) is not int or conversation_id < 1):
+    if conversation_id is not None and (
+        type(conversation_id) is not int or not 0 < conversation_id <= MAX_ID
+    ):
         raise _invalid("conversation_id", "Must be a conversation id.")
     language = data.get("language")
     if language is not None and language not in LANGUAGES:

@@ -134,6 +134,8 @@ def _check_csv(data: bytes) -> bytes:
         decoder.decode(b"", final=True)
     except UnicodeDecodeError as exc:
         raise LoadError("bad_encoding", "the file is not valid UTF-8") from exc
+    if b"\x00" in payload:  # DuckDB loads it, but no result holding it can be recorded
+        raise LoadError("malformed_csv", "the file contains a NUL byte")
     head = payload[: 1 << 20].decode("utf-8", errors="ignore")
     if not head.strip():
         raise LoadError("empty_file", "the file is empty")
@@ -184,8 +186,27 @@ def _build(database: Path, source: Path, fmt: str, table: str, max_rows: int) ->
         for column in columns:
             if not _SUPPORTED_TYPE.fullmatch(column.type):
                 raise LoadError("unsupported_type", f"column {column.name} has type {column.type}")
+        _refuse_nul(conn, table, columns, fmt)
         conn.execute("CHECKPOINT")  # everything in the main file, no WAL left to publish
     return LoadedSnapshot(path=database, table=table, row_count=count, columns=columns, sha256="")
+
+
+def _refuse_nul(
+    conn: duckdb.DuckDBPyConnection, table: str, columns: list[ColumnSchema], fmt: str
+) -> None:
+    """No NUL in a column name or text cell: DuckDB holds it, PostgreSQL cannot record it."""
+    error = "malformed_csv" if fmt == "csv" else "unsupported_type"
+    for column in columns:
+        if "\x00" in column.name:
+            raise LoadError(error, "a column name contains a NUL byte")
+        if column.type != "VARCHAR":
+            continue
+        quoted = '"' + column.name.replace('"', '""') + '"'
+        found = conn.execute(
+            f'SELECT 1 FROM "{table}" WHERE contains({quoted}, chr(0)) LIMIT 1'  # noqa: S608 (checked/quoted names)
+        ).fetchone()
+        if found:
+            raise LoadError(error, f"column {column.name} contains a NUL byte")
 
 
 def _publish(temporary: Path, path: Path) -> None:

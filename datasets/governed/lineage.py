@@ -5,6 +5,10 @@ named operation: a plain column or a supported aggregate over a plain column. An
 computes on top of that (arithmetic, CASE, CAST, scalar functions, literals) still executes,
 but is a "synthetic sibling": it carries lineage so a reader sees what it was built from, and
 ``eligible=False`` with a reason so it is never presented as evidence by itself.
+
+A value means nothing without the rows it was computed over, so the label and the lineage of
+every output column carry the query's WHERE, GROUP BY and HAVING clauses:
+``SUM(orders.amount) WHERE orders.customer = 'zeta'`` is never labelled like the unfiltered sum.
 """
 
 from __future__ import annotations
@@ -27,13 +31,18 @@ from datasets.governed.parse import (
 )
 
 _PLAIN_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Candidate facts store their label in 300 characters; a longer one cannot be cited whole.
+MAX_LABEL_CHARS = 300
 
 
 @dataclass(frozen=True)
 class OutputColumn:
     name: str  # DuckDB's column name after execute(); the alias or sqlglot's text in analyse()
-    label: str | None  # e.g. "SUM(orders.amount)", "orders.amount", "COUNT(*)"; None if ineligible
-    lineage: list[str]  # sorted, distinct source "table.column"s ("table.*" for COUNT(*))
+    # e.g. "SUM(orders.amount) WHERE orders.customer = 'zeta'", "COUNT(*)"; None if ineligible
+    label: str | None
+    # sorted, distinct source "table.column"s ("table.*" for COUNT(*)) of the expression and of
+    # every filter, then the filter clauses themselves ("WHERE …", "GROUP BY …", "HAVING …")
+    lineage: list[str]
     canonical: str  # the expression as SQL with columns qualified by their real table
     eligible: bool
     reason: str | None  # why ineligible: literal, arithmetic, case, cast, function, ...
@@ -55,22 +64,58 @@ def analyse(
 
 
 def describe(query: ValidatedQuery) -> list[OutputColumn]:
+    filters, filter_nodes = _filters(query)
+    filter_sources = set().union(*(_lineage(node, query) for node in filter_nodes))
     columns = []
     for projection in query.select.expressions:
         expression = projection.this if type(projection) is exp.Alias else projection
         name = projection.alias if type(projection) is exp.Alias else projection.output_name
         label, reason = _classify(_unwrap(expression), query)
+        if label is not None and filters:
+            label = " ".join([label, *filters])
+        if label is not None and len(label) > MAX_LABEL_CHARS:
+            label, reason = None, "filter too long"
         columns.append(
             OutputColumn(
                 name=name or expression.sql(dialect="duckdb", comments=False),
                 label=label,
-                lineage=_lineage(expression, query),
+                lineage=[*sorted({*_lineage(expression, query), *filter_sources}), *filters],
                 canonical=_canonical(expression, query),
                 eligible=label is not None,
                 reason=reason,
             )
         )
     return columns
+
+
+def _filters(query: ValidatedQuery) -> tuple[list[str], list[exp.Expression]]:
+    """The clauses that choose the rows a value is computed over, as canonical SQL.
+
+    GROUP BY positions and output aliases are replaced by the projection they name, so the
+    clause reads the same whichever way the query spelled it.
+    """
+    args = query.select.args
+    clauses, nodes = [], []
+    if args.get("where"):
+        nodes.append(args["where"].this)
+        clauses.append(f"WHERE {_canonical(args['where'].this, query)}")
+    if args.get("group"):
+        terms = [_grouping_target(item, query) for item in args["group"].expressions]
+        nodes.extend(terms)
+        clauses.append("GROUP BY " + ", ".join(_canonical(term, query) for term in terms))
+    if args.get("having"):
+        nodes.append(args["having"].this)
+        clauses.append(f"HAVING {_canonical(args['having'].this, query)}")
+    return clauses, nodes
+
+
+def _grouping_target(node: exp.Expression, query: ValidatedQuery) -> exp.Expression:
+    projections = query.select.expressions
+    if type(node) is exp.Literal and not node.is_string and node.this.isdigit():
+        node = projections[int(node.this) - 1]  # the validator checked the range
+    elif type(node) is exp.Column and id(node) not in query.resolved:
+        node = next(p for p in projections if p.alias_or_name.lower() == node.name.lower())
+    return node.this if type(node) is exp.Alias else node
 
 
 def _unwrap(node: exp.Expression) -> exp.Expression:

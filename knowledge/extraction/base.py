@@ -26,6 +26,11 @@ _MESSAGES = {
 }
 
 
+def error_message(code: str) -> str:
+    """The fixed, user-safe sentence for an extraction error code ("" for none or unknown)."""
+    return _MESSAGES.get(code, "")
+
+
 class ExtractionError(Exception):
     """A document could not be turned into text; `code` says why, `message` is user-safe."""
 

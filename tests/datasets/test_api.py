@@ -88,8 +88,18 @@ def test_a_filtered_cell_is_a_fact_with_its_column_lineage(space, member, invoic
     assert body["rows"] == [[2750]]
     [fact] = body["facts"]
     assert (fact["label"], fact["lineage"], fact["value"]) == (
-        "orders.amount", ["orders.amount"], 2750,
-    )  # fmt: skip
+        "orders.amount WHERE orders.amount > 2000",
+        ["orders.amount", "WHERE orders.amount > 2000"],
+        2750,
+    )
+
+
+def test_an_aggregate_over_no_rows_is_not_a_fact(space, member, invoices):
+    sql = "SELECT SUM(amount), COUNT(*) FROM orders WHERE invoice = 'none'"
+    body = query(member, invoices, sql).json()
+    assert body["rows"] == [[None, 0]]
+    [fact] = body["facts"]  # NULL proves nothing; a count of zero is a real count
+    assert (fact["label"], fact["value"]) == ("COUNT(*) WHERE orders.invoice = 'none'", 0)
 
 
 def test_a_second_snapshot_leaves_the_first_unchanged(space, owner, member, invoices):

@@ -85,8 +85,61 @@ def test_filtered_plain_column_is_eligible(orders: LoadedSnapshot) -> None:
     assert result.rows == [[2750]]
     [column] = result.columns
     assert column.eligible
-    assert column.label == "orders.amount"
-    assert column.lineage == ["orders.amount"]
+    assert column.label == "orders.amount WHERE orders.amount > 2000"
+    assert column.lineage == ["orders.amount", "WHERE orders.amount > 2000"]
+
+
+CUSTOMERS = b"invoice,amount,customer\nA-1,1250,acme\nA-2,2750,acme\nA-3,99,zeta\n"
+
+
+@pytest.fixture
+def customer_orders(tmp_path: Path) -> LoadedSnapshot:
+    return load_snapshot(
+        data=CUSTOMERS, fmt="csv", table="orders", path=tmp_path / "customers.duckdb"
+    )
+
+
+def test_a_filtered_aggregate_carries_its_filter_in_label_and_lineage(
+    customer_orders: LoadedSnapshot,
+) -> None:
+    whole = execute("SELECT SUM(amount) FROM orders", snapshot=customer_orders)
+    zeta = execute(
+        "SELECT SUM(amount) AS total FROM orders WHERE customer = 'zeta'", snapshot=customer_orders
+    )
+
+    assert (whole.rows, zeta.rows) == ([[4099]], [[99]])
+    assert whole.columns[0].label == "SUM(orders.amount)"
+    [column] = zeta.columns
+    assert column.label == "SUM(orders.amount) WHERE orders.customer = 'zeta'"
+    assert column.lineage == [
+        "orders.amount", "orders.customer", "WHERE orders.customer = 'zeta'",
+    ]  # fmt: skip
+
+
+def test_grouping_and_having_are_in_the_label_whichever_way_they_are_spelled(
+    customer_orders: LoadedSnapshot,
+) -> None:
+    expected = "SUM(orders.amount) GROUP BY orders.customer HAVING COUNT(*) > 1"
+    for group in ("customer", "o.customer", "1", "who"):
+        result = execute(
+            f"SELECT o.customer AS who, SUM(o.amount) FROM orders o GROUP BY {group} "  # noqa: S608
+            "HAVING COUNT(*) > 1",
+            snapshot=customer_orders,
+        )
+        assert result.rows == [["acme", 4000]]
+        assert result.columns[1].label == expected
+        assert result.columns[1].lineage == [
+            "orders.*", "orders.amount", "orders.customer",
+            "GROUP BY orders.customer", "HAVING COUNT(*) > 1",
+        ]  # fmt: skip
+
+
+def test_a_filter_too_long_to_label_makes_the_column_ineligible(orders: LoadedSnapshot) -> None:
+    names = ", ".join(f"'{n:04}'" for n in range(80))
+    result = execute(f"SELECT SUM(amount) FROM orders WHERE invoice IN ({names})", snapshot=orders)  # noqa: S608
+
+    [column] = result.columns
+    assert (column.eligible, column.label, column.reason) == (False, None, "filter too long")
 
 
 def test_ineligible_forms_are_labelled_by_reason(orders: LoadedSnapshot) -> None:
@@ -97,13 +150,14 @@ def test_ineligible_forms_are_labelled_by_reason(orders: LoadedSnapshot) -> None
     )
     result = execute(sql, snapshot=orders)
 
+    grouped = "GROUP BY orders.amount"
     assert [(c.reason, c.lineage) for c in result.columns] == [
-        ("case", ["orders.amount"]),
-        ("cast", ["orders.amount"]),
-        ("function", ["orders.amount"]),
-        (None, ["orders.*"]),
+        ("case", ["orders.amount", grouped]),
+        ("cast", ["orders.amount", grouped]),
+        ("function", ["orders.amount", grouped]),
+        (None, ["orders.*", "orders.amount", grouped]),
     ]
-    assert result.columns[3].label == "COUNT(*)"
+    assert result.columns[3].label == "COUNT(*) GROUP BY orders.amount"
     assert result.rows == [["big", "2750", 2750.0, 1], ["small", "1250", 1250.0, 1]]
 
 
@@ -116,11 +170,15 @@ def test_join_across_tables_is_analysed_with_qualified_lineage() -> None:
     normalised, columns = analyse(sql, tables=tables)
 
     assert normalised.startswith("SELECT c.name, SUM(o.amount) AS total")
+    grouped = "GROUP BY customers.name"
     assert [(c.label, c.lineage) for c in columns] == [
-        ("customers.name", ["customers.name"]),
-        ("SUM(orders.amount)", ["orders.amount"]),
-        ("COUNT(DISTINCT orders.invoice)", ["orders.invoice"]),
-        ("COUNT(*)", ["customers.*", "orders.*"]),
+        (f"customers.name {grouped}", ["customers.name", grouped]),
+        (f"SUM(orders.amount) {grouped}", ["customers.name", "orders.amount", grouped]),
+        (
+            f"COUNT(DISTINCT orders.invoice) {grouped}",
+            ["customers.name", "orders.invoice", grouped],
+        ),
+        (f"COUNT(*) {grouped}", ["customers.*", "customers.name", "orders.*", grouped]),
     ]
     # Unqualified names resolve across both tables; an ON may only name tables joined so far.
     assert analyse("SELECT name FROM orders JOIN customers ON customer = id", tables=tables)[1][
@@ -346,6 +404,22 @@ def test_second_load_leaves_the_first_snapshot_unchanged(
         first_result
     )
     assert execute("SELECT SUM(amount) FROM orders", snapshot=other).rows == [[1]]
+
+
+def test_a_nul_in_a_parquet_text_cell_is_refused(tmp_path: Path) -> None:
+    source = tmp_path / "in.parquet"
+    with duckdb.connect() as conn:
+        rows = "SELECT 'A' || chr(0) || '-1' AS invoice, 1250 AS amount"
+        conn.execute(f"COPY ({rows}) TO '{source}' (FORMAT parquet)")
+    data = source.read_bytes()
+    source.unlink()
+    with pytest.raises(LoadError) as error:
+        load_snapshot(data=data, fmt="parquet", table="t", path=tmp_path / "t.duckdb")
+
+    assert (error.value.code, str(error.value)) == (
+        "unsupported_type", "column invoice contains a NUL byte",
+    )  # fmt: skip
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_parquet_loads(tmp_path: Path) -> None:

@@ -42,3 +42,48 @@ def test_loaddemo_creates_users_space_and_corpus_once(db):
     call_command("loaddemo", if_empty=True, stdout=out)
     assert "skipped" in out.getvalue()
     assert Document.objects.count() == 4
+
+
+def test_space_commands_create_a_space_and_set_roles(owner, member, outsider):
+    out = StringIO()
+    call_command("space", "create", "Finance", "--curator", "owner", stdout=out)
+    finance = Space.objects.get(name="Finance")
+    assert owner.has_perm("knowledge.curate_space", finance)
+    call_command("space", "member", "Finance", "member", "--role", "reader", stdout=out)
+    assert member.has_perm("knowledge.view_space", finance)
+    assert not member.has_perm("knowledge.curate_space", finance)
+    call_command("space", "member", str(finance.pk), "outsider", "--role", "curator", stdout=out)
+    assert outsider.has_perm("knowledge.curate_space", finance)
+    call_command("space", "member", "Finance", "outsider", "--remove", stdout=out)
+    assert not outsider.has_perm("knowledge.view_space", finance)
+    listing = StringIO()
+    call_command("space", "list", stdout=listing)
+    assert "Finance\tmember (reader), owner (curator)" in listing.getvalue()
+
+
+def test_space_commands_name_what_is_wrong(owner):
+    call_command("space", "create", "Finance", "--curator", "owner", stdout=StringIO())
+    with pytest.raises(CommandError, match="space_exists"):
+        call_command("space", "create", "Finance", "--curator", "owner")
+    with pytest.raises(CommandError, match="no active user"):
+        call_command("space", "create", "Legal", "--curator", "ghost")
+    with pytest.raises(CommandError, match="no space"):
+        call_command("space", "member", "Nowhere", "owner", "--role", "reader")
+    with pytest.raises(CommandError, match="unknown_user"):
+        call_command("space", "member", "Finance", "ghost", "--role", "reader")
+    with pytest.raises(CommandError, match="either --role"):
+        call_command("space", "member", "Finance", "owner")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_ingest_wait_reports_each_file_and_why_one_failed(celery_worker, tmp_path, space, owner):
+    (tmp_path / "notes.md").write_text("# Notes\n\nReviews happen every quarter.\n")
+    (tmp_path / "blank.txt").write_text("  \n \n")
+    out, err = StringIO(), StringIO()
+    with pytest.raises(CommandError, match="1 file"):
+        call_command(
+            "ingest", str(tmp_path), "--space", "Operations", "--user", "owner", "--wait",
+            "--timeout", "120", stdout=out, stderr=err,
+        )  # fmt: skip
+    assert "notes.md: admitted (" in out.getvalue()
+    assert "blank.txt: failed: no_text: The file contains no extractable text." in err.getvalue()

@@ -93,3 +93,25 @@ def test_an_unavailable_embedding_provider_leaves_keyword_search_working(
     assert outcomes["keyword_search"] == ("succeeded", "matched", False)
     assert "owns service reviews" in result.candidates[0].text
     assert set(result.candidates[0].contributions) == {"keyword_search"}
+
+
+def test_a_failed_extraction_says_in_words_why_over_the_api_and_in_admin(space, owner):
+    from django.test import Client
+
+    from knowledge.services import space_member_set
+    from tests.conftest import client_for, make_user
+
+    primary, _ = upload_and_extract(owner, space, "locked.pdf", encrypted_pdf())
+    document_id = primary.revision.document_id
+    body = client_for(owner).get(f"/v1/documents/{document_id}").json()
+    [extraction, _] = body["revisions"][0]["extractions"]
+    assert (extraction["error_code"], extraction["error_message"]) == (
+        "encrypted", "The file is password-protected.",
+    )  # fmt: skip
+
+    curator = make_user("curator", staff=True)
+    space_member_set(space=space, username="curator", role="curator")
+    admin = Client()
+    admin.force_login(curator)
+    page = admin.get("/admin/knowledge/extraction/").content.decode()
+    assert "The file is password-protected." in page

@@ -1,7 +1,9 @@
 import pytest
+from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
 
 from knowledge.models import Space
+from knowledge.services import space_create, space_member_set
 from tests.conftest import client_for, make_user
 from tests.core.test_api_keys import assert_error
 
@@ -44,11 +46,13 @@ def test_it_rejects_malformed_json(staff):
 
 def test_the_list_shows_only_visible_spaces(space, owner, member, outsider, staff):
     Space.objects.create(name="Hidden")
+    root = get_user_model().objects.create_superuser("root", password="test-password-1")
     for user, expected in [
         (owner, ["Operations"]),
         (member, ["Operations"]),
         (outsider, []),
-        (staff, ["Hidden", "Operations"]),
+        (staff, ["Operations"]),  # as the creator, a curator of it; staff alone reads nothing
+        (root, ["Hidden", "Operations"]),
     ]:
         body = client_for(user).get("/v1/spaces").json()
         assert sorted(row["name"] for row in body["results"]) == expected, user
@@ -57,7 +61,7 @@ def test_the_list_shows_only_visible_spaces(space, owner, member, outsider, staf
 
 def test_the_list_pages_with_a_next_link(staff):
     for number in range(5):
-        Space.objects.create(name=f"S{number}")
+        space_create(name=f"S{number}", created_by=staff)
     client = client_for(staff)
     first = client.get("/v1/spaces?page_size=2").json()
     assert len(first["results"]) == 2 and first["next"]
@@ -72,8 +76,6 @@ def test_the_list_pages_with_a_next_link(staff):
 
 def test_the_list_uses_a_fixed_number_of_queries(owner, django_assert_max_num_queries):
     staff_user = make_user("boss", staff=True)
-    from knowledge.services import space_create, space_member_set
-
     for number in range(10):
         space = space_create(name=f"Space {number}", created_by=staff_user)
         space_member_set(space=space, username="owner", role="reader")
@@ -123,9 +125,21 @@ def test_a_non_member_gets_404_from_the_members_endpoint(space, outsider):
     assert not outsider.has_perm("knowledge.curate_space", space)
 
 
-def test_staff_manage_members_of_any_space(space, outsider):
+def test_staff_without_a_role_neither_read_nor_manage_a_space(space, outsider):
     other_staff = make_user("other-staff", staff=True)
-    response = client_for(other_staff).post(
+    client = client_for(other_staff)
+    assert_error(client.get(f"/v1/spaces/{space.pk}"), 404, "not_found")
+    assert_error(client.get(f"/v1/spaces/{space.pk}/members"), 404, "not_found")
+    response = client.post(
+        f"/v1/spaces/{space.pk}/members", {"username": "outsider", "role": "curator"}, format="json"
+    )
+    assert_error(response, 404, "not_found")
+    assert not outsider.has_perm("knowledge.view_space", space)
+
+
+def test_a_superuser_manages_members_of_any_space(space, outsider):
+    root = get_user_model().objects.create_superuser("root", password="test-password-1")
+    response = client_for(root).post(
         f"/v1/spaces/{space.pk}/members", {"username": "outsider", "role": "curator"}, format="json"
     )
     assert response.status_code == 201

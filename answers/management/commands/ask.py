@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from answers.pipeline.request import answer_request_parse
 from answers.pipeline.run import answer_create
 from core.errors import ApiError
-from knowledge.models import Space
+from knowledge.selectors import space_find
 
 
 class Command(BaseCommand):
@@ -27,9 +27,7 @@ class Command(BaseCommand):
             raise CommandError(f"no active user {user!r}")
         space_ids = []
         for name in space:
-            match = Space.objects.filter(name=name).first() or (
-                Space.objects.filter(pk=int(name)).first() if name.isdigit() else None
-            )
+            match = space_find(name_or_id=name)
             if match is None:
                 raise CommandError(f"no space {name!r}")
             space_ids.append(match.pk)

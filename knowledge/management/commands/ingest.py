@@ -1,3 +1,4 @@
+import time
 from pathlib import Path
 
 from django.contrib.auth import get_user_model
@@ -5,21 +6,30 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from core.errors import ApiError
 from knowledge.documents import document_upload
-from knowledge.models import Space
+from knowledge.models import ExtractionRole, ExtractionStatus
+from knowledge.selectors import revision_extractions, space_find
+
+UNFINISHED = {ExtractionStatus.PENDING, ExtractionStatus.RUNNING}
 
 
 class Command(BaseCommand):
-    help = "Upload files into a space; extraction runs in the Celery worker."
+    help = (
+        "Upload files into a space; extraction runs in the Celery worker. With --wait, wait "
+        "for every file and print its outcome (and the reason of a failure)."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("paths", nargs="+", type=Path)
         parser.add_argument("--space", required=True, help="space name or id")
         parser.add_argument("--user", default="admin", help="uploader (default: admin)")
+        parser.add_argument("--wait", action="store_true", help="wait for the extractions")
+        parser.add_argument(
+            "--timeout", type=float, default=300.0, help="seconds --wait waits in all"
+        )
 
-    def handle(self, *args, paths: list[Path], space: str, user: str, **options) -> None:
-        target = Space.objects.filter(name=space).first()
-        if target is None and space.isdigit():
-            target = Space.objects.filter(pk=int(space)).first()
+    def handle(self, *args, paths: list[Path], space: str, user: str, wait: bool,
+               timeout: float, **options) -> None:  # fmt: skip
+        target = space_find(name_or_id=space)
         if target is None:
             raise CommandError(f"no space {space!r}")
         uploader = get_user_model().objects.filter(username=user).first()
@@ -29,6 +39,7 @@ class Command(BaseCommand):
             p for path in paths for p in (sorted(path.rglob("*")) if path.is_dir() else [path])
         ]
         failures = 0
+        uploaded: list[tuple[str, int]] = []
         for path in files:
             if not path.is_file():
                 continue
@@ -43,5 +54,40 @@ class Command(BaseCommand):
             state = "queued" if result.created else "unchanged"
             self.stdout.write(f"{path.name}: document {result.document.pk} "
                               f"revision {result.revision.number} {state}")  # fmt: skip
+            uploaded.append((path.name, result.revision.pk))
+        if wait:
+            failures += self._wait(uploaded, deadline=time.monotonic() + timeout)
         if failures:
-            raise CommandError(f"{failures} file(s) were refused")
+            raise CommandError(f"{failures} file(s) were refused or not admitted")
+
+    def _wait(self, uploaded: list[tuple[str, int]], *, deadline: float) -> int:
+        """Print one line per file once its extraction is finished; the count of failures."""
+        failures = 0
+        waiting = list(uploaded)
+        while waiting:
+            still = []
+            for name, revision_id in waiting:
+                extractions = revision_extractions(revision_id=revision_id)
+                if not extractions or any(e.status in UNFINISHED for e in extractions):
+                    still.append((name, revision_id))
+                    continue
+                failures += self._report(name, extractions)
+            waiting = still
+            if waiting and time.monotonic() > deadline:
+                for name, _ in waiting:
+                    failures += 1
+                    self.stderr.write(f"{name}: still extracting (is the worker running?)")
+                break
+            if waiting:
+                time.sleep(0.5)
+        return failures
+
+    def _report(self, name: str, extractions: list) -> int:
+        primary = next((e for e in extractions if e.role == ExtractionRole.PRIMARY), None)
+        if primary is not None and primary.status == ExtractionStatus.ADMITTED:
+            passages = primary.passages.count()
+            self.stdout.write(f"{name}: admitted ({passages} passages, {primary.extractor})")
+            return 0
+        failed = primary or extractions[0]
+        self.stderr.write(f"{name}: failed: {failed.error_code}: {failed.error_message}")
+        return 1

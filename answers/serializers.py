@@ -1,0 +1,134 @@
+"""OpenAPI shapes of the answer API (SPEC §5).
+
+Requests are validated by `answers.pipeline.request.answer_request_parse`, the one parser the
+REST API, the CLI and the MCP tools share; `AnswerInput` documents the same contract.
+Responses are built by the pipeline; these serializers describe them and never build them.
+Citations, cards and sources differ by kind (quote, value, revision, snapshot), so they are
+documented as objects whose common keys are named.
+"""
+
+from rest_framework import serializers
+
+from answers.pipeline.policy import MODES, POLICY_MODES, TOOL_NAMES
+from answers.pipeline.request import MAX_QUERY_CHARS
+from answers.pipeline.texts import LANGUAGES
+from core.inputs import ObjectIdField
+from knowledge.document_apis import OutcomeOutput
+
+EVIDENCE_STATUSES = ["available", "absent", "partial", "unavailable", "not_requested", "unknown"]
+ANSWER_STATUSES = ["evidence_backed", "partial", "general_knowledge", "unverified", "abstained"]
+
+
+class EvidencePolicyInput(serializers.Serializer):
+    mode = serializers.ChoiceField(choices=POLICY_MODES, required=False)
+    allowed_tools = serializers.ListField(
+        child=serializers.ChoiceField(choices=TOOL_NAMES), required=False
+    )
+    required_tools = serializers.ListField(
+        child=serializers.ChoiceField(choices=TOOL_NAMES), required=False
+    )
+
+
+class AnswerInput(serializers.Serializer):
+    query = serializers.CharField(max_length=MAX_QUERY_CHARS)
+    mode = serializers.ChoiceField(choices=MODES, required=False, default="ask")
+    stream = serializers.BooleanField(
+        required=False, default=False, help_text="Only false: use the events endpoint to replay."
+    )
+    stream_version = serializers.CharField(required=False, allow_null=True)
+    conversation_id = ObjectIdField(required=False, allow_null=True)
+    space_ids = serializers.ListField(child=ObjectIdField(), required=False)
+    selected_sources = serializers.ListField(child=ObjectIdField(), required=False)
+    language = serializers.ChoiceField(choices=LANGUAGES, required=False, allow_null=True)
+    evidence_policy = EvidencePolicyInput(required=False, allow_null=True)
+
+
+class PolicyOutput(serializers.Serializer):
+    mode = serializers.ChoiceField(choices=POLICY_MODES)
+    allowed_tools = serializers.ListField(child=serializers.CharField())
+    required_tools = serializers.ListField(child=serializers.CharField())
+
+
+class CitationOutput(serializers.Serializer):
+    number = serializers.IntegerField()
+    fact_id = serializers.CharField()
+    kind = serializers.ChoiceField(choices=["quote", "value"])
+
+
+class CardOutput(serializers.Serializer):
+    kind = serializers.CharField()
+
+
+class SourceOutput(serializers.Serializer):
+    type = serializers.CharField()
+    id = serializers.IntegerField()
+
+
+class AnswerTextOutput(serializers.Serializer):
+    text = serializers.CharField(allow_blank=True)
+    language = serializers.CharField()
+    citations = CitationOutput(many=True)
+    cards = CardOutput(many=True)
+
+
+class EvidenceOutput(serializers.Serializer):
+    status = serializers.ChoiceField(choices=EVIDENCE_STATUSES)
+    answer_status = serializers.ChoiceField(choices=ANSWER_STATUSES)
+    policy = PolicyOutput()
+    sources = SourceOutput(many=True)
+    outcomes = OutcomeOutput(many=True)
+
+
+class QualityOutput(serializers.Serializer):
+    completeness = serializers.CharField()
+    degraded = serializers.BooleanField()
+    issues = serializers.ListField(child=serializers.CharField())
+
+
+class ReleaseOutput(serializers.Serializer):
+    id = serializers.CharField()
+    kind = serializers.ChoiceField(choices=["answer", "refusal"])
+    reset_context = serializers.IntegerField()
+    publication_sequence = serializers.IntegerField()
+    policy_version = serializers.CharField()
+    text_sha256 = serializers.CharField()
+    citations_sha256 = serializers.CharField()
+    cards_sha256 = serializers.CharField()
+    policy_sha256 = serializers.CharField()
+
+
+class AnswerOutput(serializers.Serializer):
+    """The response body; HTTP 200 alone proves nothing, read `evidence`."""
+
+    run_id = serializers.UUIDField()
+    generation = serializers.IntegerField()
+    mode = serializers.ChoiceField(choices=MODES)
+    answer = AnswerTextOutput()
+    evidence = EvidenceOutput()
+    quality = QualityOutput()
+    release = ReleaseOutput(allow_null=True, help_text="null: no verified release recorded.")
+    label = serializers.ChoiceField(
+        choices=["unverified"], required=False, help_text="plan and raw modes only."
+    )
+    plan = serializers.DictField(required=False, help_text="plan mode only.")
+    results = serializers.ListField(
+        child=serializers.DictField(), required=False, help_text="raw mode only."
+    )
+    trace = serializers.DictField(required=False, help_text="debug mode (staff) only.")
+
+
+class AuditGenerationOutput(serializers.Serializer):
+    number = serializers.IntegerField()
+    output_release = ReleaseOutput(
+        required=False, help_text="Present only when a release row exists for the generation."
+    )
+
+
+class AuditOutput(serializers.Serializer):
+    run_id = serializers.UUIDField()
+    question = serializers.CharField()
+    mode = serializers.ChoiceField(choices=MODES)
+    policy = serializers.DictField()
+    plan = serializers.DictField(allow_null=True)
+    memories_used = serializers.ListField(child=serializers.DictField())
+    generations = AuditGenerationOutput(many=True)

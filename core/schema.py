@@ -1,0 +1,71 @@
+"""OpenAPI helpers: the error shape on every operation, and paginated list bodies."""
+
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.utils import OpenApiParameter
+from rest_framework import serializers
+
+# Every operation may answer these with the one error shape (core.errors).
+ERROR_STATUSES = {
+    "400": "Malformed body (unparseable JSON, unreadable multipart).",
+    "401": "Missing, malformed, unknown or revoked credentials.",
+    "403": "Authenticated, but the role does not allow this operation.",
+    "404": "Missing, or not visible to the caller (the two look the same).",
+    "413": "Body or file larger than the configured limit.",
+    "415": "Unsupported content type.",
+    "422": "Invalid values; `fields` names each offending field.",
+}
+ERROR_SCHEMA = {
+    "type": "object",
+    "required": ["error"],
+    "properties": {
+        "error": {
+            "type": "object",
+            "required": ["code", "message", "fields"],
+            "properties": {
+                "code": {"type": "string"},
+                "message": {"type": "string"},
+                "fields": {"type": "object", "additionalProperties": {"type": "string"}},
+            },
+        }
+    },
+}
+PAGE_PARAMETERS = [
+    OpenApiParameter("cursor", str, description="Opaque cursor from `next` or `previous`."),
+    OpenApiParameter("page_size", int, description="Rows per page (at most 200, default 50)."),
+]
+
+
+def paginated(item: type[serializers.Serializer], name: str) -> type[serializers.Serializer]:
+    """The body of a cursor-paginated list: `{"results": [...], "next", "previous"}`."""
+    return type(
+        name,
+        (serializers.Serializer,),
+        {
+            "results": item(many=True),
+            "next": serializers.URLField(allow_null=True),
+            "previous": serializers.URLField(allow_null=True),
+            "__module__": item.__module__,
+        },
+    )
+
+
+def error_responses_hook(result: dict, generator: object, request: object, public: bool) -> dict:
+    """Add the error shape to every operation for every status it does not document itself."""
+    result.setdefault("components", {}).setdefault("schemas", {})["Error"] = ERROR_SCHEMA
+    reference = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
+    for operations in result.get("paths", {}).values():
+        for operation in operations.values():
+            responses = operation.setdefault("responses", {})
+            for status, description in ERROR_STATUSES.items():
+                responses.setdefault(status, {"description": description, "content": reference})
+    return result
+
+
+class ApiKeyScheme(OpenApiAuthenticationExtension):
+    """`Authorization: Bearer kn_…` (keys from `manage.py apikey create`)."""
+
+    target_class = "core.authentication.ApiKeyAuthentication"
+    name = "apiKey"
+
+    def get_security_definition(self, auto_schema: object) -> dict:
+        return {"type": "http", "scheme": "bearer", "bearerFormat": "kn_ + 43 characters"}
