@@ -33,3 +33,19 @@ bench: $(STAMP)
 
 clean-var:
 	rm -rf var/test
+
+# The cross-encoder support judge: trained in its own Python 3.11 venv (CPU torch), shipped
+# as int8 ONNX that the app runs with onnxruntime; then evaluated in the app venv, no torch.
+TRAIN_VENV := .venv-train
+TRAIN_STAMP := $(TRAIN_VENV)/.installed
+TRAIN_REQS := answers/judge/cross_encoder/requirements-train.txt
+
+$(TRAIN_STAMP): $(TRAIN_REQS)
+	@test -x $(TRAIN_VENV)/bin/python || python3.11 -m venv $(TRAIN_VENV)
+	$(TRAIN_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r $(TRAIN_REQS)
+	@touch $(TRAIN_STAMP)
+
+.PHONY: train-judge
+train-judge: $(STAMP) $(TRAIN_STAMP)
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(TRAIN_VENV)/bin/python answers/judge/cross_encoder/train.py
+	$(PY) answers/judge/cross_encoder/evaluate.py

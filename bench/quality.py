@@ -43,6 +43,8 @@ BENCH_DIR = ROOT / "var" / "bench-quality"
 SQUAD_FILE = SHARED_DATA / "squad2-dev-sample.json"
 django_setup(BENCH_DIR, KOINON_MODEL_PROVIDER="extractive")
 
+from common.corpus import bench_space  # noqa: E402
+from common.services import embedded_services, recreate_database  # noqa: E402
 from django.test import override_settings  # noqa: E402
 
 from answers.judge.data import contains_answer, is_heldout, nq_records  # noqa: E402
@@ -51,12 +53,9 @@ from answers.pipeline.planner import DatasetInfo, Plan, content_words, plan_ques
 from answers.pipeline.providers import CandidateView, ExtractiveProvider  # noqa: E402
 from answers.pipeline.request import answer_request_parse  # noqa: E402
 from answers.pipeline.run import answer_create  # noqa: E402
-from common.corpus import bench_space  # noqa: E402
-from common.services import embedded_services, recreate_database  # noqa: E402
 from knowledge.documents import document_upload, revision_extract  # noqa: E402
 from knowledge.models import Document, Extraction, ExtractionRole  # noqa: E402
 from knowledge.sentences import is_label  # noqa: E402
-
 
 # --- the selector before this change, kept here as the baseline ---------------------
 
@@ -267,7 +266,10 @@ def main() -> None:
         corpora = {}
         if args.corpus in ("both", "squad"):
             squad = bench_space("SQuAD")
-            corpora["SQuAD 2.0 sample"] = (squad, load_squad(squad.space, squad.curator, args.quick))
+            corpora["SQuAD 2.0 sample"] = (
+                squad,
+                load_squad(squad.space, squad.curator, args.quick),
+            )
         if args.corpus in ("both", "nq"):
             from django.contrib.auth import get_user_model
 
@@ -283,7 +285,7 @@ def main() -> None:
             print(f"\n== {name}: {len(asked)} questions")
             old = measure(bench.reader, bench.space, asked, OldExtractiveProvider, texts).row()
             print(f"{'pipeline':<22} " + " ".join(f"{k:>13}" for k in old))
-            print(f"{'old selector':<22} " + " ".join(f"{str(v):>13}" for v in old.values()))
+            print(f"{'old selector':<22} " + " ".join(f"{v!s:>13}" for v in old.values()))
             curves[name] = []
             for threshold in thresholds:
                 with override_settings(KOINON_JUDGE_THRESHOLD=threshold):
@@ -291,7 +293,7 @@ def main() -> None:
                                   texts).row()  # fmt: skip
                 curves[name].append((threshold, row))
                 label = f"new, threshold {threshold}"
-                print(f"{label:<22} " + " ".join(f"{str(v):>13}" for v in row.values()))
+                print(f"{label:<22} " + " ".join(f"{v!s:>13}" for v in row.values()))
         if len(thresholds) > 1:
             plot(args.plot, curves)
             print(f"\nplot: {args.plot.name}")

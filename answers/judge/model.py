@@ -24,7 +24,7 @@ logger = logging.getLogger(__name__)
 JUDGE_DIR = Path(__file__).resolve().parent
 JUDGE_FILE = JUDGE_DIR / "judge.json"
 # Pinned: retraining (python -m answers.judge.train) prints the new value to put here.
-JUDGE_SHA256 = "465a4287c631e29a90289ee2ca4936c69676d04376d837d3e5779455386e8ba4"
+JUDGE_SHA256 = "26ff79d2305aa95f8c73a32131d9fa81a70cc9a763135c9dd67c4c57d2decd07"
 BATCH = 32
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 

@@ -62,3 +62,20 @@ def test_the_judge_scores_without_torch():
     )  # fmt: skip
     assert 0.0 <= misses < answers <= 1.0
     assert "torch" not in sys.modules
+
+
+@pytest.mark.slow
+def test_the_shipped_cross_encoder_reproduces_its_recorded_evaluation(nq_data):
+    """CI checks the cross-encoder's hash and evaluation, not its training (which needs
+    torch and about 20 minutes: `make train-judge`)."""
+    from answers.judge.cross_encoder import evaluate
+    from answers.judge.cross_encoder.common import MANIFEST_PATH, ONNX_PATH, load_tokenizer
+
+    manifest = json.loads(MANIFEST_PATH.read_text())
+    assert hashlib.sha256(ONNX_PATH.read_bytes()).hexdigest() == manifest["sha256"]
+    assert manifest["training_data_sha256"] == file_sha256(nq_data)
+    measured = evaluate.evaluate_nq(evaluate.session(1), load_tokenizer())
+    recorded = manifest["metrics"]["nq_heldout"]
+    assert measured["questions"] == recorded["questions"] == 509
+    for name in ("pair_auc", "top1_contains_answer"):
+        assert measured[name] == pytest.approx(recorded[name], abs=TOLERANCE), name

@@ -1,0 +1,1 @@
+"""The cross-encoder support judge: training (train.py) and evaluation (evaluate.py)."""
