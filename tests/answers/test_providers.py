@@ -39,3 +39,39 @@ def test_the_planner_splits_a_compound_question_into_searches():
         datasets=[],
     )
     assert plan.searches == ["Who owns service reviews", "what currency is the invoice dataset in"]
+
+
+def test_a_rejected_sentence_is_not_selected_again():
+    from answers.pipeline.providers import Rejection
+
+    question = "Which class is used for flights?"
+    text = "Economy class is used for short flights. Business class is used for long flights."
+    plan = plan_question(question=question, history=[], datasets=[])
+    candidate = CandidateView("q1", "quote", text, "", (0,), 0.1)
+    raw = ExtractiveProvider().select(
+        question=question, plan=plan, candidates=[candidate], attempt=0
+    )
+    [fact] = json.loads(raw)["facts"]
+    again = json.loads(
+        ExtractiveProvider().select(
+            question=question,
+            plan=plan,
+            candidates=[candidate],
+            attempt=1,
+            rejected=(Rejection("q1", fact["start"], fact["end"], "judge_unsupported"),),
+        )
+    )["facts"]
+    [other] = again
+    assert {text[fact["start"] : fact["end"]], text[other["start"] : other["end"]]} == {
+        "Economy class is used for short flights.",
+        "Business class is used for long flights.",
+    }
+
+
+def test_a_heading_is_not_offered_as_a_quote():
+    plan = plan_question(question="What is the retention period?", history=[], datasets=[])
+    candidate = CandidateView("q1", "quote", "Retention", "", (0,), 0.1, ("Policy", "Retention"))
+    raw = ExtractiveProvider().select(
+        question="What is the retention period?", plan=plan, candidates=[candidate], attempt=0
+    )
+    assert json.loads(raw)["facts"] == []
