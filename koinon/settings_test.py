@@ -13,3 +13,5 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 KOINON_HEALTH_TIMEOUT = 1.0
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # noqa: F405 - whitenoise warns when missing
 LOG_DIR = DATA_DIR / "traces"  # noqa: F405 - run traces of the suite stay out of logs/
+# Workers announce themselves quickly, so the suite need not wait for a heartbeat.
+KOINON_WORKER_HEARTBEAT_INTERVAL = 0.5
