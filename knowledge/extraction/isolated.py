@@ -91,31 +91,55 @@ def extract_isolated(
     )
 
 
-def _child() -> None:
-    import resource
+def _answer(header: dict, data: bytes) -> str:
+    from knowledge.extraction import extract
 
-    header = json.loads(sys.stdin.buffer.readline())
-    limit = header["memory_bytes"]
-    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    try:
-        from knowledge.extraction import extract
-
-        result = extract(
-            header["fmt"], sys.stdin.buffer.read(), role=header["role"], **header["limits"]
-        )
-        answer = {
+    result = extract(header["fmt"], data, role=header["role"], **header["limits"])
+    return json.dumps(
+        {
             "ok": True,
             "text": result.text,
             "segments": [[s.char_start, s.char_end, s.locator] for s in result.segments],
             "extractor": result.extractor,
             "extractor_version": result.extractor_version,
         }
-        del result
-        encoded = json.dumps(answer)
+    )
+
+
+def _memory_exhausted(limit: int) -> bool:
+    """Whether this process's address space came within 64 MiB of its limit.
+
+    C parsers report a failed allocation in their own words (lxml: "unknown
+    error"), which `extract` records as `corrupt`; the peak size tells the truth.
+    """
+    try:
+        status = Path("/proc/self/status").read_text()
+    except OSError:
+        return False
+    for line in status.splitlines():
+        if line.startswith("VmPeak:"):
+            return int(line.split()[1]) * 1024 > limit - 64 * 1024 * 1024
+    return False
+
+
+def _child() -> None:
+    import resource
+
+    header = json.loads(sys.stdin.buffer.readline())
+    limit = header["memory_bytes"]
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    code = None
+    try:
+        encoded = _answer(header, sys.stdin.buffer.read())
     except ExtractionError as error:
-        encoded = json.dumps({"ok": False, "code": error.code})
+        code = error.code
     except MemoryError:
-        encoded = json.dumps({"ok": False, "code": "too_large"})
+        code = "too_large"
+    # Outside the handlers: the failed parse's frames (and memory) are released now.
+    if code is not None:
+        if code == "corrupt" and _memory_exhausted(limit):
+            code = "too_large"
+        encoded = json.dumps({"ok": False, "code": code})
     sys.stdout.write(encoded)
     sys.stdout.flush()
 

@@ -141,7 +141,7 @@ class Command(BaseCommand):
                 "--loglevel=INFO", f"--concurrency={concurrency}", "--hostname=koinon@%h",
             ],
             "daphne": [
-                sys.executable, "-m", "daphne", "-b", host, "-p", str(port),
+                sys.executable, "-m", "core.server", "-b", host, "-p", str(port),
                 "koinon.asgi:application",
             ],
         }  # fmt: skip
