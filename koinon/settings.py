@@ -135,6 +135,8 @@ else:
     _default_db = _database_from_url(DATABASE_URL)
 # Lets a child process (test Celery worker, test Daphne) join the test database.
 _default_db["NAME"] = env_str("KOINON_DATABASE_NAME", _default_db["NAME"])
+# koinon_up runs Daphne and Celery as a role that owns nothing (docs/releases.md).
+_default_db["USER"] = env_str("KOINON_DATABASE_USER", _default_db["USER"])
 _default_db["CONN_MAX_AGE"] = env_int("KOINON_DB_CONN_MAX_AGE", 0)
 _default_db["CONN_HEALTH_CHECKS"] = True
 DATABASES = {"default": _default_db}
