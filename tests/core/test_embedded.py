@@ -36,7 +36,9 @@ def test_the_runtime_role_owns_nothing_and_cannot_touch_receipts_or_their_trigge
         with psycopg.connect(
             host=host, dbname=test_database_name, user=role, autocommit=True
         ) as app:
-            assert app.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user")
+            assert app.execute(
+                "SELECT rolsuper FROM pg_roles WHERE rolname = current_user"
+            ).fetchone() == (False,)
             assert app.execute(
                 "SELECT count(*) FROM pg_tables WHERE schemaname = 'public' "
                 "AND tableowner = current_user"

@@ -11,6 +11,7 @@ from core.health import ComponentStatus, check_redis_and_workers
 from koinon.celery import app as celery_app
 from tests.conftest import client_for
 from tests.knowledge.test_documents import wait_for_extraction
+from tests.services import daphne_process
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -63,8 +64,15 @@ def test_celery_check_fails_without_a_worker_heartbeat_and_without_redis(setting
 
 
 def test_fifty_parallel_health_calls_answer_fast_and_an_upload_after_them_is_extracted(
-    live_server_url, celery_worker, space, owner
+    test_database_name, logs_dir, celery_worker, space, owner
 ):
+    # A server of its own: the shared one would keep this test's permission caches
+    # (content type ids) into later tests, whose database flush renumbers them.
+    with daphne_process(test_database_name, logs_dir / "daphne-health.log") as server:
+        health_storm_then_upload(server, space, owner)
+
+
+def health_storm_then_upload(live_server_url: str, space, owner) -> None:
     def health(_: int) -> tuple[int, float]:
         started = time.monotonic()
         response = httpx.get(f"{live_server_url}/v1/health", timeout=30)
