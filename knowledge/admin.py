@@ -93,7 +93,10 @@ class DocumentRevisionAdmin(ReadOnlyAdmin):
 
 @admin.register(Extraction)
 class ExtractionAdmin(ReadOnlyAdmin):
-    list_display = ["revision", "role", "status", "error_code", "progress", "extractor", "attempts"]
+    list_display = [
+        "revision", "role", "status", "error_code", "progress", "extractor", "attempts",
+        "heartbeat_at",
+    ]  # fmt: skip
     list_filter = ["status", "role", "error_code"]
     list_select_related = ["revision__document"]
     exclude = ["norm_text"]

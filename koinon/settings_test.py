@@ -15,3 +15,5 @@ STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # noqa: F405 - whitenoise warns 
 LOG_DIR = DATA_DIR / "traces"  # noqa: F405 - run traces of the suite stay out of logs/
 # Workers announce themselves quickly, so the suite need not wait for a heartbeat.
 KOINON_WORKER_HEARTBEAT_INTERVAL = 0.5
+# Tests call the sweeper themselves; the suite's worker must not race them to it.
+KOINON_SWEEP_INTERVAL = 3600.0
