@@ -170,6 +170,11 @@ def test_a_killed_worker_is_restarted_while_daphne_keeps_serving(up_data_dir):
         up = start_up(up_data_dir, port, log)
         try:
             wait_healthy(url, up)
+            # koinon_up itself has finished starting (it polls health on its own).
+            deadline = time.monotonic() + 60
+            while "koinon is up" not in log_path.read_text():
+                assert time.monotonic() < deadline, "koinon_up did not finish starting"
+                time.sleep(0.2)
             pidfile = up_data_dir / "run" / "celery.pid"
             worker = psutil.Process(int(pidfile.read_text()))
             pool_children = worker.children(recursive=True)
