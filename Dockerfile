@@ -24,4 +24,4 @@ COPY static ./static
 COPY locale ./locale
 USER koinon
 EXPOSE 8000
-CMD ["daphne", "-b", "0.0.0.0", "-p", "8000", "koinon.asgi:application"]
+CMD ["python", "-m", "core.server", "-b", "0.0.0.0", "-p", "8000", "koinon.asgi:application"]

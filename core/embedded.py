@@ -23,6 +23,8 @@ logger = logging.getLogger(__name__)
 
 PG_SYSTEM_USER = "pgserver"  # postgres refuses to run as root
 PG_SUPERUSER = "postgres"
+# What Daphne and Celery connect as under koinon_up: it owns nothing (docs/releases.md).
+RUNTIME_ROLE = "koinon_app"
 UNIX_SOCKET_PATH_MAX = 103  # sun_path is 108 bytes on Linux, 104 on macOS
 
 
@@ -214,6 +216,39 @@ class EmbeddedPostgres:
             exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone()
             if not exists:
                 conn.execute(f'CREATE DATABASE "{name}"')
+
+    def ensure_runtime_role(self, *, database: str, role: str = RUNTIME_ROLE) -> None:
+        """Create (once) a login role that owns nothing and grant it the app's tables.
+
+        Read and write on every table and sequence of `public`, except receipts:
+        `audit_outputrelease` only SELECT and INSERT. Not being the owner or a
+        superuser, the role can neither disable the release triggers nor set
+        `session_replication_role`. Grants cover the tables that exist: run after
+        every migration (koinon_up does).
+        """
+        import psycopg
+        from psycopg import sql
+
+        name = sql.Identifier(role)
+        with psycopg.connect(
+            host=str(self.socket_dir), dbname=database, user=PG_SUPERUSER, autocommit=True
+        ) as conn:
+            if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [role]).fetchone():
+                conn.execute(
+                    sql.SQL(
+                        "CREATE ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION"
+                    ).format(name)
+                )
+            for statement in (
+                "GRANT CONNECT ON DATABASE {database} TO {role}",
+                "GRANT USAGE ON SCHEMA public TO {role}",
+                "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {role}",
+                "GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO {role}",
+                "REVOKE UPDATE, DELETE, TRUNCATE ON audit_outputrelease FROM {role}",
+            ):
+                conn.execute(
+                    sql.SQL(statement).format(database=sql.Identifier(database), role=name)
+                )
 
 
 # --- Redis ------------------------------------------------------------------------

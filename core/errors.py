@@ -56,6 +56,11 @@ class UnprocessableError(ApiError):
     default_code = "invalid"
 
 
+class ServiceUnavailableError(ApiError):
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    default_code = "service_unavailable"
+
+
 def error_body(code: str, message: str, fields: dict | None = None) -> dict:
     return {"error": {"code": code, "message": message, "fields": fields or {}}}
 

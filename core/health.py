@@ -3,11 +3,9 @@
 from dataclasses import dataclass
 
 import redis
-from celery import Celery
-from django.conf import settings
 from django.db import connection
 
-from koinon.celery import app as celery_app
+from core.worker import heartbeat_client, workers_alive
 
 
 @dataclass(frozen=True)
@@ -37,41 +35,48 @@ def check_database() -> list[ComponentStatus]:
     return [database, ComponentStatus("vector", True, f"pgvector {row[0]}")]
 
 
-def check_redis() -> ComponentStatus:
+def check_redis_and_workers() -> list[ComponentStatus]:
+    """Redis reachable, and how many workers have a fresh heartbeat in it.
+
+    Never broadcasts through the Celery broker pool: a request thread only reads
+    the keys the workers write (core.worker), over a connection of its own.
+    """
     try:
-        client = redis.Redis.from_url(
-            settings.REDIS_URL,
-            socket_timeout=settings.KOINON_HEALTH_TIMEOUT,
-            socket_connect_timeout=settings.KOINON_HEALTH_TIMEOUT,
-        )
+        client = heartbeat_client()
         try:
             client.ping()
+            alive = workers_alive(client)
         finally:
             client.close()
     except (redis.RedisError, OSError):
-        return ComponentStatus("redis", False, "unreachable")
-    return ComponentStatus("redis", True, "reachable")
+        return [
+            ComponentStatus("redis", False, "unreachable"),
+            ComponentStatus("celery", False, "unknown: redis unreachable"),
+        ]
+    redis_status = ComponentStatus("redis", True, "reachable")
+    if not alive:
+        return [redis_status, ComponentStatus("celery", False, "no worker heartbeat")]
+    return [redis_status, ComponentStatus("celery", True, f"{alive} worker(s) alive")]
 
 
-def check_celery(app: Celery = celery_app) -> ComponentStatus:
-    timeout = settings.KOINON_HEALTH_TIMEOUT
+def check_extractions() -> ComponentStatus:
+    """Extraction work that no worker is finishing (knowledge.selectors.extractions_stale)."""
+    from knowledge.selectors import extractions_stale
+
     try:
-        with app.connection_for_read() as broker:
-            broker.ensure_connection(max_retries=1, interval_start=0, timeout=timeout)
+        stale = extractions_stale().count()
     except Exception:
-        return ComponentStatus("celery", False, "broker unreachable")
-    try:
-        replies = app.control.ping(timeout=settings.KOINON_HEALTH_TIMEOUT)
-    except Exception:
-        return ComponentStatus("celery", False, "broker unreachable")
-    if not replies:
-        return ComponentStatus("celery", False, "no worker answered")
-    return ComponentStatus("celery", True, f"{len(replies)} worker(s) answered")
+        return ComponentStatus("extractions", False, "unknown: database unreachable")
+    if stale:
+        return ComponentStatus(
+            "extractions", False, f"{stale} stale (queued or running, no progress)"
+        )
+    return ComponentStatus("extractions", True, "none stale")
 
 
 def health_check() -> tuple[bool, dict[str, dict]]:
     components = check_database()
-    components.append(check_redis())
-    components.append(check_celery())
+    components.extend(check_redis_and_workers())
+    components.append(check_extractions())
     healthy = all(component.ok for component in components)
     return healthy, {component.name: component.as_dict() for component in components}

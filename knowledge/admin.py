@@ -178,7 +178,7 @@ class DocumentRevisionAdmin(CuratedAdmin):
 @admin.register(Extraction)
 class ExtractionAdmin(CuratedAdmin):
     list_display = ["revision", "role", "status", "error_code", "error_message", "progress",
-                    "extractor", "attempts"]  # fmt: skip
+                    "extractor", "attempts", "heartbeat_at"]  # fmt: skip
     list_filter = ["status", "role", "error_code"]
     list_select_related = ["revision__document"]
     exclude = ["norm_text"]

@@ -3,18 +3,27 @@
 import hashlib
 import logging
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import PurePath
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.files.base import ContentFile
 from django.db import transaction
+from django.db.models import F, Q
 from django.utils import timezone
 
-from core.errors import NotFoundError, PayloadTooLargeError, UnprocessableError
+from core.errors import (
+    NotFoundError,
+    PayloadTooLargeError,
+    ServiceUnavailableError,
+    UnprocessableError,
+)
+from core.queue import QueueUnavailable, task_enqueue
 from knowledge.chunking import chunk
 from knowledge.display import title_clean
-from knowledge.extraction import ExtractionError, detect_format, extract
+from knowledge.extraction import ExtractionError, Limits, detect_format
+from knowledge.extraction.isolated import extract_isolated
 from knowledge.models import (
     Document,
     DocumentRevision,
@@ -26,6 +35,7 @@ from knowledge.models import (
     Space,
 )
 from knowledge.normalise import normalised_key
+from knowledge.selectors import extractions_stale
 
 logger = logging.getLogger(__name__)
 
@@ -123,31 +133,152 @@ def document_upload(
 
 
 def revision_queue_extraction(*, revision: DocumentRevision) -> None:
+    """Queue the revision's pending extractions once the current transaction commits.
+
+    Raises ServiceUnavailableError (503, `extraction_delayed`) *after* the commit
+    when the broker does not take the message within KOINON_ENQUEUE_TIMEOUT: the
+    revision is stored, and the worker's sweeper queues it again later.
+    """
+    revision.extractions.filter(status=ExtractionStatus.PENDING).update(queued_at=timezone.now())
+    revision_id, document_id = revision.pk, revision.document_id
+    transaction.on_commit(lambda: _enqueue_extraction(revision_id, document_id))
+
+
+def _enqueue_extraction(revision_id: int, document_id: int) -> None:
     from knowledge.tasks import extract_revision
 
-    transaction.on_commit(lambda: extract_revision.delay(revision.pk))
+    try:
+        task_enqueue(extract_revision, revision_id)
+    except QueueUnavailable:
+        raise ServiceUnavailableError(
+            "The document was stored. Its text will be extracted automatically once the "
+            "task queue is reachable again; nothing needs to be uploaded again.",
+            code="extraction_delayed",
+            fields={"document": str(document_id), "revision": str(revision_id)},
+        ) from None
 
 
 @transaction.atomic
 def revision_retry_extraction(*, revision: DocumentRevision) -> None:
-    """Reset failed extractions of a revision to pending and queue them again."""
-    failed = revision.extractions.filter(status=ExtractionStatus.FAILED)
-    if not failed.exists():
-        raise UnprocessableError("Nothing to retry: no extraction failed.", code="not_failed")
-    failed.update(status=ExtractionStatus.PENDING, error_code="", progress=0)
+    """Reset failed and stuck (see extractions_stale) extractions to pending, queue again.
+
+    Raises UnprocessableError `not_failed` when every extraction is admitted or
+    still making progress.
+    """
+    stuck = extractions_stale().filter(revision=revision).values("pk")
+    retry = revision.extractions.filter(Q(status=ExtractionStatus.FAILED) | Q(pk__in=stuck))
+    if not retry.exists():
+        raise UnprocessableError(
+            "Nothing to retry: no extraction failed or is stuck.", code="not_failed"
+        )
+    retry.update(status=ExtractionStatus.PENDING, error_code="", progress=0, heartbeat_at=None)
     revision_queue_extraction(revision=revision)
 
 
+def extractions_recover(*, now: datetime | None = None) -> list[int]:
+    """The sweeper: give lost extraction work back to the queue.
+
+    Stale pending rows are queued again. Stale running rows (their worker died) go
+    back to pending, unless they already had KOINON_EXTRACT_MAX_ATTEMPTS attempts:
+    a file that keeps killing workers ends `failed` with `timeout`. Rows locked by
+    another sweeper are skipped. Returns the ids of the revisions queued again;
+    a broker that is down leaves them pending for the next sweep.
+    """
+    from knowledge.tasks import extract_revision
+
+    now = now or timezone.now()
+    with transaction.atomic():
+        stale = list(
+            extractions_stale(now=now)
+            .select_for_update(skip_locked=True)
+            .only("pk", "revision_id", "status", "attempts")
+        )
+        exhausted = {
+            e.pk
+            for e in stale
+            if e.status == ExtractionStatus.RUNNING
+            and e.attempts >= settings.KOINON_EXTRACT_MAX_ATTEMPTS
+        }
+        Extraction.objects.filter(pk__in=exhausted).update(
+            status=ExtractionStatus.FAILED, error_code="timeout", progress=100, finished_at=now
+        )
+        revived = [e for e in stale if e.pk not in exhausted]
+        Extraction.objects.filter(pk__in=[e.pk for e in revived]).update(
+            status=ExtractionStatus.PENDING, progress=0, queued_at=now, heartbeat_at=None
+        )
+    revision_ids = sorted({e.revision_id for e in revived})
+    for revision_id in revision_ids:
+        try:
+            task_enqueue(extract_revision, revision_id)
+        except QueueUnavailable:
+            break
+    if stale:
+        logger.warning(
+            "sweeper: %d stale extraction(s), %d failed, revisions %s queued again",
+            len(stale),
+            len(exhausted),
+            revision_ids,
+        )
+    return revision_ids
+
+
+def revision_fail_unfinished(*, revision_id: int, code: str) -> int:
+    """End every pending or running extraction of a revision `failed` with `code`.
+
+    For the task's time limit: nothing of the revision may be left looking busy.
+    """
+    return Extraction.objects.filter(
+        revision_id=revision_id,
+        status__in=[ExtractionStatus.PENDING, ExtractionStatus.RUNNING],
+    ).update(
+        status=ExtractionStatus.FAILED, error_code=code, progress=100, finished_at=timezone.now()
+    )
+
+
 def _set(extraction: Extraction, **fields: object) -> None:
+    fields["heartbeat_at"] = timezone.now()
     for name, value in fields.items():
         setattr(extraction, name, value)
     extraction.save(update_fields=list(fields))
 
 
+def _heartbeat(revision_id: int) -> None:
+    """A sign of life for every unfinished extraction of the revision being worked on."""
+    Extraction.objects.filter(
+        revision_id=revision_id,
+        status__in=[ExtractionStatus.PENDING, ExtractionStatus.RUNNING],
+    ).update(heartbeat_at=timezone.now())
+
+
+def _claim(extraction: Extraction) -> bool:
+    """Take a pending extraction for this worker; False when another one has it."""
+    claimed = Extraction.objects.filter(pk=extraction.pk, status=ExtractionStatus.PENDING).update(
+        status=ExtractionStatus.RUNNING,
+        attempts=F("attempts") + 1,
+        progress=5,
+        heartbeat_at=timezone.now(),
+    )
+    if claimed:
+        extraction.refresh_from_db()
+    return bool(claimed)
+
+
+def _limits() -> Limits:
+    return Limits(
+        max_chars=settings.KOINON_EXTRACT_MAX_CHARS,
+        max_pages=settings.KOINON_EXTRACT_MAX_PAGES,
+        max_decompressed=settings.KOINON_EXTRACT_MAX_DECOMPRESSED,
+        max_elements=settings.KOINON_EXTRACT_MAX_ELEMENTS,
+    )
+
+
 def revision_extract(*, revision_id: int) -> None:
     """Run both extractions of a revision, then passages and embeddings of the primary.
 
-    Idempotent: admitted extractions are left alone, so a retry redoes only what failed.
+    Only pending extractions are claimed (atomically), so a duplicate message for
+    the same revision does nothing twice. Each extraction runs in a child process
+    bounded by KOINON_EXTRACT_TIMEOUT and KOINON_EXTRACT_MEMORY_BYTES
+    (knowledge.extraction.isolated); while it runs, the rows get heartbeats.
     """
     try:
         revision = DocumentRevision.objects.select_related("document").get(pk=revision_id)
@@ -156,21 +287,18 @@ def revision_extract(*, revision_id: int) -> None:
     with revision.file.open("rb") as handle:
         data = handle.read()
     for extraction in revision.extractions.order_by("role"):
-        if extraction.status == ExtractionStatus.ADMITTED:
+        if not _claim(extraction):
             continue
-        _set(
-            extraction,
-            status=ExtractionStatus.RUNNING,
-            attempts=extraction.attempts + 1,
-            progress=5,
-        )
         try:
-            result = extract(
+            result = extract_isolated(
                 revision.document.kind,
                 data,
                 role=extraction.role,
-                max_chars=settings.KOINON_EXTRACT_MAX_CHARS,
-                max_pages=settings.KOINON_EXTRACT_MAX_PAGES,
+                limits=_limits(),
+                timeout=settings.KOINON_EXTRACT_TIMEOUT,
+                memory_bytes=settings.KOINON_EXTRACT_MEMORY_BYTES,
+                on_wait=lambda: _heartbeat(revision_id),
+                wait_interval=settings.KOINON_WORKER_HEARTBEAT_INTERVAL,
             )
         except ExtractionError as error:
             _set(

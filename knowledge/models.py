@@ -138,10 +138,22 @@ class Extraction(models.Model):
     progress = models.PositiveSmallIntegerField(default=0)
     attempts = models.PositiveSmallIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
+    # Last time the extraction was handed to the broker; the sweeper re-queues
+    # pending rows whose message was lost (knowledge.documents.extractions_recover).
+    queued_at = models.DateTimeField(null=True, blank=True)
+    # Last sign of life of the worker running it; stale means that worker died.
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["revision_id", "role"]
+        indexes = [
+            models.Index(
+                fields=["status", "heartbeat_at"],
+                condition=models.Q(status__in=["pending", "running"]),
+                name="extraction_unfinished_idx",
+            )
+        ]
         constraints = [
             models.UniqueConstraint(fields=["revision", "role"], name="extraction_role_unique"),
         ]

@@ -1,7 +1,12 @@
 """Reads of knowledge objects, always scoped to what the user may see."""
 
+from datetime import datetime, timedelta
+
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Q, QuerySet
+from django.db.models.functions import Coalesce, Greatest
+from django.utils import timezone
 from guardian.shortcuts import get_objects_for_user, get_users_with_perms
 
 from core.errors import NotFoundError
@@ -174,3 +179,23 @@ def proposals_visible_to(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[
     return KnowledgeProposal.objects.filter(
         space__in=spaces_visible_to(user=user).values("pk")
     ).select_related("base_version", "proposed_by")
+
+
+def extractions_stale(*, now: datetime | None = None) -> QuerySet[Extraction]:
+    """Extractions that no worker is going to finish on its own.
+
+    Pending rows whose queue message is older than KOINON_EXTRACT_REQUEUE_AFTER
+    (the message was lost, or never sent), and running rows whose heartbeat is
+    older than KOINON_EXTRACT_STALE_AFTER (their worker died).
+    """
+    now = now or timezone.now()
+    pending_before = now - timedelta(seconds=settings.KOINON_EXTRACT_REQUEUE_AFTER)
+    running_before = now - timedelta(seconds=settings.KOINON_EXTRACT_STALE_AFTER)
+    # A pending row's heartbeat comes from the task working on its sibling.
+    return Extraction.objects.alias(
+        queued=Coalesce(Greatest("queued_at", "heartbeat_at"), "created_at"),
+        alive=Coalesce("heartbeat_at", "created_at"),
+    ).filter(
+        Q(status=ExtractionStatus.PENDING, queued__lt=pending_before)
+        | Q(status=ExtractionStatus.RUNNING, alive__lt=running_before)
+    )

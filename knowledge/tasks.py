@@ -2,7 +2,7 @@ from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 from django.db import OperationalError
 
-from knowledge.models import Extraction, ExtractionStatus
+from knowledge.models import Extraction
 
 
 @shared_task(
@@ -12,16 +12,16 @@ from knowledge.models import Extraction, ExtractionStatus
     max_retries=3,
     soft_time_limit=300,
     time_limit=360,
+    # Nobody reads the result; storing it would make enqueueing wait on the backend too.
+    ignore_result=True,
 )
 def extract_revision(revision_id: int) -> None:
-    from knowledge.documents import revision_extract
+    from knowledge.documents import revision_extract, revision_fail_unfinished
 
     try:
         revision_extract(revision_id=revision_id)
     except SoftTimeLimitExceeded:
-        Extraction.objects.filter(revision_id=revision_id, status=ExtractionStatus.RUNNING).update(
-            status=ExtractionStatus.FAILED, error_code="timeout", progress=100
-        )
+        revision_fail_unfinished(revision_id=revision_id, code="timeout")
 
 
 @shared_task(name="knowledge.embed_extraction", autoretry_for=(OperationalError,), max_retries=3)

@@ -136,6 +136,8 @@ else:
     _default_db = _database_from_url(DATABASE_URL)
 # Lets a child process (test Celery worker, test Daphne) join the test database.
 _default_db["NAME"] = env_str("KOINON_DATABASE_NAME", _default_db["NAME"])
+# koinon_up runs Daphne and Celery as a role that owns nothing (docs/releases.md).
+_default_db["USER"] = env_str("KOINON_DATABASE_USER", _default_db["USER"])
 _default_db["CONN_MAX_AGE"] = env_int("KOINON_DB_CONN_MAX_AGE", 0)
 _default_db["CONN_HEALTH_CHECKS"] = True
 DATABASES = {"default": _default_db}
@@ -154,6 +156,8 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_ACKS_LATE = True
+# A worker process that dies mid-task gives its message back instead of acking it.
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_TIME_LIMIT = env_int("KOINON_TASK_TIME_LIMIT", 600)
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("KOINON_TASK_SOFT_TIME_LIMIT", 540)
@@ -240,7 +244,27 @@ KOINON_QUERY_TIMEOUT = env_float("KOINON_QUERY_TIMEOUT", 5.0)
 KOINON_QUERY_MAX_ROWS = env_int("KOINON_QUERY_MAX_ROWS", 1000)
 KOINON_QUERY_MEMORY_LIMIT = env_str("KOINON_QUERY_MEMORY_LIMIT", "256MB")
 KOINON_UPLOAD_MAX_BYTES = env_int("KOINON_UPLOAD_MAX_BYTES", 25 * 1024 * 1024)
+# A request body declaring more than this is refused before it is read (core.server).
+KOINON_REQUEST_MAX_BYTES = env_int(
+    "KOINON_REQUEST_MAX_BYTES", KOINON_UPLOAD_MAX_BYTES + 1024 * 1024
+)
 KOINON_HEALTH_TIMEOUT = env_float("KOINON_HEALTH_TIMEOUT", 2.0)
+# --- Background work (docs/decisions.md, "Hardening") -----------------------------
+# Longest a request waits for a pooled broker producer (and to publish) before 503.
+KOINON_ENQUEUE_TIMEOUT = env_float("KOINON_ENQUEUE_TIMEOUT", 3.0)
+KOINON_WORKER_HEARTBEAT_INTERVAL = env_float("KOINON_WORKER_HEARTBEAT_INTERVAL", 5.0)
+KOINON_WORKER_STALE_AFTER = env_int("KOINON_WORKER_STALE_AFTER", 30)
+KOINON_SWEEP_INTERVAL = env_float("KOINON_SWEEP_INTERVAL", 30.0)
+# Pending rows not picked up this long are queued again; running rows whose heartbeat
+# is this old belong to a dead worker.
+KOINON_EXTRACT_REQUEUE_AFTER = env_int("KOINON_EXTRACT_REQUEUE_AFTER", 120)
+KOINON_EXTRACT_STALE_AFTER = env_int("KOINON_EXTRACT_STALE_AFTER", 120)
+KOINON_EXTRACT_MAX_ATTEMPTS = env_int("KOINON_EXTRACT_MAX_ATTEMPTS", 3)
+# Extraction runs in a child process with these bounds.
+KOINON_EXTRACT_TIMEOUT = env_float("KOINON_EXTRACT_TIMEOUT", 120.0)
+KOINON_EXTRACT_MEMORY_BYTES = env_int("KOINON_EXTRACT_MEMORY_BYTES", 1536 * 1024 * 1024)
+KOINON_EXTRACT_MAX_DECOMPRESSED = env_int("KOINON_EXTRACT_MAX_DECOMPRESSED", 256 * 1024 * 1024)
+KOINON_EXTRACT_MAX_ELEMENTS = env_int("KOINON_EXTRACT_MAX_ELEMENTS", 2_000_000)
 
 # --- i18n, static -------------------------------------------------------------
 LANGUAGE_CODE = "en"

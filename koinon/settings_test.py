@@ -16,3 +16,8 @@ LOG_DIR = DATA_DIR / "traces"  # noqa: F405 - run traces of the suite stay out o
 
 if os.environ.get("KOINON_DATABASE_NAME"):  # a child process (Daphne) of the suite
     MIDDLEWARE = ["tests.middleware.fresh_content_types", *MIDDLEWARE]  # noqa: F405
+
+# Workers announce themselves quickly, so the suite need not wait for a heartbeat.
+KOINON_WORKER_HEARTBEAT_INTERVAL = 0.5
+# Tests call the sweeper themselves; the suite's worker must not race them to it.
+KOINON_SWEEP_INTERVAL = 3600.0

@@ -67,7 +67,7 @@ def daphne_process(database_name: str, log_path: Path) -> Iterator[str]:
     port = free_port()
     log = log_path.open("w")
     process = subprocess.Popen(
-        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
+        [sys.executable, "-m", "core.server", "-b", "127.0.0.1", "-p", str(port),
          "koinon.asgi:application"],
         env=child_env(database_name), cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
         start_new_session=True,

@@ -25,6 +25,7 @@ __all__ = [
     "ROLES",
     "ExtractionError",
     "ExtractionResult",
+    "Limits",
     "Segment",
     "detect_format",
     "extract",
@@ -64,21 +65,38 @@ def extract(
     role: str,
     max_chars: int = 5_000_000,
     max_pages: int = 2000,
+    max_decompressed: int = 256 * 1024 * 1024,
+    max_elements: int = 2_000_000,
 ) -> ExtractionResult:
     """Extracts `data`, already detected as `fmt`, with the "primary" or "secondary" extractor.
 
     Raises ExtractionError with code corrupt, encrypted, no_text, too_large or
     unsupported_type. A wrong `role` is a programming error and raises ValueError.
+    A task time limit (SoftTimeLimitExceeded) passes through untouched: it is the
+    worker's, not the document's, and must not be recorded as `corrupt`.
+    Run it through `knowledge.extraction.isolated` to bound time and memory.
     """
+    from billiard.exceptions import SoftTimeLimitExceeded
+
     if role not in ROLES:
         raise ValueError(f"role must be one of {ROLES}, not {role!r}")
     extractor = _EXTRACTORS.get((fmt, role))
     if extractor is None:
         raise ExtractionError("unsupported_type")
     try:
-        return extractor(data, Limits(max_chars=max_chars, max_pages=max_pages))
-    except ExtractionError:
+        return extractor(
+            data,
+            Limits(
+                max_chars=max_chars,
+                max_pages=max_pages,
+                max_decompressed=max_decompressed,
+                max_elements=max_elements,
+            ),
+        )
+    except (ExtractionError, SoftTimeLimitExceeded):
         raise
+    except MemoryError as exc:
+        raise ExtractionError("too_large") from exc
     except Exception as exc:
         # Parsers fail in countless library-specific ways on hostile or damaged
         # input; the cause stays chained for logs, the user sees only "corrupt".

@@ -67,6 +67,10 @@ class ExtractionResult:
 class Limits:
     max_chars: int
     max_pages: int
+    # Bytes a file may inflate to (zip members, PDF streams): beyond, `too_large`.
+    max_decompressed: int = 256 * 1024 * 1024
+    # XML elements a DOCX body may hold: parsers spend ~300 bytes on each.
+    max_elements: int = 2_000_000
 
 
 _TRAILING_SPACE = re.compile(r"[^\S\n]+\n")

@@ -22,17 +22,33 @@ from .base import (
 )
 
 _DOCUMENT_XML = "word/document.xml"
-# A zip's declared size bounds how much zipfile will inflate, so checking it
-# before parsing stops decompression bombs cheaply.
-_MAX_DOCUMENT_XML_BYTES = 256 * 1024 * 1024
 _HEADING_STYLE = re.compile(r"^heading\s+([1-9])$", re.IGNORECASE)
 
 
-def _check_archive(data: bytes) -> None:
+def _check_archive(data: bytes, limits: Limits) -> None:
+    """`too_large` before any parser builds a tree it cannot afford.
+
+    A zip's declared sizes bound how much zipfile will inflate, so their sum is a
+    cheap first check. Then the body's elements are counted by a streaming parse
+    that frees each one: 70 KB of empty paragraphs can declare 8 million of them,
+    which python-docx would hold as a 3 GB tree.
+    """
+    from lxml import etree
+
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
-        info = archive.getinfo(_DOCUMENT_XML)
-        if info.file_size > _MAX_DOCUMENT_XML_BYTES:
+        if sum(info.file_size for info in archive.infolist()) > limits.max_decompressed:
             raise ExtractionError("too_large")
+        count = 0
+        with archive.open(_DOCUMENT_XML) as body:
+            for _, element in etree.iterparse(
+                body, events=("end",), resolve_entities=False, no_network=True
+            ):
+                count += 1
+                if count > limits.max_elements:
+                    raise ExtractionError("too_large")
+                element.clear()
+                while element.getprevious() is not None:
+                    del element.getparent()[0]
 
 
 def _iter_paragraphs(container: Any, parent: Any) -> Iterator[Any]:
@@ -65,7 +81,7 @@ def _heading_level(paragraph: Any) -> int | None:
 def extract_primary(data: bytes, limits: Limits) -> ExtractionResult:
     import docx
 
-    _check_archive(data)
+    _check_archive(data, limits)
     document = docx.Document(io.BytesIO(data))
     body = document.element.body
     builder = TextBuilder(limits)
@@ -84,7 +100,7 @@ def extract_primary(data: bytes, limits: Limits) -> ExtractionResult:
 def extract_secondary(data: bytes, limits: Limits) -> ExtractionResult:
     from docx2txt.docx2txt import xml2text
 
-    _check_archive(data)
+    _check_archive(data, limits)
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         xml = archive.read(_DOCUMENT_XML)
     builder = TextBuilder(limits)

@@ -8,8 +8,38 @@ libraries and are extracted normally.
 from __future__ import annotations
 
 import io
+import re
+import zlib
 
 from .base import ExtractionError, ExtractionResult, Limits, TextBuilder, dist_version
+
+_STREAM_START = re.compile(rb"(?<!end)stream\r?\n")
+_INFLATE_CHUNK = 1024 * 1024
+
+
+def check_streams(data: bytes, limits: Limits) -> None:
+    """`too_large` when the file's Flate streams inflate past limits.max_decompressed.
+
+    Both libraries inflate a stream whole before looking at it (pdfminer without
+    any bound), so a 300 KB file can hold a 300 MB stream. Every `stream` keyword
+    is tried as the start of a zlib stream, inflated in bounded steps and
+    discarded; whatever is not zlib data stops at its first bytes.
+    """
+    budget = limits.max_decompressed
+    for match in _STREAM_START.finditer(data):
+        inflater = zlib.decompressobj()
+        position = match.end()
+        try:
+            while not inflater.eof and position < len(data):
+                pending = data[position : position + _INFLATE_CHUNK]
+                position += len(pending)
+                while pending and not inflater.eof:
+                    budget -= len(inflater.decompress(pending, _INFLATE_CHUNK))
+                    if budget < 0:
+                        raise ExtractionError("too_large")
+                    pending = inflater.unconsumed_tail
+        except zlib.error:
+            continue
 
 
 def _is_password_error(exc: BaseException) -> bool:
@@ -40,6 +70,7 @@ def _check_pages(count: int, limits: Limits) -> None:
 def extract_primary(data: bytes, limits: Limits) -> ExtractionResult:
     import pdfplumber
 
+    check_streams(data, limits)
     builder = TextBuilder(limits)
     try:
         pdf = pdfplumber.open(io.BytesIO(data))
@@ -55,6 +86,17 @@ def extract_primary(data: bytes, limits: Limits) -> ExtractionResult:
 
 
 def extract_secondary(data: bytes, limits: Limits) -> ExtractionResult:
+    from pypdf.errors import LimitReachedError
+
+    check_streams(data, limits)
+    try:
+        return _read_with_pypdf(data, limits)
+    except LimitReachedError as exc:
+        # pypdf's own inflation bounds: the file is too large for it, not damaged.
+        raise ExtractionError("too_large") from exc
+
+
+def _read_with_pypdf(data: bytes, limits: Limits) -> ExtractionResult:
     from pypdf import PasswordType, PdfReader
 
     builder = TextBuilder(limits)

@@ -15,5 +15,6 @@ def test_a_task_round_trips_through_the_real_worker(celery_worker, space):
     assert result == {
         "token": token,
         "database": connection.settings_dict["NAME"],
+        "role": connection.settings_dict["USER"],
         "spaces": 1,
     }

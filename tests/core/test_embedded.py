@@ -13,3 +13,54 @@ def test_a_redis_whose_pid_file_vanished_is_still_found_and_stopped(tmp_path):
     redis.stop()
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     assert not redis.is_running()
+
+
+def test_the_runtime_role_owns_nothing_and_cannot_touch_receipts_or_their_triggers(
+    test_database_name,
+):
+    import psycopg
+    import pytest
+    from django.conf import settings
+    from psycopg import sql
+
+    from core.embedded import PG_SUPERUSER, EmbeddedPostgres
+
+    if not settings.EMBEDDED_POSTGRES:
+        pytest.skip("the runtime role is created by koinon_up on the embedded PostgreSQL")
+    postgres = EmbeddedPostgres(settings.EMBEDDED_PG_DIR)
+    role = f"koinon_app_{test_database_name}"[:60]
+    postgres.ensure_runtime_role(database=test_database_name, role=role)
+    postgres.ensure_runtime_role(database=test_database_name, role=role)  # idempotent
+    host = str(postgres.socket_dir)
+    try:
+        with psycopg.connect(
+            host=host, dbname=test_database_name, user=role, autocommit=True
+        ) as app:
+            assert app.execute(
+                "SELECT rolsuper FROM pg_roles WHERE rolname = current_user"
+            ).fetchone() == (False,)
+            assert app.execute(
+                "SELECT count(*) FROM pg_tables WHERE schemaname = 'public' "
+                "AND tableowner = current_user"
+            ).fetchone() == (0,)
+            assert app.execute("SELECT count(*) FROM audit_outputrelease").fetchone() == (0,)
+            can = "SELECT has_table_privilege(current_user, %s, %s)"
+            assert app.execute(can, ["knowledge_document", "INSERT"]).fetchone() == (True,)
+            assert app.execute(can, ["knowledge_extraction", "UPDATE"]).fetchone() == (True,)
+            assert app.execute(can, ["audit_outputrelease", "INSERT"]).fetchone() == (True,)
+            for statement in (
+                "ALTER TABLE audit_outputrelease DISABLE TRIGGER USER",
+                "SET session_replication_role = replica",
+                "UPDATE audit_outputrelease SET kind = 'refusal'",
+                "DELETE FROM audit_outputrelease",
+                "TRUNCATE audit_outputrelease",
+                "DROP TRIGGER audit_release_no_update ON audit_outputrelease",
+            ):
+                with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                    app.execute(statement)
+    finally:
+        with psycopg.connect(
+            host=host, dbname=test_database_name, user=PG_SUPERUSER, autocommit=True
+        ) as owner:
+            owner.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
+            owner.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))

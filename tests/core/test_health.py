@@ -1,10 +1,17 @@
+import time
+from concurrent.futures import ThreadPoolExecutor
+
 import httpx
 import pytest
-from celery import Celery
+from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
 from core.embedded import EmbeddedRedis
-from core.health import ComponentStatus, check_celery
+from core.health import ComponentStatus, check_redis_and_workers
+from koinon.celery import app as celery_app
+from tests.conftest import client_for
+from tests.knowledge.test_documents import wait_for_extraction
+from tests.services import daphne_process
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -13,7 +20,7 @@ def test_health_reports_every_component_ok_with_a_worker(celery_worker):
     response = APIClient().get("/v1/health")
     assert response.status_code == 200, response.json()
     components = response.json()["components"]
-    assert set(components) == {"database", "vector", "redis", "celery"}
+    assert set(components) == {"database", "vector", "redis", "celery", "extractions"}
     assert all(component["status"] == "ok" for component in components.values())
     assert components["vector"]["detail"].startswith("pgvector 0.")
 
@@ -32,23 +39,87 @@ def test_health_reports_a_stopped_redis_as_failed(settings, tmp_path, celery_wor
     body = response.json()
     assert body["status"] == "failed"
     assert body["components"]["redis"] == {"status": "failed", "detail": "unreachable"}
-    # The other components are judged on their own.
+    # The other components are judged on their own; worker heartbeats live in Redis.
     assert body["components"]["database"]["status"] == "ok"
-    assert body["components"]["celery"]["status"] == "ok"
+    assert body["components"]["celery"] == {
+        "status": "failed",
+        "detail": "unknown: redis unreachable",
+    }
 
 
-def test_celery_check_fails_without_a_worker_and_without_a_broker(settings, tmp_path):
-    settings.KOINON_HEALTH_TIMEOUT = 0.5
+def test_celery_check_fails_without_a_worker_heartbeat_and_without_redis(settings, tmp_path):
     redis = EmbeddedRedis(tmp_path / "redis")
     redis.start()
-    lonely = Celery("lonely", broker=f"redis+socket://{redis.socket}", set_as_current=False)
     try:
-        assert check_celery(lonely) == ComponentStatus("celery", False, "no worker answered")
+        settings.REDIS_URL = f"unix://{redis.socket}"  # no worker writes heartbeats here
+        assert check_redis_and_workers()[1] == ComponentStatus(
+            "celery", False, "no worker heartbeat"
+        )
         redis.stop()
-        assert check_celery(lonely) == ComponentStatus("celery", False, "broker unreachable")
+        assert check_redis_and_workers()[1] == ComponentStatus(
+            "celery", False, "unknown: redis unreachable"
+        )
     finally:
         redis.stop()
-        lonely.close()
+
+
+def test_fifty_parallel_health_calls_answer_fast_and_an_upload_after_them_is_extracted(
+    test_database_name, logs_dir, celery_worker, space, owner
+):
+    # A server of its own: the shared one would keep this test's permission caches
+    # (content type ids) into later tests, whose database flush renumbers them.
+    with daphne_process(test_database_name, logs_dir / "daphne-health.log") as server:
+        health_storm_then_upload(server, space, owner)
+
+
+def health_storm_then_upload(live_server_url: str, space, owner) -> None:
+    def health(_: int) -> tuple[int, float]:
+        started = time.monotonic()
+        response = httpx.get(f"{live_server_url}/v1/health", timeout=30)
+        return response.status_code, time.monotonic() - started
+
+    with ThreadPoolExecutor(max_workers=50) as pool:
+        started = time.monotonic()
+        answers = list(pool.map(health, range(50)))
+        elapsed = time.monotonic() - started
+    assert [status for status, _ in answers] == [200] * 50
+    assert elapsed < 3, f"50 health calls took {elapsed:.1f}s"
+
+    key = client_for(owner)._credentials["HTTP_AUTHORIZATION"]
+    upload = httpx.post(
+        f"{live_server_url}/v1/documents",
+        headers={"Authorization": key},
+        data={"space": str(space.pk)},
+        files={"file": ("after.txt", b"The health storm is over.\n")},
+        timeout=30,
+    )
+    assert upload.status_code == 202, upload.text
+    extractions = wait_for_extraction(upload.json()["revision"])
+    assert [e.status for e in extractions] == ["admitted", "admitted"]
+
+
+def test_an_upload_waits_only_a_bounded_time_for_a_busy_broker_pool(
+    settings, celery_worker, space, owner
+):
+    settings.KOINON_ENQUEUE_TIMEOUT = 0.5
+    # What twelve concurrent broadcasts did: every pooled broker connection taken.
+    pool = celery_app.pool
+    held = [pool.acquire(block=True, timeout=5) for _ in range(pool.limit)]
+    try:
+        started = time.monotonic()
+        response = client_for(owner).post(
+            "/v1/documents",
+            {"file": SimpleUploadedFile("busy.txt", b"Queued while the pool was full.\n"),
+             "space": space.pk},
+            format="multipart",
+        )  # fmt: skip
+        elapsed = time.monotonic() - started
+    finally:
+        for connection in held:
+            connection.release()
+    assert elapsed < 5
+    assert response.status_code == 503
+    assert response.json()["error"]["code"] == "extraction_delayed"
 
 
 def test_the_live_daphne_server_answers_over_http(live_server_url):

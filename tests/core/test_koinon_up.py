@@ -93,6 +93,7 @@ def test_koinon_up_serves_refuses_a_second_copy_and_stops_cleanly(up_data_dir):
             health = wait_healthy(url, first)
             assert {name: part["status"] for name, part in health["components"].items()} == {
                 "database": "ok", "vector": "ok", "redis": "ok", "celery": "ok",
+                "extractions": "ok",
             }  # fmt: skip
             children = children_named_in_pidfiles(up_data_dir)
             postmaster = int((up_data_dir / "pg" / "postmaster.pid").read_text().split()[0])
@@ -153,3 +154,59 @@ def test_koinon_up_refuses_a_port_in_use(up_data_dir):
     assert result.returncode != 0
     assert f"port {port}" in result.stderr and "in use" in result.stderr
     assert processes_using(up_data_dir) == []
+
+
+def test_a_killed_worker_is_restarted_while_daphne_keeps_serving(up_data_dir):
+    from celery import Celery
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    log_path = up_data_dir.parent / f"{up_data_dir.name}.log"
+    up_data_dir.mkdir(parents=True)
+    pool_children: list[psutil.Process] = []
+    broker = f"redis+socket://{up_data_dir / 'redis' / 'redis.sock'}"
+    probe = Celery("probe", broker=broker, backend=broker, set_as_current=False)
+    with log_path.open("w") as log:
+        up = start_up(up_data_dir, port, log)
+        try:
+            wait_healthy(url, up)
+            # koinon_up itself has finished starting (it polls health on its own).
+            deadline = time.monotonic() + 60
+            while "koinon is up" not in log_path.read_text():
+                assert time.monotonic() < deadline, "koinon_up did not finish starting"
+                time.sleep(0.2)
+            pidfile = up_data_dir / "run" / "celery.pid"
+            worker = psutil.Process(int(pidfile.read_text()))
+            pool_children = worker.children(recursive=True)
+            worker.kill()  # SIGKILL, as the review did
+
+            deadline = time.monotonic() + 120
+            while int(pidfile.read_text()) == worker.pid or not wait_quietly(url):
+                assert up.poll() is None, "koinon_up stopped with the worker"
+                # Daphne answers all along (503 while no worker has a heartbeat).
+                assert httpx.get(f"{url}/v1/health", timeout=5).status_code in {200, 503}
+                assert time.monotonic() < deadline, "the worker was not restarted"
+                time.sleep(0.5)
+            # The new worker serves tasks, connected as the role that owns nothing.
+            answer = probe.send_task("core.worker_probe", args=["after-restart"]).get(timeout=60)
+            assert answer["role"] == "koinon_app"
+
+            up.send_signal(signal.SIGTERM)
+            assert up.wait(timeout=90) == 0
+        finally:
+            stop_process(up)
+            probe.close()
+            for child in pool_children:
+                if child.is_running():
+                    child.kill()
+    output = log_path.read_text()
+    log_path.unlink()
+    assert "celery exited" in output and "restarting it in" in output
+    assert processes_using(up_data_dir) == []
+
+
+def wait_quietly(url: str) -> bool:
+    try:
+        return httpx.get(f"{url}/v1/health", timeout=5).status_code == 200
+    except httpx.TransportError:
+        return False

@@ -55,17 +55,33 @@ def test_text_over_the_character_limit_fails_with_too_large(space, owner, settin
     assert (primary.status, primary.error_code) == ("failed", "too_large")
 
 
-def test_the_task_time_limit_marks_the_running_extraction_timeout(space, owner, monkeypatch):
+def test_the_task_time_limit_ends_every_extraction_of_the_revision_timeout(
+    space, owner, monkeypatch
+):
     import knowledge.documents
 
     def too_slow(*args, **kwargs):
         raise SoftTimeLimitExceeded()  # what Celery raises in the task at its soft limit
 
     result = document_upload(user=owner, filename="notes.txt", data=b"Some text.", space=space)
-    monkeypatch.setattr(knowledge.documents, "extract", too_slow)
+    monkeypatch.setattr(knowledge.documents, "extract_isolated", too_slow)
     extract_revision.run(result.revision.pk)
-    primary = Extraction.objects.get(revision=result.revision, role="primary")
-    assert (primary.status, primary.error_code) == ("failed", "timeout")
+    # The secondary never started; it must not be left pending for ever either.
+    assert {
+        (e.role, e.status, e.error_code, e.progress)
+        for e in Extraction.objects.filter(revision=result.revision)
+    } == {("primary", "failed", "timeout", 100), ("secondary", "failed", "timeout", 100)}
+
+
+def test_a_time_limit_inside_a_parser_is_not_recorded_as_corrupt(monkeypatch):
+    import knowledge.extraction
+
+    def parser_at_the_limit(data, limits):
+        raise SoftTimeLimitExceeded()
+
+    monkeypatch.setitem(knowledge.extraction._EXTRACTORS, ("text", "primary"), parser_at_the_limit)
+    with pytest.raises(SoftTimeLimitExceeded):
+        knowledge.extraction.extract("text", b"Some text.", role="primary")
 
 
 @pytest.fixture

@@ -16,10 +16,15 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connections
 
-from core.embedded import EmbeddedPostgres, EmbeddedRedis
+from core.embedded import RUNTIME_ROLE, EmbeddedPostgres, EmbeddedRedis
 from core.processes import terminate_tree
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+# Seconds before restarting a dead worker: doubling up to the maximum, back to the
+# minimum once a worker has stayed up for RESTART_BACKOFF_RESET.
+RESTART_BACKOFF_MIN = 1.0
+RESTART_BACKOFF_MAX = 60.0
+RESTART_BACKOFF_RESET = 60.0
 
 
 class Command(BaseCommand):
@@ -63,6 +68,9 @@ class Command(BaseCommand):
             call_command("collectstatic", interactive=False, verbosity=0)
             if demo:
                 call_command("loaddemo", if_empty=True)
+            if postgres is not None:
+                postgres.ensure_runtime_role(database=settings.DATABASES["default"]["NAME"])
+                self._say(f"runtime role {RUNTIME_ROLE} granted")
             connections.close_all()
             self._start_children(run_dir, host, port, concurrency)
             self._wait_until_healthy(host, port)
@@ -135,25 +143,32 @@ class Command(BaseCommand):
     def _start_children(self, run_dir: Path, host: str, port: int, concurrency: int) -> None:
         env = dict(os.environ)
         env["DJANGO_SETTINGS_MODULE"] = os.environ.get("DJANGO_SETTINGS_MODULE", "koinon.settings")
-        commands = {
+        if settings.EMBEDDED_POSTGRES:
+            # Migrations ran as the owner; the processes serving users own nothing.
+            env["KOINON_DATABASE_USER"] = RUNTIME_ROLE
+        self._env, self._run_dir = env, run_dir
+        self._commands = {
             "celery": [
                 sys.executable, "-m", "celery", "-A", "koinon", "--quiet", "worker",
                 "--loglevel=INFO", f"--concurrency={concurrency}", "--hostname=koinon@%h",
             ],
             "daphne": [
-                sys.executable, "-m", "daphne", "-b", host, "-p", str(port),
+                sys.executable, "-m", "core.server", "-b", host, "-p", str(port),
                 "koinon.asgi:application",
             ],
         }  # fmt: skip
-        for name, command in commands.items():
-            # A session of their own: a terminal's Ctrl-C reaches only us, and we
-            # stop the children in order.
-            process = subprocess.Popen(  # noqa: S603 - our own interpreter and arguments
-                command, env=env, cwd=settings.BASE_DIR, start_new_session=True
-            )
-            (run_dir / f"{name}.pid").write_text(str(process.pid))
-            self.children.append((name, process))
-            self._say(f"{name} started (pid {process.pid})")
+        for name in self._commands:
+            self.children.append((name, self._start_child(name)))
+
+    def _start_child(self, name: str) -> subprocess.Popen:
+        # A session of its own: a terminal's Ctrl-C reaches only us, and we stop the
+        # children in order.
+        process = subprocess.Popen(  # noqa: S603 - our own interpreter and arguments
+            self._commands[name], env=self._env, cwd=settings.BASE_DIR, start_new_session=True
+        )
+        (self._run_dir / f"{name}.pid").write_text(str(process.pid))
+        self._say(f"{name} started (pid {process.pid})")
+        return process
 
     def _wait_until_healthy(self, host: str, port: int, timeout: float = 90) -> None:
         url = f"http://{host}:{port}/v1/health"
@@ -173,11 +188,32 @@ class Command(BaseCommand):
             self._say(f"warning: {url} did not report healthy within {timeout:.0f}s")
 
     def _supervise(self) -> int:
+        """Wait for a stop signal. A worker that dies is restarted with backoff (answers
+        need no worker, and its lost work is recovered by the sweeper); Daphne exiting
+        stops koinon."""
+        backoff = RESTART_BACKOFF_MIN
+        restart_at: float | None = None
+        worker_started = time.monotonic()
         while not self._stopping:
-            for name, process in self.children:
-                if process.poll() is not None:
+            for index, (name, process) in enumerate(self.children):
+                if process.poll() is None:
+                    continue
+                if name != "celery":
                     self._say(f"{name} exited (code {process.returncode}); stopping koinon")
                     return 1
+                if restart_at is None:
+                    if time.monotonic() - worker_started > RESTART_BACKOFF_RESET:
+                        backoff = RESTART_BACKOFF_MIN
+                    self._say(
+                        f"celery exited (code {process.returncode}); restarting it in "
+                        f"{backoff:.0f}s, the web server keeps serving"
+                    )
+                    restart_at = time.monotonic() + backoff
+                    backoff = min(backoff * 2, RESTART_BACKOFF_MAX)
+                elif time.monotonic() >= restart_at:
+                    self.children[index] = (name, self._start_child(name))
+                    restart_at = None
+                    worker_started = time.monotonic()
             time.sleep(0.3)
         return 0
 

@@ -1,0 +1,41 @@
+"""Publishing Celery tasks from request threads without ever waiting unboundedly."""
+
+import logging
+
+from celery import Task
+from django.conf import settings
+from kombu.exceptions import KombuError, LimitExceeded, OperationalError
+from redis.exceptions import RedisError
+
+logger = logging.getLogger(__name__)
+
+
+class QueueUnavailable(Exception):
+    """The task could not be handed to the broker within KOINON_ENQUEUE_TIMEOUT."""
+
+
+def task_enqueue(task: Task, *args: object) -> None:
+    """Publish task(*args) on a connection of the app's shared broker pool.
+
+    Waits at most KOINON_ENQUEUE_TIMEOUT for a pooled connection and retries the
+    publication once, so a busy pool or a broker that is down costs seconds, not a
+    hung request. (Celery's own producer pool waits for its connection without any
+    bound.) Raises QueueUnavailable; the caller decides what it tells the user.
+    """
+    timeout = settings.KOINON_ENQUEUE_TIMEOUT
+    try:
+        with task.app.pool.acquire(block=True, timeout=timeout) as connection:
+            task.apply_async(
+                args=args,
+                connection=connection,
+                retry=True,
+                retry_policy={
+                    "max_retries": 1,
+                    "interval_start": 0,
+                    "interval_step": 0.5,
+                    "interval_max": 0.5,
+                },
+            )
+    except (LimitExceeded, OperationalError, KombuError, RedisError, OSError) as error:
+        logger.warning("could not queue %s%r: %s", task.name, args, type(error).__name__)
+        raise QueueUnavailable(task.name) from error

@@ -1,0 +1,87 @@
+"""What every Celery worker does besides tasks: a heartbeat and the extraction sweeper.
+
+A thread of the worker's main process writes `koinon:worker:<hostname>` to Redis
+(its own connection, not the broker pool) so that `/v1/health` reads a key instead
+of broadcasting a ping; the same thread re-queues extraction work that was lost
+(see knowledge.documents.extractions_recover). Several workers may sweep at once:
+the sweep locks the rows it changes and skips locked ones.
+"""
+
+import contextlib
+import logging
+import threading
+import time
+
+import redis
+from celery.signals import worker_ready, worker_shutdown
+from django.conf import settings
+
+logger = logging.getLogger(__name__)
+
+HEARTBEAT_PREFIX = "koinon:worker:"
+
+
+def heartbeat_client() -> redis.Redis:
+    timeout = settings.KOINON_HEALTH_TIMEOUT
+    return redis.Redis.from_url(
+        settings.REDIS_URL, socket_timeout=timeout, socket_connect_timeout=timeout
+    )
+
+
+def workers_alive(client: redis.Redis) -> int:
+    """Workers whose heartbeat has not expired (the key's TTL is the staleness bound)."""
+    return sum(1 for _ in client.scan_iter(match=f"{HEARTBEAT_PREFIX}*", count=100))
+
+
+class WorkerMaintenance(threading.Thread):
+    def __init__(self, hostname: str) -> None:
+        super().__init__(name="koinon-maintenance", daemon=True)
+        self.key = f"{HEARTBEAT_PREFIX}{hostname}"
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        client = heartbeat_client()
+        next_sweep = 0.0
+        while not self.stopped.is_set():
+            try:
+                ttl = max(1, settings.KOINON_WORKER_STALE_AFTER)
+                client.set(self.key, str(time.time()), ex=ttl)
+            except redis.RedisError as error:
+                logger.warning("worker heartbeat not written: %s", type(error).__name__)
+            if time.monotonic() >= next_sweep:
+                next_sweep = time.monotonic() + settings.KOINON_SWEEP_INTERVAL
+                self.sweep()
+            self.stopped.wait(settings.KOINON_WORKER_HEARTBEAT_INTERVAL)
+        with contextlib.suppress(redis.RedisError):
+            client.delete(self.key)
+
+    def sweep(self) -> None:
+        from django.db import connection
+
+        from knowledge.documents import extractions_recover
+
+        try:
+            extractions_recover()
+        except Exception:
+            # The sweeper must outlive a database or broker outage; it tries again later.
+            logger.exception("extraction sweep failed")
+        finally:
+            connection.close()
+
+
+_maintenance: WorkerMaintenance | None = None
+
+
+@worker_ready.connect
+def _start_maintenance(sender: object = None, **kwargs: object) -> None:
+    global _maintenance
+    hostname = getattr(sender, "hostname", None) or "worker"
+    _maintenance = WorkerMaintenance(hostname)
+    _maintenance.start()
+
+
+@worker_shutdown.connect
+def _stop_maintenance(**kwargs: object) -> None:
+    if _maintenance is not None:
+        _maintenance.stopped.set()
+        _maintenance.join(timeout=5)
