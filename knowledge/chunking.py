@@ -7,7 +7,7 @@ and every passage is a plain slice of the extraction text.
 from dataclasses import dataclass
 
 from knowledge.extraction import Segment
-from knowledge.sentences import sentence_spans
+from knowledge.sentences import sentence_spans, trim_span
 
 MAX_PASSAGE_CHARS = 900
 OVERLAP_SENTENCES = 1
@@ -18,18 +18,6 @@ class PassageSpan:
     char_start: int
     char_end: int
     locator: dict
-
-
-def _sentences(text: str, start: int, end: int) -> list[tuple[int, int]]:
-    return sentence_spans(text, start, end)
-
-
-def _trim(text: str, start: int, end: int) -> tuple[int, int]:
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    return start, end
 
 
 def _split_long(start: int, end: int, limit: int) -> list[tuple[int, int]]:
@@ -43,9 +31,11 @@ def chunk(
     passages: list[PassageSpan] = []
     for segment in segments:
         sentences: list[tuple[int, int]] = []
-        for start, end in _sentences(text, segment.char_start, segment.char_end):
+        for start, end in sentence_spans(text, segment.char_start, segment.char_end):
             if end - start > max_chars:
-                sentences.extend(_trim(text, a, b) for a, b in _split_long(start, end, max_chars))
+                sentences.extend(
+                    trim_span(text, a, b) for a, b in _split_long(start, end, max_chars)
+                )
             else:
                 sentences.append((start, end))
         sentences = [(a, b) for a, b in sentences if b > a]

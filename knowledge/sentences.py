@@ -184,10 +184,11 @@ def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[tu
             continue
         position += 1
     spans.append((cursor, end))
-    return [span for span in (_trim(text, a, b) for a, b in spans) if span[1] > span[0]]
+    return [span for span in (trim_span(text, a, b) for a, b in spans) if span[1] > span[0]]
 
 
-def _trim(text: str, start: int, end: int) -> tuple[int, int]:
+def trim_span(text: str, start: int, end: int) -> tuple[int, int]:
+    """(start, end) without white space at either end."""
     while start < end and text[start].isspace():
         start += 1
     while end > start and text[end - 1].isspace():

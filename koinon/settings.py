@@ -231,7 +231,7 @@ KOINON_EMBEDDING_MODEL = env_str("KOINON_EMBEDDING_MODEL")
 KOINON_EMBEDDING_API_KEY = env_str("KOINON_EMBEDDING_API_KEY")
 # Relevance thresholds: weaker matches count as `no_relevant_hit` ("Not in your library").
 # The support judge's cut-off (a probability): chosen from the curve in docs/quality.md.
-KOINON_JUDGE_THRESHOLD = env_float("KOINON_JUDGE_THRESHOLD", 0.5)
+KOINON_JUDGE_THRESHOLD = env_float("KOINON_JUDGE_THRESHOLD", 0.6)
 if not 0.0 < KOINON_JUDGE_THRESHOLD < 1.0:
     raise ImproperlyConfiguredEnv("KOINON_JUDGE_THRESHOLD must be between 0 and 1 (exclusive)")
 KOINON_VECTOR_MIN_SIMILARITY = env_float("KOINON_VECTOR_MIN_SIMILARITY", 0.3)

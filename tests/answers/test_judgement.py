@@ -175,3 +175,33 @@ def test_a_changed_cross_encoder_publishes_nothing(tmp_path, monkeypatch, three_
         _abstains_for_want_of_a_judge(ask(member, THREE_PARTS))
     finally:
         judge_model._loaded.clear()
+
+
+def test_the_threshold_comes_from_settings(space, owner, member, settings):
+    ingest(owner, space, "accounting-policy.md", RETENTION)
+    assert ask(member, "What is our retention period?")["evidence"]["answer_status"] == (
+        "evidence_backed"
+    )
+    settings.KOINON_JUDGE_THRESHOLD = 0.99
+    body = ask(member, "What is our retention period?")
+    assert body["evidence"]["answer_status"] == "abstained"
+    assert "quote_unsupported" in body["quality"]["issues"]
+
+
+@pytest.mark.parametrize("value", ["2", "0", "-0.1", "high"])
+def test_a_threshold_outside_zero_to_one_is_refused_at_start(value):
+    import os
+    import subprocess
+    import sys
+
+    environment = {**os.environ, "KOINON_JUDGE_THRESHOLD": value,
+                   "DJANGO_SETTINGS_MODULE": "koinon.settings"}  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup()"],
+        env=environment,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode != 0
+    assert "KOINON_JUDGE_THRESHOLD" in result.stderr
