@@ -98,6 +98,18 @@ def stream_events_record(
     )
 
 
+def stream_events_fail(*, run_id: object, generation: int, reason: str) -> None:
+    """The events a replay shows for a generation that failed: started, failed."""
+    StreamEvent.objects.bulk_create(
+        [
+            StreamEvent(run_id=run_id, generation=generation, sequence=1, event="started",
+                        data={"run_id": str(run_id), "generation": generation}),
+            StreamEvent(run_id=run_id, generation=generation, sequence=2, event="failed",
+                        data={"code": reason}),
+        ]
+    )  # fmt: skip
+
+
 def audit_record(*, run_id: object, plan: dict, generation: dict) -> AnswerAudit:
     """Add one generation's steps, retrieval manifest and SQL to the run's audit."""
     audit, _ = AnswerAudit.objects.select_for_update().get_or_create(run_id=run_id)

@@ -31,8 +31,8 @@ from answers.pipeline.validation import (
     selection_parse,
     selection_validate,
 )
-from audit.services import audit_step_append
-from core.errors import NotFoundError
+from audit.services import audit_step_append, stream_events_fail
+from core.errors import ApiError, NotFoundError
 from core.models import ApiKey
 from knowledge.retrieval import document_frequencies
 
@@ -64,6 +64,120 @@ def _conversation(*, user: AbstractBaseUser, request: AnswerRequest) -> Conversa
     return conversation
 
 
+class RunFailed(ApiError):
+    """A run that ended `failed`: a typed reason, never the exception's text."""
+
+    status_code = 503
+    default_code = "run_failed"
+
+    def __init__(self, *, run_id: object, reason: str) -> None:
+        super().__init__(
+            "The answer could not be completed; nothing was published.",
+            fields={"run_id": str(run_id), "reason": reason},
+        )
+        self.run_id = run_id
+        self.reason = reason
+
+
+class ProviderFailed(Exception):
+    """The model provider raised while planning: a typed failure of the run."""
+
+
+def run_start(
+    *,
+    user: AbstractBaseUser,
+    request: AnswerRequest,
+    api_key: ApiKey | None = None,
+    provider: ModelProvider | None = None,
+) -> AnswerRun:
+    """Write the conversation (new or the user's own), the run, the user's message and
+    generation 1 in one transaction. Raises NotFoundError for a foreign conversation."""
+    provider = provider or get_model_provider()
+    with transaction.atomic():
+        conversation = _conversation(user=user, request=request)
+        run = AnswerRun.objects.create(
+            user=user,
+            api_key=api_key,
+            conversation=conversation,
+            question=request.query,
+            mode=request.mode,
+            policy=request.policy.as_dict(),
+            explicit_policy=request.policy.explicit,
+            language=response_language(request, conversation.language),
+            space_ids=request.space_ids,
+            selected_sources=request.selected_sources,
+        )
+        Message.objects.create(
+            conversation=conversation, role=Message.Role.USER, text=request.query, run=run
+        )
+        Generation.objects.create(
+            run=run, number=1, provider=provider.name, model_id=provider.model_id
+        )
+    return run
+
+
+def stored_request(run: AnswerRun) -> AnswerRequest:
+    """The request as the run stored it: what every execution (inline, worker, retry)
+    reads, so that they all answer the same question under the same policy."""
+    policy = EvidencePolicy(
+        mode=run.policy["mode"],
+        allowed_tools=tuple(run.policy["allowed_tools"]),
+        required_tools=tuple(run.policy["required_tools"]),
+        explicit=run.explicit_policy,
+    )
+    return AnswerRequest(
+        query=run.question,
+        mode=run.mode,
+        policy=policy,
+        conversation_id=run.conversation_id,
+        space_ids=run.space_ids,
+        selected_sources=run.selected_sources,
+        language=run.language,
+    )
+
+
+def run_execute(*, run_id: object, generation: int, provider: ModelProvider | None = None) -> dict:
+    """Execute one generation of a stored run and return its sealed response body.
+
+    Reads only stored state. Provider failures and invalid selections end in a fixed
+    abstention; any other failure ends the run `failed` (a typed reason, a `failed`
+    event to replay) and raises RunFailed. Nothing stays `running`.
+    """
+    provider = provider or get_model_provider()
+    run = AnswerRun.objects.select_related("user", "api_key").get(pk=run_id)
+    row = run.generations.get(number=generation)
+    history = list(
+        Message.objects.filter(conversation_id=run.conversation_id, role=Message.Role.USER)
+        .exclude(run=run)
+        .filter(created_at__lt=run.created_at)
+        .order_by("id")
+        .values_list("text", flat=True)
+    )
+    pipeline = Pipeline(run, row, stored_request(run), provider, run.user, run.api_key, history)
+    try:
+        return pipeline.execute()
+    except ProviderFailed:
+        logger.exception("model provider failed while planning run %s", run.pk)
+        reason = "provider_error"
+    except Exception:
+        logger.exception("run %s failed", run.pk)
+        reason = "internal_error"
+    try:
+        run_fail(run_id=run.pk, generation=generation, reason=reason)
+    except DatabaseError:
+        logger.exception("run %s: its failure could not be recorded", run.pk)
+    raise RunFailed(run_id=run.pk, reason=reason)
+
+
+@transaction.atomic
+def run_fail(*, run_id: object, generation: int, reason: str) -> None:
+    """End a generation `failed`: status on run and generation, and the events a replay
+    shows (started, failed). No text, no release."""
+    AnswerRun.objects.filter(pk=run_id).update(status=AnswerRun.Status.FAILED)
+    Generation.objects.filter(run_id=run_id, number=generation).update(status="failed")
+    stream_events_fail(run_id=run_id, generation=generation, reason=reason)
+
+
 def answer_create(
     *,
     user: AbstractBaseUser,
@@ -74,36 +188,12 @@ def answer_create(
     """Answer a question from the evidence the user may see now, and publish it.
 
     Returns the response body (SPEC §5). Raises NotFoundError for a foreign
-    conversation. Provider failures and invalid selections never raise: they end
-    in a fixed abstention.
+    conversation and RunFailed when the run could not complete. Provider failures
+    during selection and invalid selections never raise: they end in a fixed abstention.
     """
     provider = provider or get_model_provider()
-    conversation = _conversation(user=user, request=request)
-    history = list(
-        conversation.messages.filter(role=Message.Role.USER)
-        .order_by("id")
-        .values_list("text", flat=True)
-    )
-    language = response_language(request, conversation.language)
-    run = AnswerRun.objects.create(
-        user=user,
-        api_key=api_key,
-        conversation=conversation,
-        question=request.query,
-        mode=request.mode,
-        policy=request.policy.as_dict(),
-        explicit_policy=request.policy.explicit,
-        language=language,
-        space_ids=request.space_ids,
-        selected_sources=request.selected_sources,
-    )
-    Message.objects.create(
-        conversation=conversation, role=Message.Role.USER, text=request.query, run=run
-    )
-    generation = Generation.objects.create(
-        run=run, number=1, provider=provider.name, model_id=provider.model_id
-    )
-    return Pipeline(run, generation, request, provider, user, api_key, history).execute()
+    run = run_start(user=user, request=request, api_key=api_key, provider=provider)
+    return run_execute(run_id=run.pk, generation=1, provider=provider)
 
 
 @dataclass
@@ -135,9 +225,14 @@ class Pipeline:
             )
         started = time.perf_counter()
         datasets = visible_datasets(user=self.user, space_ids=self.run.space_ids)
-        plan = self.provider.plan(
-            question=self.request.query, history=self.history, datasets=datasets
-        )
+        try:
+            plan = self.provider.plan(
+                question=self.request.query, history=self.history, datasets=datasets
+            )
+        except DatabaseError:
+            raise
+        except Exception as error:
+            raise ProviderFailed from error
         self.run.plan = plan.as_dict()
         self.run.save(update_fields=["plan"])
         self.trace.step("plan", started, searches=len(plan.searches))
@@ -490,30 +585,10 @@ def answer_retry(
         number = (run.generations.aggregate(top=Max("number"))["top"] or 0) + 1
         run.reset_context += 1
         run.status = AnswerRun.Status.RUNNING
-        run.save(update_fields=["reset_context", "status"])
-        generation = Generation.objects.create(
+        if api_key is not None:
+            run.api_key = api_key  # the credential of this retry is the one to recheck
+        run.save(update_fields=["reset_context", "status", "api_key"])
+        Generation.objects.create(
             run=run, number=number, provider=provider.name, model_id=provider.model_id
         )
-    policy = EvidencePolicy(
-        mode=run.policy["mode"],
-        allowed_tools=tuple(run.policy["allowed_tools"]),
-        required_tools=tuple(run.policy["required_tools"]),
-        explicit=run.explicit_policy,
-    )
-    request = AnswerRequest(
-        query=run.question,
-        mode=run.mode,
-        policy=policy,
-        conversation_id=run.conversation_id,
-        space_ids=run.space_ids,
-        selected_sources=run.selected_sources,
-        language=run.language,
-    )
-    history = list(
-        Message.objects.filter(conversation_id=run.conversation_id, role=Message.Role.USER)
-        .exclude(run=run)
-        .filter(created_at__lt=run.created_at)
-        .order_by("id")
-        .values_list("text", flat=True)
-    )
-    return Pipeline(run, generation, request, provider, user, api_key, history).execute()
+    return run_execute(run_id=run.pk, generation=number, provider=provider)

@@ -8,6 +8,7 @@ from rest_framework.test import APIClient
 
 from answers.models import AnswerRun, Card, Citation, Message
 from answers.pipeline import publication
+from answers.pipeline.run import RunFailed
 from core.services import api_key_create, api_key_revoke
 from tests.answers.conftest import MIXED_QUESTION, ask
 from tests.answers.providers import ScriptedProvider
@@ -129,12 +130,14 @@ def test_publication_is_all_or_nothing(library, member, monkeypatch):
         raise RuntimeError("disk full")
 
     monkeypatch.setattr(publication.Card.objects, "bulk_create", broken)
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RunFailed) as failure:
         ask(member, MIXED_QUESTION)
+    assert failure.value.reason == "internal_error"
     assert not Message.objects.filter(role="assistant").exists()
     assert not Citation.objects.exists() and not Card.objects.exists()
     run = AnswerRun.objects.get()
-    assert run.response is None and run.status == "running"
+    # Nothing of the publication exists, and the run does not stay "running".
+    assert run.response is None and run.status == "failed"
 
 
 def test_the_ask_command_prints_the_sealed_answer(library, member):

@@ -1,0 +1,71 @@
+"""One run lifecycle: run_start writes the run whole, run_execute reads stored state, and
+every failure ends the run `failed` with a typed reason (issue 11)."""
+
+import pytest
+
+from answers.models import AnswerRun, Message
+from answers.pipeline.request import answer_request_parse
+from answers.pipeline.run import RunFailed, run_execute, run_start
+from audit.models import OutputRelease, StreamEvent
+from tests.answers.conftest import ingest
+from tests.answers.providers import ScriptedProvider
+from tests.conftest import client_for
+
+pytestmark = pytest.mark.django_db
+
+
+class PlanExplodes(ScriptedProvider):
+    def plan(self, **kwargs):
+        raise RuntimeError("secret provider text /etc/koinon")
+
+
+def test_a_provider_exception_in_plan_ends_the_run_failed_with_a_typed_reason(member):
+    run = run_start(user=member, request=answer_request_parse({"query": "Who owns it?"}),
+                    provider=PlanExplodes([]))  # fmt: skip
+    with pytest.raises(RunFailed) as failure:
+        run_execute(run_id=run.pk, generation=1, provider=PlanExplodes([]))
+    assert failure.value.reason == "provider_error"
+    assert "secret" not in str(failure.value.detail)
+    run.refresh_from_db()
+    assert run.status == AnswerRun.Status.FAILED
+    assert run.generations.get().status == "failed"
+    assert run.response is None
+    assert not OutputRelease.objects.filter(run=run).exists()
+    events = list(StreamEvent.objects.filter(run=run).values_list("sequence", "event", "data"))
+    assert events == [
+        (1, "started", {"run_id": str(run.pk), "generation": 1}),
+        (2, "failed", {"code": "provider_error"}),
+    ]
+
+
+def test_the_answer_api_maps_a_failed_run_to_a_typed_503(member, monkeypatch):
+    from answers.pipeline import run as run_module
+
+    monkeypatch.setattr(run_module, "get_model_provider", lambda: PlanExplodes([]))
+    response = client_for(member).post("/v1/answer", {"query": "Who owns it?"}, format="json")
+    assert response.status_code == 503
+    error = response.json()["error"]
+    assert error["code"] == "run_failed" and error["fields"]["reason"] == "provider_error"
+    assert "secret" not in response.content.decode()
+    run = AnswerRun.objects.get(pk=error["fields"]["run_id"])
+    assert run.status == AnswerRun.Status.FAILED
+
+
+def test_run_start_writes_conversation_run_message_and_generation_together(member):
+    run = run_start(user=member, request=answer_request_parse({"query": "Who owns it?"}),
+                    provider=ScriptedProvider([]))  # fmt: skip
+    assert run.status == AnswerRun.Status.RUNNING
+    assert run.generations.get().number == 1
+    assert Message.objects.filter(run=run, role="user", text="Who owns it?").count() == 1
+    assert run.conversation.user == member
+
+
+def test_run_execute_answers_from_the_stored_request(space, owner, member):
+    ingest(owner, space, "operations.txt", "The platform operations team owns service reviews.")
+    request = answer_request_parse({"query": "Who owns service reviews?",
+                                    "space_ids": [space.pk]})  # fmt: skip
+    run = run_start(user=member, request=request)
+    body = run_execute(run_id=run.pk, generation=1)
+    assert body["evidence"]["answer_status"] == "evidence_backed"
+    run.refresh_from_db()
+    assert run.status == AnswerRun.Status.PUBLISHED and run.response == body
