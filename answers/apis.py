@@ -1,31 +1,102 @@
-from drf_spectacular.utils import extend_schema
+from django.http import StreamingHttpResponse
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.exceptions import PermissionDenied
+from rest_framework.negotiation import BaseContentNegotiation, DefaultContentNegotiation
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from answers.boundary import sealed_answer_read
 from answers.pipeline.request import answer_request_parse
-from answers.pipeline.run import answer_create, answer_retry
+from answers.pipeline.run import answer_create, answer_retry, answer_stream_start
 from answers.selectors import run_get_for_user
 from answers.serializers import AnswerInput, AnswerOutput, AuditOutput
+from answers.streaming import cursor_parse, event_stream, stream_response_headers
 from audit.selectors import run_audit
 from core.errors import NotFoundError
 from core.models import ApiKey
 
+# One server-sent event, as clients (and schemathesis) parse it from the stream.
+EVENT_SCHEMA = {
+    "type": "object",
+    "required": ["event", "data"],
+    "properties": {
+        "id": {"type": "string", "description": "<run_id>:<generation>:<seq>"},
+        "event": {
+            "type": "string",
+            "enum": ["started", "tool", "completed", "failed", "status", "complete",
+                     "generation", "timeout", "error"],
+        },
+        "data": {"type": "string", "description": "JSON; see docs/streaming.md"},
+    },
+}  # fmt: skip
+
+
+class JsonOrStream(BaseContentNegotiation):
+    """Any Accept header is served (never a 406): a stream is text/event-stream, and
+    everything else — errors included — the documented JSON."""
+
+    def select_parser(self, request, parsers):
+        return DefaultContentNegotiation().select_parser(request, parsers)
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        return renderers[0], renderers[0].media_type
+
+
+def _stream(request: Request, run_id: object, cursor: object, version: str | None):
+    response = StreamingHttpResponse(
+        event_stream(user=request.user, run_id=run_id, cursor=cursor, version=version),
+        content_type="text/event-stream",
+    )
+    for name, value in stream_response_headers().items():
+        response[name] = value
+    response["Koinon-Run-Id"] = str(run_id)  # known before the first event arrives
+    return response
+
 
 class AnswerApi(APIView):
     """Answer a question from the caller's visible evidence. HTTP 200 alone proves
-    nothing: read `evidence.status` and `evidence.answer_status`."""
+    nothing: read `evidence.status` and `evidence.answer_status`. With `stream: true`
+    the run executes in the worker and the response is its event stream."""
 
-    @extend_schema(request={"application/json": AnswerInput}, responses=AnswerOutput)
+    content_negotiation_class = JsonOrStream
+
+    @extend_schema(
+        request={"application/json": AnswerInput},
+        responses={200: AnswerOutput, (200, "text/event-stream"): EVENT_SCHEMA},
+    )
     def post(self, request: Request) -> Response:
         answer_request = answer_request_parse(request.data)
         if answer_request.mode == "debug" and not request.user.is_staff:
             raise PermissionDenied("Debug mode is for staff.")
         api_key = request.auth if isinstance(request.auth, ApiKey) else None
+        if answer_request.stream:
+            run = answer_stream_start(user=request.user, request=answer_request, api_key=api_key)
+            return _stream(request, run.pk, None, answer_request.stream_version)
         body = answer_create(user=request.user, request=answer_request, api_key=api_key)
         return Response(body)
+
+
+class RunEventsApi(APIView):
+    """The run's sealed events as server-sent events; `Last-Event-ID` (or the
+    `last_event_id` parameter) resumes after that event; `stream_version=1` selects the
+    version 1 events, otherwise the legacy ones."""
+
+    content_negotiation_class = JsonOrStream
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("stream_version", str, enum=["1"], required=False),
+            OpenApiParameter("last_event_id", str, required=False),
+        ],
+        responses={(200, "text/event-stream"): EVENT_SCHEMA},
+    )
+    def get(self, request: Request, run_id: str):
+        run = run_get_for_user(user=request.user, run_id=run_id)
+        raw = request.headers.get("Last-Event-ID") or request.query_params.get("last_event_id")
+        cursor = cursor_parse(raw, run)
+        version = request.query_params.get("stream_version")
+        return _stream(request, run.pk, cursor, "1" if version == "1" else None)
 
 
 class RunDetailApi(APIView):

@@ -230,6 +230,10 @@ KOINON_EMBEDDING_BASE_URL = env_str("KOINON_EMBEDDING_BASE_URL")
 KOINON_EMBEDDING_MODEL = env_str("KOINON_EMBEDDING_MODEL")
 KOINON_EMBEDDING_API_KEY = env_str("KOINON_EMBEDDING_API_KEY")
 # Relevance thresholds: weaker matches count as `no_relevant_hit` ("Not in your library").
+# How long one event stream waits for its run before it ends with a `timeout` event.
+KOINON_STREAM_TIMEOUT = env_float("KOINON_STREAM_TIMEOUT", 300.0)
+# Streamed answers run on a queue of their own, so long extractions cannot starve them.
+CELERY_TASK_ROUTES = {"answers.run_execute": {"queue": "answers"}}
 # The support judge's cut-off (a probability): chosen from the curve in docs/quality.md.
 KOINON_JUDGE_THRESHOLD = env_float("KOINON_JUDGE_THRESHOLD", 0.6)
 if not 0.0 < KOINON_JUDGE_THRESHOLD < 1.0:

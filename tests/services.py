@@ -45,7 +45,7 @@ def celery_worker_process(database_name: str, log_path: Path) -> Iterator[subpro
     process = subprocess.Popen(
         [
             sys.executable, "-m", "celery", "-A", "koinon", "--quiet", "worker",
-            "--pool=solo", "--loglevel=WARNING", "--purge",
+            "--pool=solo", "--loglevel=WARNING", "--purge", "--queues=celery,answers",
             f"--hostname=test-{os.getpid()}@%h",
         ],
         env=child_env(database_name), cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,

@@ -32,6 +32,8 @@ class AnswerRequest:
     space_ids: list[int]
     selected_sources: list[int]
     language: str | None
+    stream: bool = False
+    stream_version: str | None = None
 
 
 def _invalid(field: str, message: str, code: str = "invalid") -> UnprocessableError:
@@ -61,8 +63,12 @@ def answer_request_parse(data: object) -> AnswerRequest:
     mode = data.get("mode", "ask")
     if mode not in MODES:
         raise _invalid("mode", f"One of {', '.join(MODES)}.")
-    if data.get("stream", False) is not False:
-        raise _invalid("stream", "Streaming is not available yet; send stream=false.")
+    stream = data.get("stream", False)
+    if type(stream) is not bool:
+        raise _invalid("stream", "Must be true or false.")
+    stream_version = data.get("stream_version")
+    if stream_version is not None and stream_version != "1":
+        raise _invalid("stream_version", 'The only stream version is "1"; omit it for legacy.')
     conversation_id = data.get("conversation_id")
     if conversation_id is not None and (
         type(conversation_id) is not int or not 0 < conversation_id <= MAX_ID
@@ -79,6 +85,8 @@ def answer_request_parse(data: object) -> AnswerRequest:
         space_ids=_ids(data, "space_ids"),
         selected_sources=_ids(data, "selected_sources"),
         language=language,
+        stream=stream,
+        stream_version=stream_version,
     )
 
 

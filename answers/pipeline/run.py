@@ -32,7 +32,7 @@ from answers.pipeline.validation import (
     selection_validate,
 )
 from audit.services import audit_step_append, stream_events_fail
-from core.errors import ApiError, NotFoundError
+from core.errors import ApiError, NotFoundError, ServiceUnavailableError
 from core.models import ApiKey
 from knowledge.retrieval import document_frequencies
 
@@ -176,6 +176,28 @@ def run_fail(*, run_id: object, generation: int, reason: str) -> None:
     AnswerRun.objects.filter(pk=run_id).update(status=AnswerRun.Status.FAILED)
     Generation.objects.filter(run_id=run_id, number=generation).update(status="failed")
     stream_events_fail(run_id=run_id, generation=generation, reason=reason)
+
+
+def answer_stream_start(
+    *, user: AbstractBaseUser, request: AnswerRequest, api_key: ApiKey | None = None
+) -> AnswerRun:
+    """Start a run that the worker executes (queue `answers`); its events are streamed
+    from the database. Raises ServiceUnavailableError when it cannot be queued (the run
+    then ends `failed`, `queue_unavailable`)."""
+    from answers.tasks import run_execute_task
+    from core.queue import QueueUnavailable, task_enqueue
+
+    run = run_start(user=user, request=request, api_key=api_key)
+    try:
+        task_enqueue(run_execute_task, str(run.pk), 1)
+    except QueueUnavailable:
+        run_fail(run_id=run.pk, generation=1, reason="queue_unavailable")
+        raise ServiceUnavailableError(
+            "The answer could not be queued; nothing was published. Try again.",
+            code="queue_unavailable",
+            fields={"run_id": str(run.pk)},
+        ) from None
+    return run
 
 
 def answer_create(

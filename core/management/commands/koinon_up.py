@@ -151,6 +151,7 @@ class Command(BaseCommand):
             "celery": [
                 sys.executable, "-m", "celery", "-A", "koinon", "--quiet", "worker",
                 "--loglevel=INFO", f"--concurrency={concurrency}", "--hostname=koinon@%h",
+                "--queues=celery,answers",
             ],
             "daphne": [
                 sys.executable, "-m", "core.server", "-b", host, "-p", str(port),

@@ -1,0 +1,203 @@
+"""Answers as server-sent events, against the suite's real Daphne and Celery worker
+(SPEC §6, issue 11): stream=true runs in the worker; replay honours Last-Event-ID and the
+boundary check; only sealed output leaves before `completed`."""
+
+import json
+
+import httpx
+import pytest
+from guardian.shortcuts import remove_perm
+
+from core.services import api_key_create
+from knowledge.documents import document_upload, revision_extract
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+TEXT = "The platform operations team owns service reviews."
+QUESTION = "Who owns service reviews?"
+SSE = {"Accept": "text/event-stream"}
+
+
+def parse(raw: str) -> list[dict]:
+    """Events of an SSE body: {"id", "event", "data"}; comments are skipped."""
+    events = []
+    for block in raw.split("\n\n"):
+        fields: dict = {}
+        for line in block.splitlines():
+            if not line or line.startswith(":"):
+                continue
+            name, _, value = line.partition(": ")
+            fields[name] = value
+        if fields:
+            events.append({"id": fields.get("id"), "event": fields["event"],
+                           "data": json.loads(fields["data"])})  # fmt: skip
+    return events
+
+
+@pytest.fixture
+def corpus(space, owner):
+    result = document_upload(user=owner, filename="ops.txt", data=TEXT.encode(), space=space)
+    revision_extract(revision_id=result.revision.pk)
+    return result
+
+
+@pytest.fixture
+def auth(member) -> dict:
+    return {"Authorization": f"Bearer {api_key_create(user=member).secret}"}
+
+
+def stream(url: str, auth: dict, **body) -> tuple[httpx.Response, list[dict]]:
+    response = httpx.post(f"{url}/v1/answer", json={"query": QUESTION, **body},
+                          headers={**auth, **SSE}, timeout=60)  # fmt: skip
+    return response, parse(response.text)
+
+
+def replay(url: str, auth: dict, run_id: str, *, version: str | None = "1", cursor=None):
+    params = {"stream_version": version} if version else {}
+    headers = {**auth, **SSE, **({"Last-Event-ID": cursor} if cursor else {})}
+    response = httpx.get(f"{url}/v1/runs/{run_id}/events", params=params, headers=headers,
+                         timeout=60)  # fmt: skip
+    return response, parse(response.text)
+
+
+def test_a_streamed_answer_runs_in_the_worker_and_ends_with_the_sealed_body(
+    live_server_url, celery_worker, corpus, auth
+):
+    response, events = stream(live_server_url, auth, stream=True, stream_version="1")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/event-stream")
+    assert response.headers["cache-control"] == "no-cache"
+    assert response.headers["x-accel-buffering"] == "no"
+    names = [e["event"] for e in events]
+    assert names[0] == "started" and names[-1] == "completed"
+    assert set(names[1:-1]) == {"tool"}
+    run_id = events[0]["data"]["run_id"]
+    assert [e["id"] for e in events] == [f"{run_id}:1:{n}" for n in range(1, len(events) + 1)]
+    # Before `completed` nothing but tool activity: tool, state, code, count.
+    for event in events[1:-1]:
+        assert set(event["data"]) == {"tool", "state", "code", "result_count"}
+    assert TEXT not in response.text.split("event: completed")[0]
+    body = events[-1]["data"]["payload"]["result"]
+    assert body["evidence"]["answer_status"] == "evidence_backed"
+    assert f"“{TEXT}”" in body["answer"]["text"]
+    detail = httpx.get(f"{live_server_url}/v1/runs/{run_id}", headers=auth).json()
+    assert body == detail
+
+
+def test_the_legacy_stream_has_status_and_complete_events(
+    live_server_url, celery_worker, corpus, auth
+):
+    _, events = stream(live_server_url, auth, stream=True)
+    names = [e["event"] for e in events]
+    assert set(names[:-1]) == {"status"} and names[-1] == "complete"
+    assert [e["data"]["status"] for e in events[:2]] == ["started", "tool"]
+    run_id = events[0]["data"]["run_id"]
+    assert (
+        events[-1]["data"]["payload"]
+        == httpx.get(f"{live_server_url}/v1/runs/{run_id}", headers=auth).json()
+    )
+
+
+def test_replay_after_each_event_yields_exactly_the_rest(live_server_url, corpus, auth):
+    answered = httpx.post(f"{live_server_url}/v1/answer", json={"query": QUESTION},
+                          headers=auth, timeout=60).json()  # fmt: skip
+    _, events = replay(live_server_url, auth, answered["run_id"])
+    assert events[-1]["event"] == "completed"
+    assert events[-1]["data"]["payload"]["result"] == answered
+    for index, event in enumerate(events):
+        _, rest = replay(live_server_url, auth, answered["run_id"], cursor=event["id"])
+        assert [e["id"] for e in rest] == [e["id"] for e in events[index + 1 :]]
+    # A browser's first connection passes the cursor as a parameter.
+    first = events[0]["id"]
+    via_parameter = httpx.get(
+        f"{live_server_url}/v1/runs/{answered['run_id']}/events",
+        params={"stream_version": "1", "last_event_id": first}, headers={**auth, **SSE},
+    )  # fmt: skip
+    assert [e["id"] for e in parse(via_parameter.text)] == [e["id"] for e in events[1:]]
+
+
+def test_a_cursor_of_an_earlier_generation_moves_to_the_current_one(live_server_url, corpus, auth):
+    first = httpx.post(f"{live_server_url}/v1/answer", json={"query": QUESTION},
+                       headers=auth, timeout=60).json()  # fmt: skip
+    run_id = first["run_id"]
+    _, old = replay(live_server_url, auth, run_id)
+    retried = httpx.post(f"{live_server_url}/v1/runs/{run_id}/retry", headers=auth, timeout=60)
+    assert retried.json()["generation"] == 2
+    _, events = replay(live_server_url, auth, run_id, cursor=old[1]["id"])
+    assert events[0]["event"] == "generation" and events[0]["data"] == {"from": 1, "to": 2}
+    assert all(e["id"].split(":")[1] == "2" for e in events[1:])
+    assert events[-1]["data"]["payload"]["result"]["generation"] == 2
+
+
+def test_a_reader_removed_from_the_space_gets_the_access_failure_on_replay(
+    live_server_url, corpus, auth, member, space
+):
+    answered = httpx.post(f"{live_server_url}/v1/answer", json={"query": QUESTION},
+                          headers=auth, timeout=60).json()  # fmt: skip
+    assert answered["evidence"]["answer_status"] == "evidence_backed"
+    remove_perm("knowledge.view_space", member, space)
+    response, events = replay(live_server_url, auth, answered["run_id"])
+    body = events[-1]["data"]["payload"]["result"]
+    assert body["answer"]["text"].startswith("A source needed for this answer")
+    assert body["answer"]["citations"] == []
+    assert TEXT not in response.text
+
+
+@pytest.mark.parametrize("cursor", ["garbage", "x:1:1", "{run}:9:1", "{run}:1:²", "{run}:1"])
+def test_a_bad_cursor_is_a_typed_400(live_server_url, corpus, auth, cursor):
+    answered = httpx.post(f"{live_server_url}/v1/answer", json={"query": QUESTION},
+                          headers=auth, timeout=60).json()  # fmt: skip
+    response = httpx.get(
+        f"{live_server_url}/v1/runs/{answered['run_id']}/events",
+        params={"last_event_id": cursor.format(run=answered["run_id"])},
+        headers={**auth, **SSE},
+    )
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "invalid_last_event_id"
+
+
+def test_another_users_run_has_no_events(live_server_url, corpus, auth, outsider):
+    answered = httpx.post(f"{live_server_url}/v1/answer", json={"query": QUESTION},
+                          headers=auth, timeout=60).json()  # fmt: skip
+    other = {"Authorization": f"Bearer {api_key_create(user=outsider).secret}"}
+    response = httpx.get(f"{live_server_url}/v1/runs/{answered['run_id']}/events",
+                         headers={**other, **SSE})  # fmt: skip
+    assert response.status_code == 404
+    assert TEXT not in response.text
+
+
+@pytest.fixture
+def second_daphne(test_database_name, logs_dir):
+    """Another Daphne process on the same database and Redis: a second web process."""
+    from tests.services import daphne_process
+
+    with daphne_process(test_database_name, logs_dir / "daphne-second.log") as url:
+        yield url
+
+
+def test_a_stream_on_one_web_process_replays_the_same_on_another(
+    live_server_url, second_daphne, celery_worker, corpus, auth
+):
+    _, streamed = stream(live_server_url, auth, stream=True, stream_version="1")
+    run_id = streamed[0]["data"]["run_id"]
+    _, replayed = replay(second_daphne, auth, run_id)
+    assert replayed == streamed
+    _, resumed = replay(second_daphne, auth, run_id, cursor=streamed[1]["id"])
+    assert resumed == streamed[2:]
+
+
+def test_a_client_that_disconnects_mid_run_leaves_a_run_that_still_seals(
+    live_server_url, celery_worker, corpus, auth
+):
+    with httpx.stream("POST", f"{live_server_url}/v1/answer",
+                      json={"query": QUESTION, "stream": True, "stream_version": "1"},
+                      headers={**auth, **SSE}, timeout=60) as response:  # fmt: skip
+        assert response.status_code == 200
+        run_id = response.headers["koinon-run-id"]
+    # Closed after the headers, before any event: the run is still executing.
+    # The worker finishes and seals regardless; the replay (waiting for it) is complete.
+    _, events = replay(live_server_url, auth, run_id)
+    assert events[0]["event"] == "started" and events[-1]["event"] == "completed"
+    body = events[-1]["data"]["payload"]["result"]
+    assert body["evidence"]["answer_status"] == "evidence_backed", body["quality"]
+    assert [e["id"] for e in events] == [f"{run_id}:1:{n}" for n in range(1, len(events) + 1)]
