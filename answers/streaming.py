@@ -14,6 +14,7 @@ while waiting.
 """
 
 import asyncio
+import contextlib
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -27,12 +28,14 @@ from django.db.models import Max
 
 from answers.boundary import sealed_answer_read
 from answers.models import AnswerRun
+from answers.pipeline.events import run_group
 from audit.models import StreamEvent
 from core.errors import ApiError
 
 logger = logging.getLogger(__name__)
 
 POLL_SECONDS = 0.25
+LIVE_WAIT_SECONDS = 1.0
 KEEPALIVE_SECONDS = 15.0
 FINAL_EVENTS = frozenset({"completed", "failed"})
 
@@ -114,36 +117,91 @@ def _read(**kwargs: object) -> tuple[list[str], Cursor | None, bool]:
         connection.close()  # a waiting stream must not pin a database connection
 
 
+def live_frame(message: dict, *, run_id: object, version: str | None) -> str:
+    name, data = message["event"], message["data"]
+    if version != "1":
+        name, data = _legacy(name, data)
+    return frame(name, data, f"{run_id}:{message['generation']}:{message['seq']}")
+
+
 async def event_stream(
     *, user: AbstractBaseUser, run_id: object, cursor: Cursor | None, version: str | None
 ) -> AsyncIterator[str]:
     """Frames until the run's final event (or KOINON_STREAM_TIMEOUT), with a keep-alive
-    comment every 15 s. A client that goes away cancels this (CancelledError): the run,
-    executing elsewhere, is not affected."""
+    comment every 15 s.
+
+    Subscribes to the run's group first, then reads the stored events, then forwards live
+    tool activity as it arrives; a `sealed` message (or, as a fallback, every second)
+    reads the stored events after the cursor again. Live and stored events share their
+    sequence numbers, so nothing is sent twice. A client that goes away cancels this
+    (CancelledError): the run, executing elsewhere, is not affected.
+    """
+    from channels.layers import get_channel_layer
+
     loop = asyncio.get_running_loop()
     deadline = loop.time() + settings.KOINON_STREAM_TIMEOUT
     last_sent = loop.time()
     read = sync_to_async(_read, thread_sensitive=False)
-    while True:
-        try:
-            frames, cursor, finished = await read(user=user, run_id=run_id, cursor=cursor,
-                                                  version=version)  # fmt: skip
-        except Exception:  # the response has started: end it with a typed event, not a hang
-            logger.exception("event stream of run %s failed", run_id)
-            yield frame("error", {"error": {"code": "stream_failed"}})
-            return
-        for chunk in frames:
-            yield chunk
-            last_sent = loop.time()
-        if finished:
-            return
-        if loop.time() >= deadline:
-            yield frame("timeout", {"code": "stream_timeout"})
-            return
-        if loop.time() - last_sent >= KEEPALIVE_SECONDS:
-            yield ": keep-alive\n\n"
-            last_sent = loop.time()
-        await asyncio.sleep(POLL_SECONDS)
+    layer, channel, group = get_channel_layer(), None, run_group(run_id)
+    channel_gap = False
+    try:
+        if layer is not None:
+            try:
+                channel = await layer.new_channel()
+                await layer.group_add(group, channel)
+            except Exception:  # no live view; the stored events still come
+                logger.warning("live events unavailable for run %s", run_id, exc_info=True)
+                channel = None
+        while True:
+            try:
+                frames, cursor, finished = await read(user=user, run_id=run_id,
+                                                      cursor=cursor, version=version)  # fmt: skip
+            except Exception:  # the response has started: end it with a typed event
+                logger.exception("event stream of run %s failed", run_id)
+                yield frame("error", {"error": {"code": "stream_failed"}})
+                return
+            for chunk in frames:
+                yield chunk
+                last_sent = loop.time()
+            if finished:
+                return
+            if loop.time() >= deadline:
+                yield frame("timeout", {"code": "stream_timeout"})
+                return
+            if loop.time() - last_sent >= KEEPALIVE_SECONDS:
+                yield ": keep-alive\n\n"
+                last_sent = loop.time()
+            if channel is None:
+                await asyncio.sleep(POLL_SECONDS)
+                continue
+            # Forward live events until the run is sealed or a second passes.
+            wait_until = loop.time() + LIVE_WAIT_SECONDS
+            while loop.time() < wait_until:
+                try:
+                    message = await asyncio.wait_for(
+                        layer.receive(channel), timeout=wait_until - loop.time()
+                    )
+                except TimeoutError:
+                    break
+                if message.get("type") == "run.sealed":
+                    break
+                current = cursor.generation if cursor else message["generation"]
+                after = cursor.sequence if cursor else 0
+                if message["generation"] != current or message["seq"] <= after:
+                    continue  # another generation, or already sent
+                if message["seq"] != after + 1:
+                    # Subscribed too late for an earlier live event: ids must stay dense
+                    # and in order, so this stream waits for the stored events instead.
+                    channel_gap = True
+                if channel_gap:
+                    continue
+                yield live_frame(message, run_id=run_id, version=version)
+                last_sent = loop.time()
+                cursor = Cursor(message["generation"], message["seq"])
+    finally:
+        if channel is not None:
+            with contextlib.suppress(Exception):
+                await layer.group_discard(group, channel)
 
 
 def stream_response_headers() -> dict[str, str]:

@@ -98,16 +98,21 @@ def stream_events_record(
     )
 
 
-def stream_events_fail(*, run_id: object, generation: int, reason: str) -> None:
-    """The events a replay shows for a generation that failed: started, failed."""
+def stream_events_fail(
+    *, run_id: object, generation: int, reason: str, outcomes: list[dict] = ()
+) -> None:
+    """The events a replay shows for a generation that failed: started, the tool activity
+    that had happened (numbered as it was streamed live), failed."""
+    events = [("started", {"run_id": str(run_id), "generation": generation})]
+    events += [
+        ("tool", {key: o[key] for key in ("tool", "state", "code", "result_count")})
+        for o in outcomes
+    ]
+    events.append(("failed", {"code": reason}))
     StreamEvent.objects.bulk_create(
-        [
-            StreamEvent(run_id=run_id, generation=generation, sequence=1, event="started",
-                        data={"run_id": str(run_id), "generation": generation}),
-            StreamEvent(run_id=run_id, generation=generation, sequence=2, event="failed",
-                        data={"code": reason}),
-        ]
-    )  # fmt: skip
+        StreamEvent(run_id=run_id, generation=generation, sequence=number, event=name, data=data)
+        for number, (name, data) in enumerate(events, start=1)
+    )
 
 
 def audit_record(*, run_id: object, plan: dict, generation: dict) -> AnswerAudit:

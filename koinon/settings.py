@@ -230,6 +230,13 @@ KOINON_EMBEDDING_BASE_URL = env_str("KOINON_EMBEDDING_BASE_URL")
 KOINON_EMBEDDING_MODEL = env_str("KOINON_EMBEDDING_MODEL")
 KOINON_EMBEDDING_API_KEY = env_str("KOINON_EMBEDDING_API_KEY")
 # Relevance thresholds: weaker matches count as `no_relevant_hit` ("Not in your library").
+# Live tool activity of running answers, across web processes (a group per run).
+CHANNEL_LAYERS = {
+    "default": {
+        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        "CONFIG": {"hosts": [REDIS_URL], "expiry": 30, "capacity": 200},
+    }
+}
 # How long one event stream waits for its run before it ends with a `timeout` event.
 KOINON_STREAM_TIMEOUT = env_float("KOINON_STREAM_TIMEOUT", 300.0)
 # Streamed answers run on a queue of their own, so long extractions cannot starve them.

@@ -16,6 +16,7 @@ from answers.judge.lexical import content_words as lexical_words
 from answers.judge.model import JudgeUnavailable
 from answers.models import AnswerRun, CandidateFact, Conversation, Generation, Message
 from answers.pipeline import texts
+from answers.pipeline.events import EventSink, NullSink
 from answers.pipeline.judgement import Support, support_judge
 from answers.pipeline.planner import Plan, content_words
 from answers.pipeline.policy import EvidencePolicy, Judgement, policy_judge
@@ -136,7 +137,13 @@ def stored_request(run: AnswerRun) -> AnswerRequest:
     )
 
 
-def run_execute(*, run_id: object, generation: int, provider: ModelProvider | None = None) -> dict:
+def run_execute(
+    *,
+    run_id: object,
+    generation: int,
+    provider: ModelProvider | None = None,
+    events: EventSink | None = None,
+) -> dict:
     """Execute one generation of a stored run and return its sealed response body.
 
     Reads only stored state. Provider failures and invalid selections end in a fixed
@@ -153,7 +160,9 @@ def run_execute(*, run_id: object, generation: int, provider: ModelProvider | No
         .order_by("id")
         .values_list("text", flat=True)
     )
-    pipeline = Pipeline(run, row, stored_request(run), provider, run.user, run.api_key, history)
+    events = events or NullSink()
+    pipeline = Pipeline(run, row, stored_request(run), provider, run.user, run.api_key, history,
+                        events=events)  # fmt: skip
     try:
         return pipeline.execute()
     except ProviderFailed:
@@ -163,19 +172,21 @@ def run_execute(*, run_id: object, generation: int, provider: ModelProvider | No
         logger.exception("run %s failed", run.pk)
         reason = "internal_error"
     try:
-        run_fail(run_id=run.pk, generation=generation, reason=reason)
+        run_fail(run_id=run.pk, generation=generation, reason=reason,
+                 outcomes=pipeline.outcomes)  # fmt: skip
     except DatabaseError:
         logger.exception("run %s: its failure could not be recorded", run.pk)
+    events.sealed(run_id=run.pk, generation=generation)
     raise RunFailed(run_id=run.pk, reason=reason)
 
 
 @transaction.atomic
-def run_fail(*, run_id: object, generation: int, reason: str) -> None:
+def run_fail(*, run_id: object, generation: int, reason: str, outcomes: list[dict] = ()) -> None:
     """End a generation `failed`: status on run and generation, and the events a replay
-    shows (started, failed). No text, no release."""
+    shows (started, the tool activity so far, failed). No text, no release."""
     AnswerRun.objects.filter(pk=run_id).update(status=AnswerRun.Status.FAILED)
     Generation.objects.filter(run_id=run_id, number=generation).update(status="failed")
-    stream_events_fail(run_id=run_id, generation=generation, reason=reason)
+    stream_events_fail(run_id=run_id, generation=generation, reason=reason, outcomes=outcomes)
 
 
 def answer_stream_start(
@@ -232,12 +243,14 @@ class Pipeline:
     issues: list[str] = field(default_factory=list)
     candidates: list[CandidateFact] = field(default_factory=list)
     model_called: bool = False
+    events: EventSink = field(default_factory=NullSink)
 
     @property
     def language(self) -> str:
         return self.run.language
 
     def execute(self) -> dict:
+        self.events.started(run_id=self.run.pk, generation=self.generation.number)
         policy = self.request.policy
         if policy.mode == "general_knowledge" and not self.provider.can_answer_generally:
             return self.abstain(
@@ -283,6 +296,8 @@ class Pipeline:
                 run=self.run, user=self.user, plan=plan, policy=policy, mode=self.request.mode
             )
             self.candidates += found
+            self.events.tools(run_id=self.run.pk, generation=self.generation.number,
+                              first=len(self.outcomes), outcomes=outcomes)  # fmt: skip
             self.outcomes += outcomes
             self.trace.step("retrieval", started, candidates=len(found), round=round_number + 1)
             if self.request.mode == "raw":
@@ -568,6 +583,7 @@ class Pipeline:
             )
         )
         self.trace.step("publication", started)
+        self.events.sealed(run_id=self.run.pk, generation=self.generation.number)
         audit_step_append(
             run_id=self.run.pk, generation=self.generation.number, step=self.trace.steps[-1]
         )

@@ -201,3 +201,55 @@ def test_a_client_that_disconnects_mid_run_leaves_a_run_that_still_seals(
     body = events[-1]["data"]["payload"]["result"]
     assert body["evidence"]["answer_status"] == "evidence_backed", body["quality"]
     assert [e["id"] for e in events] == [f"{run_id}:1:{n}" for n in range(1, len(events) + 1)]
+
+
+def test_live_tool_activity_reaches_the_stream_before_the_run_is_sealed(
+    live_server_url, member, auth
+):
+    """The run's group on the real Redis channel layer: events sent as a worker sends
+    them reach a stream on Daphne while nothing is stored yet; the stored events that
+    follow are not sent twice."""
+    import threading
+    import time
+
+    from answers.pipeline.events import ChannelsSink
+    from answers.pipeline.request import answer_request_parse
+    from answers.pipeline.run import run_fail, run_start
+    from audit.models import StreamEvent
+    from tests.answers.providers import ScriptedProvider
+
+    run = run_start(user=member, request=answer_request_parse({"query": QUESTION}),
+                    provider=ScriptedProvider([]))  # fmt: skip
+    received: list[str] = []
+
+    def listen() -> None:
+        with httpx.stream("GET", f"{live_server_url}/v1/runs/{run.pk}/events",
+                          params={"stream_version": "1"}, headers={**auth, **SSE},
+                          timeout=30) as response:  # fmt: skip
+            for text in response.iter_text():
+                received.append(text)
+
+    listener = threading.Thread(target=listen)
+    listener.start()
+    outcome = {"tool": "keyword_search", "state": "succeeded", "code": "matched",
+               "result_count": 3, "retryable": False}  # fmt: skip
+    sink = ChannelsSink()
+    deadline = time.monotonic() + 15
+    # Until the stream has subscribed, a group message reaches nobody: send again.
+    while "event: tool" not in "".join(received) and time.monotonic() < deadline:
+        sink.started(run_id=run.pk, generation=1)
+        sink.tools(run_id=run.pk, generation=1, first=0, outcomes=[outcome])
+        time.sleep(0.3)
+    live = parse("".join(received))
+    assert [e["event"] for e in live][:2] == ["started", "tool"]
+    shown = {k: outcome[k] for k in ("tool", "state", "code", "result_count")}
+    assert live[1] == {"id": f"{run.pk}:1:2", "event": "tool", "data": shown}
+    assert not StreamEvent.objects.filter(run=run).exists()  # nothing sealed yet: it was live
+
+    run_fail(run_id=run.pk, generation=1, reason="internal_error", outcomes=[outcome])
+    sink.sealed(run_id=run.pk, generation=1)
+    listener.join(30)
+    assert not listener.is_alive()
+    events = parse("".join(received))
+    assert [e["id"] for e in events] == [f"{run.pk}:1:{n}" for n in (1, 2, 3)]
+    assert [e["event"] for e in events] == ["started", "tool", "failed"]
