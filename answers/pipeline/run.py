@@ -15,7 +15,7 @@ from answers.pipeline.policy import EvidencePolicy
 from answers.pipeline.providers import ModelProvider, get_model_provider
 from answers.pipeline.request import AnswerRequest, response_language
 from answers.pipeline.steps import ProviderFailed, RunContext, Trace, execute
-from audit.services import stream_events_fail
+from audit.services import stream_event_started, stream_events_fail
 from core.errors import ApiError, NotFoundError, ServiceUnavailableError
 from core.models import ApiKey
 
@@ -81,6 +81,7 @@ def run_start(
         Generation.objects.create(
             run=run, number=1, provider=provider.name, model_id=provider.model_id
         )
+        stream_event_started(run_id=run.pk, generation=1)
     return run
 
 
@@ -218,4 +219,5 @@ def answer_retry(
         Generation.objects.create(
             run=run, number=number, provider=provider.name, model_id=provider.model_id
         )
+        stream_event_started(run_id=run.pk, generation=number)
     return run_execute(run_id=run.pk, generation=number, provider=provider)
