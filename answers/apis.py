@@ -1,3 +1,4 @@
+from django.db import connection
 from django.http import StreamingHttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.exceptions import PermissionDenied
@@ -11,7 +12,12 @@ from answers.pipeline.request import answer_request_parse
 from answers.pipeline.run import answer_create, answer_retry, answer_stream_start
 from answers.selectors import run_get_for_user
 from answers.serializers import AnswerInput, AnswerOutput, AuditOutput
-from answers.streaming import cursor_parse, event_stream, stream_response_headers
+from answers.streaming import (
+    cursor_parse,
+    event_stream,
+    started_frame,
+    stream_response_headers,
+)
 from audit.selectors import run_audit
 from core.errors import NotFoundError
 from core.models import ApiKey
@@ -130,9 +136,14 @@ class JsonOrStream(BaseContentNegotiation):
         return renderers[0], renderers[0].media_type
 
 
-def _stream(request: Request, run_id: object, cursor: object, version: str | None):
+def _stream(
+    request: Request, run_id: object, cursor: object, version: str | None, first: str | None = None
+):
+    # The request's connection would stay open until the stream ends: a thousand waiting
+    # streams would hold a thousand connections. The stream reads with short-lived ones.
+    connection.close()
     response = StreamingHttpResponse(
-        event_stream(user=request.user, run_id=run_id, cursor=cursor, version=version),
+        event_stream(user=request.user, run_id=run_id, cursor=cursor, version=version, first=first),
         content_type="text/event-stream",
     )
     for name, value in stream_response_headers().items():
@@ -159,7 +170,9 @@ class AnswerApi(APIView):
         api_key = request.auth if isinstance(request.auth, ApiKey) else None
         if answer_request.stream:
             run = answer_stream_start(user=request.user, request=answer_request, api_key=api_key)
-            return _stream(request, run.pk, None, answer_request.stream_version)
+            version = answer_request.stream_version
+            first, cursor = started_frame(run.pk, version)
+            return _stream(request, run.pk, cursor, version, first)
         body = answer_create(user=request.user, request=answer_request, api_key=api_key)
         return Response(body)
 

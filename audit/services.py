@@ -85,18 +85,20 @@ def release_summary(release: OutputRelease) -> dict:
 def stream_event_started(*, run_id: object, generation: int) -> None:
     """`started` (seq 1), stored when a generation is created: a stream shows it at once,
     on any web process, before the worker has begun. It carries no answer content."""
-    StreamEvent.objects.create(run_id=run_id, generation=generation, sequence=1,
-                               event="started", data=_started(run_id, generation))  # fmt: skip
+    data = stream_started_data(run_id=run_id, generation=generation)
+    StreamEvent.objects.create(
+        run_id=run_id, generation=generation, sequence=1, event="started", data=data
+    )
 
 
-def _started(run_id: object, generation: int) -> dict:
+def stream_started_data(*, run_id: object, generation: int) -> dict:
     return {"run_id": str(run_id), "generation": generation}
 
 
 def _events_append(*, run_id: object, generation: int, events: list[tuple[str, dict]]) -> None:
     """Store the generation's events after `started` (stored first if it is not yet)."""
     if not StreamEvent.objects.filter(run_id=run_id, generation=generation, sequence=1).exists():
-        events = [("started", _started(run_id, generation)), *events]
+        events = [("started", stream_started_data(run_id=run_id, generation=generation)), *events]
         first = 1
     else:
         first = 2

@@ -294,3 +294,23 @@ def test_started_is_stored_with_the_run_so_a_stream_shows_it_before_the_worker_b
     [started] = parse(first.split("\n\n")[0] + "\n\n")
     assert started == {"id": f"{run.pk}:1:1", "event": "started",
                        "data": {"run_id": str(run.pk), "generation": 1}}  # fmt: skip
+
+
+def test_a_stream_returns_its_request_connection_before_it_waits(corpus, member):
+    """A waiting stream holds no database connection: the request's own connection is
+    closed before the stream starts (it would otherwise stay open until the stream ends:
+    a thousand waiting streams, a thousand connections). Checked in-process, where the
+    view and the test share one connection."""
+    from django.db import connection
+
+    from answers.pipeline.request import answer_request_parse
+    from answers.pipeline.run import run_start
+    from tests.answers.providers import ScriptedProvider
+    from tests.conftest import client_for
+
+    run = run_start(user=member, request=answer_request_parse({"query": QUESTION}),
+                    provider=ScriptedProvider([]))  # fmt: skip
+    connection.ensure_connection()
+    response = client_for(member).get(f"/v1/runs/{run.pk}/events", HTTP_ACCEPT=SSE["Accept"])
+    assert response.status_code == 200 and response.streaming
+    assert connection.connection is None
