@@ -19,8 +19,9 @@ from audit.services import stream_event_started, stream_events_fail
 from core.errors import ApiError, NotFoundError, ServiceUnavailableError
 from core.models import ApiKey
 
-__all__ = ["ProviderFailed", "RunFailed", "answer_create", "answer_retry", "answer_stream_start",
-           "run_execute", "run_fail", "run_start", "stored_request"]  # fmt: skip
+__all__ = ["AlreadyExecuted", "ProviderFailed", "RunFailed", "answer_create", "answer_retry",
+           "answer_stream_start", "run_execute", "run_fail", "run_start",
+           "stored_request"]  # fmt: skip
 
 logger = logging.getLogger(__name__)
 
@@ -105,6 +106,30 @@ def stored_request(run: AnswerRun) -> AnswerRequest:
     )
 
 
+class AlreadyExecuted(Exception):
+    """This generation was taken by an execution before: a redelivered task."""
+
+
+def generation_claim(*, run_id: object, generation: int, events: EventSink) -> None:
+    """Take the generation for this execution (`running` → `executing`), once.
+
+    A task delivered again (acks_late: a worker that died mid-run, a restored message)
+    finds it taken: a finished generation is left as it is, and one still `executing`
+    belongs to an execution that died — it ends `failed`, `worker_lost`, so nothing
+    stays running. Raises AlreadyExecuted in both cases."""
+    claimed = Generation.objects.filter(run_id=run_id, number=generation, status="running").update(
+        status="executing"
+    )
+    if claimed:
+        return
+    lost = Generation.objects.filter(run_id=run_id, number=generation, status="executing")
+    if lost.exists():
+        logger.error("run %s generation %s: its execution was lost", run_id, generation)
+        run_fail(run_id=run_id, generation=generation, reason="worker_lost")
+        events.sealed(run_id=run_id, generation=generation)
+    raise AlreadyExecuted(f"{run_id} g{generation}")
+
+
 def run_execute(
     *,
     run_id: object,
@@ -114,11 +139,14 @@ def run_execute(
 ) -> dict:
     """Execute one generation of a stored run and return its sealed response body.
 
-    Reads only stored state. Provider failures and invalid selections end in a fixed
-    abstention; any other failure ends the run `failed` (a typed reason, a `failed`
-    event to replay) and raises RunFailed. Nothing stays `running`.
+    Reads only stored state, and executes a generation at most once (AlreadyExecuted).
+    Provider failures and invalid selections end in a fixed abstention; any other failure
+    ends the run `failed` (a typed reason, a `failed` event to replay) and raises
+    RunFailed. Nothing stays `running`.
     """
     provider = provider or get_model_provider()
+    events = events or NullSink()
+    generation_claim(run_id=run_id, generation=generation, events=events)
     run = AnswerRun.objects.select_related("user", "api_key").get(pk=run_id)
     row = run.generations.get(number=generation)
     history = list(
@@ -128,7 +156,6 @@ def run_execute(
         .order_by("id")
         .values_list("text", flat=True)
     )
-    events = events or NullSink()
     context = RunContext(run, row, stored_request(run), provider, tuple(history), events)
     trace = Trace()
     try:
