@@ -130,10 +130,16 @@ def stream_events_fail(
     _events_append(run_id=run_id, generation=generation, events=events)
 
 
-def audit_record(*, run_id: object, plan: dict, generation: dict) -> AnswerAudit:
-    """Add one generation's steps, retrieval manifest and SQL to the run's audit."""
+def audit_record(
+    *, run_id: object, plan: dict, generation: dict, memories: list[dict] = ()
+) -> AnswerAudit:
+    """Add one generation's steps, retrieval manifest, SQL and the memory entries its plan
+    used to the run's audit."""
     audit, _ = AnswerAudit.objects.select_for_update().get_or_create(run_id=run_id)
     audit.plan = plan
+    generation = {**generation, "memories": list(memories)}
+    known = {item["id"] for item in audit.memories_used}
+    audit.memories_used = audit.memories_used + [m for m in memories if m["id"] not in known]
     audit.generations = [g for g in audit.generations if g["number"] != generation["number"]]
     audit.generations.append(generation)
     audit.save()

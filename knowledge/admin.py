@@ -211,8 +211,19 @@ class KnowledgeProposalAdmin(admin.ModelAdmin):
     search_fields = ["title", "body"]
     actions = ["approve_selected", "reject_selected"]
     fields = ["title", "space", "entry", "base_version", "status", "origin", "proposed_by",
-              "created_at", "reason", "diff", "reviewer", "reviewed_at", "review_note"]  # fmt: skip
+              "created_at", "reason", "output_capture", "diff", "reviewer", "reviewed_at",
+              "review_note"]  # fmt: skip
     readonly_fields = fields
+
+    @admin.display(description="Output capture (conversation-derived)")
+    def output_capture(self, proposal: KnowledgeProposal) -> str:
+        """The exact sealed answer the proposal came from: approval is refused once that
+        answer was regenerated."""
+        capture = proposal.capture
+        if not capture:
+            return "—"
+        return (f"run {capture['run_id']}, generation {capture['generation']}, release "
+                f"{capture['release_id']}, text SHA-256 {capture['text_sha256']}")  # fmt: skip
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[KnowledgeProposal]:
         curated = spaces_curated_by(user=request.user)

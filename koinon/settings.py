@@ -61,6 +61,8 @@ INSTALLED_APPS = [
     "datasets",
     "answers",
     "audit",
+    "memory",
+    "conversations",
 ]
 
 MIDDLEWARE = [

@@ -10,6 +10,8 @@ v1 = [
     path("", include("knowledge.urls")),
     path("", include("datasets.urls")),
     path("", include("answers.urls")),
+    path("", include("conversations.urls")),
+    path("", include("memory.urls")),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("schema/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="schema-docs"),
 ]

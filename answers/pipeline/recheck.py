@@ -14,6 +14,7 @@ from datasets.models import Dataset
 from datasets.selectors import datasets_visible_to
 from knowledge.models import Document, Space
 from knowledge.selectors import documents_visible_to
+from memory.services import memory_recheck
 
 logger = logging.getLogger(__name__)
 
@@ -72,9 +73,10 @@ def publication_recheck(
     hold until that transaction ends).
 
     Re-reads from the database: the originating key is not revoked, the user is active,
-    every selected document and dataset is still visible, and every private file is
-    still among the run's selected sources. A database failure is
-    `permission_unavailable`: unknown is never treated as allowed.
+    every selected document and dataset is still visible, every private file is still
+    among the run's selected sources, and every memory entry the plan used is still
+    valid. A database failure is `permission_unavailable`: unknown is never treated as
+    allowed.
     """
     try:
         # A savepoint: a failed read must not poison the publication transaction.
@@ -104,6 +106,9 @@ def publication_recheck(
             seen = datasets_visible_to(user=current).filter(pk__in=datasets)
             if set(seen.values_list("pk", flat=True)) != datasets:
                 return "access_denied"
+            denied = memory_recheck(run=run, user=current)
+            if denied:
+                return denied
     except DatabaseError:
         logger.exception("permission recheck failed")
         return "permission_unavailable"
