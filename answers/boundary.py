@@ -7,6 +7,7 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
 from answers.models import AnswerRun
 from answers.pipeline import texts
+from audit.models import StreamEvent
 from datasets.selectors import datasets_visible_to
 from knowledge.selectors import documents_visible_to
 
@@ -50,12 +51,24 @@ def access_failure_body(body: dict) -> dict:
     }
 
 
-def sealed_answer_read(*, user: AbstractBaseUser | AnonymousUser, run: AnswerRun) -> dict | None:
+def sealed_answer_read(
+    *, user: AbstractBaseUser | AnonymousUser, run: AnswerRun, generation: int | None = None
+) -> dict | None:
     """The run's sealed body as the caller may read it now; None if nothing was sealed.
+
+    Without `generation`, the current answer (the run's final body); with it, that
+    generation's body exactly as it was sealed (its `completed` event, written in the
+    publication transaction), so earlier generations stay readable as such.
 
     Precondition: `run` came from a permission-scoped selector (it is the caller's).
     """
-    body = run.response
+    if generation is None:
+        body = run.response
+    else:
+        event = StreamEvent.objects.filter(
+            run=run, generation=generation, event="completed"
+        ).first()
+        body = event.data["payload"]["result"] if event is not None else None
     if body is None:
         return None
     sources = body.get("evidence", {}).get("sources", [])

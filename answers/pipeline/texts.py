@@ -34,6 +34,17 @@ def explanation(kind: str, language: str) -> str:
     return _in(language, texts[kind])
 
 
+def regeneration_notice(language: str) -> str:
+    """Shown instead of the prose of an answer that was never sealed."""
+    return _in(
+        language,
+        lambda: _(
+            "This answer was never sealed, so its text is not shown. Regenerate it to get "
+            "a verified answer."
+        ),
+    )
+
+
 def revision_label(language: str, number: int, date: str) -> str:
     return _in(
         language, lambda: _("revision %(number)s of %(date)s") % {"number": number, "date": date}
