@@ -278,3 +278,13 @@ def test_the_language_switch_translates_the_ui_and_the_fixed_texts(corpus, membe
     assert '<html lang="de">' in home and "Fragen" in home
     page, _ = ask(client)
     assert "Aus Ihrer Bibliothek" in page or "Ihrer Bibliothek" in page
+
+
+def test_out_of_range_ids_in_urls_are_404_not_errors(corpus, member):
+    client = browser(member)
+    _, run_id = ask(client)
+    huge = "9" * 30
+    for url in [f"/c/{huge}/", f"/runs/{run_id}/receipt/{huge}/", f"/files/{huge}/status/"]:
+        assert client.get(url).status_code == 404, url
+    response = client.post("/", {"query": QUESTION, "spaces": [huge], "files": ["x"]})
+    assert response.status_code == 422
