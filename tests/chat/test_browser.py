@@ -141,6 +141,7 @@ def test_a_reader_asks_watches_the_tools_reads_the_receipt_regenerates_and_switc
 
     # Switch language: the UI (and new answers) in German.
     page.get_by_label("Language").select_option("de")
+    page.get_by_role("button", name="Switch").click()
     expect(page.locator("html")).to_have_attribute("lang", "de")
     expect(page.get_by_role("button", name="Neu erzeugen")).to_be_visible()
     page.get_by_label("Ihre Frage").fill(QUESTION)

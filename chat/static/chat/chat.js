@@ -121,8 +121,5 @@
         }
       });
     });
-    document.querySelectorAll("[data-language-form] select").forEach(function (select) {
-      select.addEventListener("change", function () { select.form.requestSubmit(); });
-    });
   });
 })();
