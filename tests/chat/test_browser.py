@@ -1,6 +1,7 @@
 """The chat in a real browser (issue 12): Playwright drives Debian's Chromium against the
 suite's live Daphne and Celery worker, with the demo data. Each step leaves a screenshot
-under var/test/screenshots/ (docs/chat.png and docs/receipt.png come from here)."""
+under var/test/screenshots/; docs/chat.png and docs/receipt.png are copies of
+04-answer.png and 05-receipt.png (copied by hand, so a test run never changes docs/)."""
 
 import re
 import time
@@ -112,8 +113,6 @@ def test_a_reader_asks_watches_the_tools_reads_the_receipt_regenerates_and_switc
     shot(page, "03-activity")
     page.locator("[data-activity-log] summary").click()
     shot(page, "04-answer")
-    (Path(settings.BASE_DIR) / "docs").mkdir(exist_ok=True)
-    page.screenshot(path=str(Path(settings.BASE_DIR) / "docs" / "chat.png"), full_page=True)
 
     # The receipt of generation 1.
     page.get_by_role("link", name="Receipt").first.click()
@@ -125,7 +124,6 @@ def test_a_reader_asks_watches_the_tools_reads_the_receipt_regenerates_and_switc
     expect(page.locator("[data-fact-ids] li").first).to_contain_text(re.compile(r"\w+"))
     expect(page.locator("[data-audit-link]")).to_have_attribute("href", re.compile("/audit$"))
     shot(page, "05-receipt")
-    page.screenshot(path=str(Path(settings.BASE_DIR) / "docs" / "receipt.png"), full_page=True)
     audit_url = live_server_url + page.locator("[data-audit-link]").get_attribute("href")
     audit = page.request.get(audit_url)
     assert audit.status == 200 and audit.json()["generations"][0]["number"] == 1
