@@ -18,6 +18,7 @@ from answers.pipeline import texts
 from audit.models import OutputRelease
 from audit.selectors import run_audit
 from knowledge.models import Document, ExtractionRole, ExtractionStatus
+from knowledge.selectors import documents_visible_to
 
 EXTRACTION_ERRORS = {
     "corrupt": gettext_lazy("The file could not be read; it may be damaged."),
@@ -110,9 +111,19 @@ def answer_view(*, user: AbstractBaseUser, run: AnswerRun, generation: int) -> A
         return view
     view.introduction = answer["text"].split("\n", 1)[0]
     cards = iter(answer.get("cards", []))
+    # A revision current when sealed may have been replaced since: the page says so.
+    current = dict(
+        documents_visible_to(user=user)
+        .filter(pk__in={c["document_id"] for c in citations if c["kind"] == "quote"})
+        .values_list("pk", "current_revision_id")
+    )
     for citation in citations:
         if citation["kind"] == "quote":
-            view.quotes.append({**citation, "where": locator_text(citation.get("locator") or {})})
+            superseded = citation.get("availability") == "superseded" or (
+                current.get(citation["document_id"]) != citation["revision_id"]
+            )
+            view.quotes.append({**citation, "superseded": superseded,
+                                "where": locator_text(citation.get("locator") or {})})  # fmt: skip
         else:
             card = next(cards, {})
             view.values.append({**citation, "lineage": card.get("lineage", [])})

@@ -11,7 +11,7 @@ from answers.pipeline.request import answer_request_parse
 from answers.pipeline.run import run_execute, run_fail, run_start
 from answers.services import conversation_sources_set
 from knowledge.documents import document_upload, revision_extract
-from tests.answers.conftest import ingest
+from tests.answers.conftest import MIXED_QUESTION, ingest
 
 pytestmark = pytest.mark.django_db
 
@@ -288,3 +288,30 @@ def test_out_of_range_ids_in_urls_are_404_not_errors(corpus, member):
         assert client.get(url).status_code == 404, url
     response = client.post("/", {"query": QUESTION, "spaces": [huge], "files": ["x"]})
     assert response.status_code == 422
+
+
+def test_a_quote_whose_revision_was_replaced_since_is_marked_superseded(corpus, owner, member):
+    client = browser(member)
+    page, run_id = ask(client)
+    assert '<span class="badge">current</span>' in page
+    newer = document_upload(
+        user=owner, filename="operations.txt", data=b"The review board owns service reviews.",
+        space=corpus.document.space, document=corpus.document,
+    )  # fmt: skip
+    revision_extract(revision_id=newer.revision.pk)
+    run = AnswerRun.objects.get(pk=run_id)
+    page = client.get(f"/c/{run.conversation_id}/").content.decode()
+    assert "superseded" in page and f">{TEXT}</blockquote>" in page
+
+
+def test_dataset_values_are_cards_with_label_value_snapshot_and_lineage(library, member):
+
+    page, run_id = ask(browser(member), MIXED_QUESTION)
+    body = AnswerRun.objects.get(pk=run_id).response
+    cards = body["answer"]["cards"]
+    assert cards, body["evidence"]
+    assert page.count('class="value-card"') == len(cards)
+    assert "<code>SUM(orders.amount)</code>" in page
+    assert '<p class="value">4000</p>' in page
+    assert "dataset invoices, snapshot 1" in page
+    assert "Lineage:" in page and "<code>orders.amount</code>" in page
