@@ -315,3 +315,14 @@ def test_dataset_values_are_cards_with_label_value_snapshot_and_lineage(library,
     assert '<p class="value">4000</p>' in page
     assert "dataset invoices, snapshot 1" in page
     assert "Lineage:" in page and "<code>orders.amount</code>" in page
+
+
+def test_a_partial_answer_says_which_part_found_nothing(corpus, member):
+    page, run_id = ask(
+        browser(member), "Who owns service reviews, and what colour is the moon rover?"
+    )
+    body = AnswerRun.objects.get(pk=run_id).response
+    assert body["evidence"]["answer_status"] == "partial", body["evidence"]
+    assert "This answer is partial." in page and "Nothing was found for:" in page
+    assert "<ul><li>what colour is the moon rover</li></ul>" in page
+    assert f">{TEXT}</blockquote>" in page
