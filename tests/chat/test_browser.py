@@ -26,6 +26,17 @@ FLAGS = [
 QUESTION = "Who owns service reviews?"
 QUOTE = "The platform operations team owns service reviews."
 SCREENSHOTS = settings.DATA_DIR / "screenshots"
+SEEN_STATES = """
+window.koinonSeen = [];
+new MutationObserver(function () {
+  document.querySelectorAll("li[data-tool]").forEach(function (li) {
+    const pair = [li.dataset.tool, li.dataset.state];
+    if (!window.koinonSeen.some(function (p) { return p[0] === pair[0] && p[1] === pair[1]; })) {
+      window.koinonSeen.push(pair);
+    }
+  });
+}).observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
+"""
 PASSWORD = "koinon-demo"
 
 
@@ -86,6 +97,8 @@ def test_a_reader_asks_watches_the_tools_reads_the_receipt_regenerates_and_switc
     browser, live_server_url, demo
 ):
     page = new_page(browser)
+    # Every state a tool row of the activity takes, as the page shows it.
+    page.add_init_script(SEEN_STATES)
     page.goto(live_server_url + "/")
     assert "/login/" in page.url
     shot(page, "01-login")
@@ -106,6 +119,8 @@ def test_a_reader_asks_watches_the_tools_reads_the_receipt_regenerates_and_switc
     expect(caption).to_contain_text(re.compile(r"revision 1 of \d{4}-\d\d-\d\d"))
     expect(caption).to_contain_text("Service reviews")  # the heading path
     expect(caption).to_contain_text("current")
+    seen = page.evaluate("window.koinonSeen")
+    assert ["keyword_search", "running"] in seen and ["keyword_search", "succeeded"] in seen
     page.locator("[data-activity-log] summary").click()
     log = page.locator("[data-activity-log] li")
     expect(log.first).to_have_text(re.compile(r"^\w+ · (succeeded|failed|skipped) · \d+$"))

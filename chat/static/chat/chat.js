@@ -12,6 +12,9 @@
       if (done) return;
       done = true;
       source.close();
+      Array.prototype.slice.call(list.children).forEach(function (li) {
+        if (li.dataset.state === "running") li.remove(); // started but reported nothing
+      });
       fetch(box.dataset.fragment, { credentials: "same-origin", headers: { Accept: "text/html" } })
         .then(function (response) {
           if (!response.ok) throw new Error(String(response.status));
@@ -36,19 +39,31 @@
           status.textContent = box.dataset.labelTimeout;
         });
     }
+    const tools = (box.dataset.tools || "").split(" ").filter(Boolean);
+    function row(tool) {
+      const item = document.createElement("li");
+      item.dataset.tool = tool;
+      item.dataset.state = "running";
+      item.textContent = tool + " · " + box.dataset.labelRunning;
+      list.appendChild(item);
+      return item;
+    }
     source.addEventListener("started", function () {
       status.textContent = box.dataset.labelStarted;
+      // The run's tools start together; each `tool` event then reports one that ended.
+      list.replaceChildren();
+      tools.forEach(row);
     });
     source.addEventListener("generation", function () {
       list.replaceChildren();
     });
     source.addEventListener("tool", function (event) {
       const data = JSON.parse(event.data);
-      const item = document.createElement("li");
-      item.dataset.tool = data.tool;
+      const item = Array.prototype.find.call(list.children, function (li) {
+        return li.dataset.tool === data.tool && li.dataset.state === "running";
+      }) || row(data.tool);
       item.dataset.state = data.state;
       item.textContent = data.tool + " · " + data.state + " · " + data.result_count;
-      list.appendChild(item);
     });
     source.addEventListener("completed", finish);
     source.addEventListener("failed", finish);
