@@ -15,8 +15,7 @@ from django.utils.translation import gettext_lazy
 from answers.boundary import sealed_answer_read
 from answers.models import AnswerRun
 from answers.pipeline import texts
-from audit.models import OutputRelease
-from audit.selectors import run_audit
+from audit.selectors import run_audit, run_release
 from knowledge.models import Document, ExtractionRole, ExtractionStatus
 from knowledge.selectors import documents_visible_to
 
@@ -191,7 +190,7 @@ def receipt_view(*, user: AbstractBaseUser, run: AnswerRun, generation: int) -> 
     entry = next((g for g in audit["generations"] if g["number"] == generation), {})
     release = None
     if body.get("release"):
-        release = OutputRelease.objects.filter(run=run, pk=body["release"]["id"]).first()
+        release = run_release(run=run, release_id=body["release"]["id"])
     if release is None:  # nothing the user may verify: no sources, steps or SQL either
         return {"run": run, "generation": generation, "body": body, "release": None}
     hashes = []
