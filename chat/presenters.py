@@ -12,7 +12,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from answers.boundary import sealed_answer_read
+from answers.boundary import sealed_answer_read, sealed_answers_read
 from answers.models import AnswerRun
 from answers.pipeline import texts
 from audit.selectors import run_audit, run_release
@@ -27,6 +27,8 @@ EXTRACTION_ERRORS = {
     "unsupported_type": gettext_lazy("This file type is not supported."),
     "timeout": gettext_lazy("Reading the file took too long."),
 }
+
+NOT_SEALED = object()  # a generation with no sealed body (run_views knows it has none)
 
 HASH_NOTES = {
     "text_sha256": gettext_lazy("SHA-256 of the UTF-8 bytes of answer.text, exactly as returned."),
@@ -84,10 +86,22 @@ def _judged_parts(audit: dict, number: int) -> tuple[int, set[int]]:
     return 0, set()
 
 
-def answer_view(*, user: AbstractBaseUser, run: AnswerRun, generation: int) -> AnswerView:
-    """One generation of the run as the user may read it now; never an unsealed draft."""
-    body = sealed_answer_read(user=user, run=run, generation=generation)
+def answer_view(
+    *,
+    user: AbstractBaseUser,
+    run: AnswerRun,
+    generation: int,
+    body: dict | object | None = None,
+    current: dict[int, int] | None = None,
+) -> AnswerView:
+    """One generation of the run as the user may read it now; never an unsealed draft.
+
+    `body` (from `sealed_answers_read`) and `current` (document id → current revision)
+    may be given by a caller that read them for many runs at once.
+    """
     if body is None:
+        body = sealed_answer_read(user=user, run=run, generation=generation)
+    if body is None or body is NOT_SEALED:
         return AnswerView(
             run_id=str(run.pk),
             generation=generation,
@@ -111,11 +125,8 @@ def answer_view(*, user: AbstractBaseUser, run: AnswerRun, generation: int) -> A
     view.introduction = answer["text"].split("\n", 1)[0]
     cards = iter(answer.get("cards", []))
     # A revision current when sealed may have been replaced since: the page says so.
-    current = dict(
-        documents_visible_to(user=user)
-        .filter(pk__in={c["document_id"] for c in citations if c["kind"] == "quote"})
-        .values_list("pk", "current_revision_id")
-    )
+    if current is None:
+        current = current_revisions(user=user, bodies=[body])
     for citation in citations:
         if citation["kind"] == "quote":
             superseded = citation.get("availability") == "superseded" or (
@@ -148,17 +159,49 @@ class RunView:
     running: bool
 
 
+def current_revisions(*, user: AbstractBaseUser, bodies: list[dict]) -> dict[int, int]:
+    """Document id → its current revision, for the documents the bodies quote."""
+    documents = {
+        c["document_id"]
+        for body in bodies
+        for c in body["answer"].get("citations", [])
+        if c["kind"] == "quote"
+    }
+    if not documents:
+        return {}
+    return dict(
+        documents_visible_to(user=user)
+        .filter(pk__in=documents)
+        .values_list("pk", "current_revision_id")
+    )
+
+
 def run_views(*, user: AbstractBaseUser, runs: list[AnswerRun]) -> list[RunView]:
+    """Every run with its current and earlier generations; the same number of queries
+    for one run as for many (partial answers read their run's audit)."""
+    bodies = sealed_answers_read(user=user, runs=runs)
+    current = current_revisions(user=user, bodies=list(bodies.values()))
     views = []
     for run in runs:
         numbers = sorted((g.number, g.status) for g in run.generations.all())
         if not numbers:
             continue
+
+        def view(number: int, run: AnswerRun = run) -> AnswerView:
+            body = bodies.get((run.pk, number), NOT_SEALED)
+            return answer_view(user=user, run=run, generation=number, body=body,
+                               current=current)  # fmt: skip
+
         top, top_status = numbers[-1]
         running = top_status == "running"
-        current = None if running else answer_view(user=user, run=run, generation=top)
-        earlier = [answer_view(user=user, run=run, generation=n) for n, _ in reversed(numbers[:-1])]
-        views.append(RunView(run=run, current=current, earlier=earlier, running=running))
+        views.append(
+            RunView(
+                run=run,
+                current=None if running else view(top),
+                earlier=[view(number) for number, _ in reversed(numbers[:-1])],
+                running=running,
+            )
+        )
     return views
 
 

@@ -326,3 +326,22 @@ def test_a_partial_answer_says_which_part_found_nothing(corpus, member):
     assert "This answer is partial." in page and "Nothing was found for:" in page
     assert "<ul><li>what colour is the moon rover</li></ul>" in page
     assert f">{TEXT}</blockquote>" in page
+
+
+def test_a_longer_conversation_costs_no_more_queries(corpus, member):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client = browser(member)
+    _, run_id = ask(client)
+    conversation_id = AnswerRun.objects.get(pk=run_id).conversation_id
+    with CaptureQueriesContext(connection) as one_run:
+        client.get(f"/c/{conversation_id}/")
+    for _ in range(3):
+        client.post(f"/c/{conversation_id}/", {"query": QUESTION, "action": "ask"})
+    client.post(f"/runs/{run_id}/regenerate/")
+    with CaptureQueriesContext(connection) as five_answers:
+        page = client.get(f"/c/{conversation_id}/").content.decode()
+    assert page.count("<blockquote") == 5
+    assert len(one_run) > 0
+    assert len(five_answers) <= len(one_run)
