@@ -345,3 +345,19 @@ def test_a_longer_conversation_costs_no_more_queries(corpus, member):
     assert page.count("<blockquote") == 5
     assert len(one_run) > 0
     assert len(five_answers) <= len(one_run)
+
+
+def test_a_reader_who_lost_access_sees_the_access_failure_text_not_the_quote(corpus, space, member):
+    from knowledge.services import space_member_remove
+
+    client = browser(member)
+    _, run_id = ask(client)
+    run = AnswerRun.objects.get(pk=run_id)
+    space_member_remove(space=space, username=member.username)
+    page = client.get(f"/c/{run.conversation_id}/").content.decode()
+    assert TEXT not in page and "could not be accessed" in page
+    receipt = client.get(f"/runs/{run_id}/receipt/1/").content.decode()
+    assert "data-no-release" in receipt and TEXT not in receipt
+    assert str(run.releases.get().pk) not in receipt
+    fragment = client.get(f"/runs/{run_id}/answer/").content.decode()
+    assert TEXT not in fragment
