@@ -9,13 +9,11 @@ primary AND secondary extraction (secondary text = primary text, norm_text set),
 quotes can verify. One space; the questions are asked by a reader of it (not staff).
 
 Per size: 1. `answer_create` end to end (extractive provider, mode "ask", default policy)
-for a deterministic sample of NQ questions, with p50/p95 per pipeline step. The steps come
-from the Pipeline's own Trace, read by instrumentation (the Pipeline that answer_create
-builds is captured, and answer_publish is timed, because the trace's "publication" step
-is recorded just before the publication write runs). 2. Answer status shares and whether
-the quoted text holds a gold short answer. 3. Quotes verified per second by the
-one-statement secondary check (`quotes_verify_secondary`), in batches of 1, 10 and 100,
-against one statement per quote.
+for a deterministic sample of NQ questions, with p50/p95 per pipeline step. The steps are
+the run's own, read from its audit (the recheck is timed inside publication). 2. Answer
+status shares and whether the quoted text holds a gold short answer. 3. Quotes verified
+per second by the one-statement secondary check (`quotes_verify_secondary`), in batches of
+1, 10 and 100, against one statement per quote.
 
 Run: .venv/bin/python bench/answer.py [--quick]   (sizes 10k and 100k; --quick 2k and 10k)
 Uses its own embedded PostgreSQL and Redis under var/bench-answer, NOT var/bench: the other
@@ -30,10 +28,7 @@ import re
 import statistics
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
-from unittest import mock
 
 import numpy as np
 from common.bootstrap import NQ_FILE, ROOT, django_setup
@@ -61,14 +56,15 @@ from common.services import embedded_services, recreate_database, vacuum_analyze
 from common.stats import percentile  # noqa: E402
 from django.contrib.auth.models import AbstractBaseUser  # noqa: E402
 
-import answers.pipeline.run as run_module  # noqa: E402
 from answers.models import CandidateFact  # noqa: E402
 from answers.pipeline.request import answer_request_parse  # noqa: E402
+from answers.pipeline.run import answer_create  # noqa: E402
 from answers.pipeline.validation import (  # noqa: E402
     SelectedFact,
     SelectionRejected,
     quotes_verify_secondary,
 )
+from audit.models import AnswerAudit  # noqa: E402
 from core.embedded import EmbeddedPostgres  # noqa: E402
 from knowledge.embeddings import get_embedding_provider  # noqa: E402
 from knowledge.models import Space  # noqa: E402
@@ -80,7 +76,8 @@ SEED = 20240501  # bench/retrieval.py's seed
 PASSAGES_PER_FILLER_DOCUMENT = 50
 STEPS = ("plan", "retrieval", "selection", "validation", "recheck", "rendering", "publication")
 # A rejected selection is traced as a "validation" step timed from the selection's start
-# (Pipeline.select): kept apart so that "validation" is the check of accepted selections.
+# (answers.pipeline.steps.select_step): kept apart so that "validation" is the check of
+# accepted selections.
 REJECTED = "validation rejected"
 BATCH_SIZES = (1, 10, 100)
 QUOTES_PER_MEASUREMENT = 3000  # quotes checked per N and method (--quick: a third)
@@ -110,63 +107,25 @@ def load(
 # --- measurement: answer_create ------------------------------------------------------
 
 
-class RecordingPipeline(run_module.Pipeline):
-    """The pipeline answer_create builds, remembered so that its trace can be read."""
-
-    last: "RecordingPipeline | None" = None
-
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)
-        RecordingPipeline.last = self
-
-
-@dataclass
-class Timed:
-    """answer_publish with a timer: the trace's "publication" step ends before it runs."""
-
-    inner: Callable
-    ms: float = 0.0
-
-    def __call__(self, *args: object, **kwargs: object) -> object:
-        started = time.perf_counter()
-        try:
-            return self.inner(*args, **kwargs)
-        finally:
-            self.ms += (time.perf_counter() - started) * 1000
-
-
-@contextmanager
-def instrumented() -> Iterator[Timed]:
-    publish = Timed(run_module.answer_publish)
-    with (
-        mock.patch.object(run_module, "Pipeline", RecordingPipeline),
-        mock.patch.object(run_module, "answer_publish", publish),
-    ):
-        yield publish
-
-
 @dataclass
 class Asked:
     run_id: str
     total_ms: float
     steps: dict[str, float]  # step name -> ms, summed over retries and rounds
-    publish_ms: float
     status: str
     issues: list[str]
     quotes: list[str]
     document_ids: list[int]
 
 
-def ask(user: AbstractBaseUser, question: Question, publish: Timed) -> Asked:
+def ask(user: AbstractBaseUser, question: Question) -> Asked:
     request = answer_request_parse({"query": question.text, "mode": "ask"})
-    publish.ms = 0.0
-    RecordingPipeline.last = None
     started = time.perf_counter()
-    body = run_module.answer_create(user=user, request=request)
+    body = answer_create(user=user, request=request)
     total = (time.perf_counter() - started) * 1000
-    pipeline = RecordingPipeline.last
     steps: dict[str, float] = {}
-    for step in pipeline.trace.steps if pipeline is not None else []:
+    audit = AnswerAudit.objects.get(run_id=body["run_id"])
+    for step in audit.generations[-1]["steps"]:
         name = REJECTED if step["step"] == "validation" and not step["ok"] else step["step"]
         steps[name] = steps.get(name, 0.0) + step["ms"]
     citations = [c for c in body["answer"]["citations"] if c["kind"] == "quote"]
@@ -174,7 +133,6 @@ def ask(user: AbstractBaseUser, question: Question, publish: Timed) -> Asked:
         body["run_id"],
         total,
         steps,
-        publish.ms,
         body["evidence"]["answer_status"],
         body["quality"]["issues"],
         [c["quote"] for c in citations],
@@ -185,10 +143,9 @@ def ask(user: AbstractBaseUser, question: Question, publish: Timed) -> Asked:
 def measure_answers(
     user: AbstractBaseUser, questions: list[Question], warmup: list[Question]
 ) -> list[Asked]:
-    with instrumented() as publish:
-        for question in warmup:
-            ask(user, question, publish)
-        return [ask(user, question, publish) for question in questions]
+    for question in warmup:
+        ask(user, question)
+    return [ask(user, question) for question in questions]
 
 
 def report_answers(
@@ -218,10 +175,10 @@ def report_answers(
     row("end to end", totals)
     for step in (*STEPS, REJECTED):
         row(f"  step {step}", [a.steps[step] for a in asked if step in a.steps])
-    row("  answer_publish (own timer)", [a.publish_ms for a in asked])
+    # The recheck runs inside the publication transaction: its time is part of publication.
     row(
-        "  rest (setup rows, judge, ...)",
-        [a.total_ms - sum(a.steps.values()) - a.publish_ms for a in asked],
+        "  rest (setup rows, ...)",
+        [a.total_ms - sum(ms for s, ms in a.steps.items() if s != "recheck") for a in asked],
     )
     statuses = Counter(a.status for a in asked)
     shares = ", ".join(
