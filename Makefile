@@ -4,6 +4,10 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
+CHROMIUM := /usr/bin/chromium
+# apt-get needs root; elsewhere sudo asks.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
 .PHONY: run test lint format bench clean-var
 
 $(STAMP): pyproject.toml
@@ -17,7 +21,12 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(PY) manage.py koinon_up --port $(PORT) --demo
 
-test: $(STAMP) lint
+# The browser tests drive Debian's Chromium (Playwright never downloads a browser here).
+$(CHROMIUM):
+	$(SUDO) apt-get install -y --no-install-recommends chromium || \
+		{ $(SUDO) apt-get update && $(SUDO) apt-get install -y --no-install-recommends chromium; }
+
+test: $(STAMP) $(CHROMIUM) lint
 	$(PY) -m pytest
 
 lint: $(STAMP)

@@ -193,11 +193,12 @@ def _proposal_diff(proposal: KnowledgeProposal) -> str:
     before = current.body.splitlines() if current else []
     label = f"v{current.number}" if current else "(new entry)"
     lines = difflib.unified_diff(before, proposal.body.splitlines(), label, "proposal", lineterm="")
-    styles = {"+": "color:#116611", "-": "color:#aa1111", "@": "color:#555555"}
+    # Classes, not style attributes: the Content-Security-Policy allows no inline style.
+    classes = {"+": "diff-added", "-": "diff-removed", "@": "diff-hunk"}
     rendered = format_html_join(
-        "\n", '<span style="{}">{}</span>', ((styles.get(line[:1], ""), line) for line in lines)
+        "\n", '<span class="{}">{}</span>', ((classes.get(line[:1], ""), line) for line in lines)
     )
-    return format_html('<pre style="white-space:pre-wrap">{}</pre>', rendered)
+    return format_html('<pre class="proposal-diff">{}</pre>', rendered)
 
 
 @admin.register(KnowledgeProposal)
@@ -205,6 +206,10 @@ class KnowledgeProposalAdmin(admin.ModelAdmin):
     """Curators review here; every decision goes through knowledge.curation."""
 
     change_form_template = "admin/knowledge/knowledgeproposal/change_form.html"
+
+    class Media:
+        css = {"all": ["knowledge/admin.css"]}
+
     list_display = ["title", "space", "status", "origin", "proposed_by", "created_at"]
     list_filter = ["status", "origin", ("space", admin.RelatedOnlyFieldListFilter)]
     list_select_related = ["space", "proposed_by"]

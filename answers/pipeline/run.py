@@ -15,6 +15,7 @@ from answers.pipeline.policy import EvidencePolicy
 from answers.pipeline.providers import ModelProvider, get_model_provider
 from answers.pipeline.request import AnswerRequest, response_language
 from answers.pipeline.steps import ProviderFailed, RunContext, Trace, execute
+from answers.services import conversation_sources_set
 from audit.services import stream_event_started, stream_events_fail
 from core.errors import ApiError, NotFoundError, ServiceUnavailableError
 from core.models import ApiKey
@@ -59,11 +60,19 @@ def run_start(
     api_key: ApiKey | None = None,
     provider: ModelProvider | None = None,
 ) -> AnswerRun:
-    """Write the conversation (new or the user's own), the run, the user's message and
-    generation 1 in one transaction. Raises NotFoundError for a foreign conversation."""
+    """Write the conversation (new or the user's own) with its source selection, the run,
+    the user's message and generation 1 in one transaction. Raises NotFoundError for a
+    foreign conversation."""
     provider = provider or get_model_provider()
     with transaction.atomic():
         conversation = _conversation(user=user, request=request)
+        # The request's selection becomes the conversation's current one (recheck reads it).
+        conversation_sources_set(
+            user=user,
+            conversation=conversation,
+            space_ids=request.space_ids,
+            file_ids=request.selected_sources,
+        )
         run = AnswerRun.objects.create(
             user=user,
             api_key=api_key,
