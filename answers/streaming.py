@@ -183,6 +183,7 @@ async def event_stream(
     read = _stored
     layer, channel, group = get_channel_layer(), None, run_group(run_id)
     channel_gap = False
+    layer_failed = False
     if first is not None:
         yield first
     try:
@@ -212,7 +213,7 @@ async def event_stream(
             if loop.time() - last_sent >= KEEPALIVE_SECONDS:
                 yield ": keep-alive\n\n"
                 last_sent = loop.time()
-            if channel is None:
+            if channel is None or layer_failed:
                 await asyncio.sleep(POLL_SECONDS)
                 continue
             # Forward live events until the run is sealed or LIVE_WAIT_SECONDS pass.
@@ -223,6 +224,11 @@ async def event_stream(
                         layer.receive(channel), timeout=wait_until - loop.time()
                     )
                 except TimeoutError:
+                    break
+                except Exception:  # the layer failed (e.g. Redis timed out): poll instead
+                    logger.warning("live events lost for run %s", run_id, exc_info=True)
+                    channel_gap = True
+                    layer_failed = True
                     break
                 if message.get("type") == "run.sealed":
                     break

@@ -208,7 +208,8 @@ async def streams(
         await asyncio.to_thread(worker_start)
 
     limits = httpx.Limits(max_connections=count + 8, max_keepalive_connections=0)
-    async with httpx.AsyncClient(timeout=httpx.Timeout(900, connect=60), limits=limits) as client:
+    timeout = httpx.Timeout(60, connect=60)  # a stream sends a keep-alive every 15 s
+    async with httpx.AsyncClient(timeout=timeout, limits=limits) as client:
         releaser = asyncio.create_task(release_worker())
         await asyncio.gather(*(one(client, index / rate) for index in range(count)))
         await releaser

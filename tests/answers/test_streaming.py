@@ -314,3 +314,53 @@ def test_a_stream_returns_its_request_connection_before_it_waits(corpus, member)
     response = client_for(member).get(f"/v1/runs/{run.pk}/events", HTTP_ACCEPT=SSE["Accept"])
     assert response.status_code == 200 and response.streaming
     assert connection.connection is None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_channel_layer_that_fails_mid_stream_falls_back_to_the_store(member, monkeypatch):
+    """Redis timing out under load made `receive` raise inside a stream (the benchmark
+    found it): the stream must fall back to reading the store and still end."""
+    import asyncio
+
+    from asgiref.sync import sync_to_async
+    from django.db import connection
+
+    from answers import streaming
+    from answers.pipeline.request import answer_request_parse
+    from answers.pipeline.run import run_fail, run_start
+    from tests.answers.providers import ScriptedProvider
+
+    class FailingLayer:
+        async def new_channel(self):
+            return "specific.test!1"
+
+        async def group_add(self, group, channel):
+            return None
+
+        async def group_discard(self, group, channel):
+            return None
+
+        async def receive(self, channel):
+            raise OSError("Timeout reading from the layer")
+
+    monkeypatch.setattr("channels.layers.get_channel_layer", lambda: FailingLayer())
+    monkeypatch.setattr(streaming, "POLL_SECONDS", 0.05)
+    run = run_start(user=member, request=answer_request_parse({"query": QUESTION}),
+                    provider=ScriptedProvider([]))  # fmt: skip
+
+    async def collect() -> list[str]:
+        frames = []
+        stream = streaming.event_stream(user=member, run_id=run.pk, cursor=None, version="1")
+        async for chunk in stream:
+            frames.append(chunk)
+            if len(frames) == 1:  # started is out: the run now fails elsewhere
+                await sync_to_async(run_fail, thread_sensitive=False)(
+                    run_id=run.pk, generation=1, reason="internal_error"
+                )
+        return frames
+
+    try:
+        frames = asyncio.run(asyncio.wait_for(collect(), timeout=20))
+    finally:
+        streaming._READER.submit(lambda: connection.close()).result()  # the reader's connection
+    assert [parse(f)[0]["event"] for f in frames] == ["started", "failed"]
