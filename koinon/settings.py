@@ -61,6 +61,7 @@ INSTALLED_APPS = [
     "datasets",
     "answers",
     "audit",
+    "mcp_server",
 ]
 
 MIDDLEWARE = [
