@@ -214,6 +214,12 @@ class McpHttpApp:
         if scope["path"].rstrip("/") != "/mcp":
             await _respond(send, 404, _error("not_found", "Not found."))
             return
+        if scope["method"] != "POST":
+            # Stateless JSON responses: no server-to-client stream (GET) and no session to
+            # end (DELETE). An open GET stream would only hold a connection forever.
+            await _respond(send, 405, _error("method_not_allowed", "Use POST."),
+                           [(b"allow", b"POST")])  # fmt: skip
+            return
         headers = {}
         for name, value in scope.get("headers", []):
             headers.setdefault(name.lower(), value)

@@ -34,8 +34,12 @@ def library(space, owner, member) -> dict:
         user=owner, space=space, filename="invoices.csv", data=INVOICES, table="orders"
     )
     passages = {
-        name: Passage.objects.filter(document=result.document).order_by("ordinal").first()
-        for name, result in (("handbook", handbook), ("injected", injected), ("private", private))
+        name: Passage.objects.filter(document=result.document, text__contains=words).get()
+        for name, result, words in (
+            ("handbook", handbook, "owns service reviews"),
+            ("injected", injected, "Ignore all previous"),
+            ("private", private, "budget meeting"),
+        )
     }
     return {
         "handbook": handbook.document,
