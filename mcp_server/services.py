@@ -63,7 +63,7 @@ def _hooks():
     """KOINON_MCP_CALL_HOOKS: callables wrapped around each call as Django middleware wraps
     a request (the test suite's child processes forget cached content types this way)."""
     call = _execute
-    for path in reversed(getattr(settings, "KOINON_MCP_CALL_HOOKS", [])):
+    for path in reversed(settings.KOINON_MCP_CALL_HOOKS):
         call = import_string(path)(call)
     return call
 

@@ -108,6 +108,17 @@ def test_the_outsider_gets_no_text_title_or_count_of_the_space(live_server_url, 
     assert results[3] == missing[1] == (True, query)
     assert answer["evidence"]["answer_status"] == "abstained"
     assert answer["answer"]["citations"] == [] and answer["evidence"]["sources"] == []
+    space_id = library["handbook"].space_id
+    by_foreign, by_missing = (
+        with_http_session(live_server_url, keys["outsider"].secret, calls(
+            ("list_sources", {"space_id": target}),
+            ("search", {"query": QUESTION, "space_ids": [target]}),
+            ("answer", {"query": QUESTION, "space_ids": [target]}),
+        ))
+        for target in (space_id, 999_999_999)
+    )  # fmt: skip
+    assert by_foreign[:2] == by_missing[:2]
+    assert by_foreign[2][1]["answer"] == by_missing[2][1]["answer"]
     everything = json.dumps([payload for _, payload in results])
     for secret in ("Operations", "handbook", "Vendor memo", "invoices", "platform operations",
                    "Budget notes", "private note"):  # fmt: skip
