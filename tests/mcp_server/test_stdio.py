@@ -15,12 +15,15 @@ from tests.services import ROOT, child_env
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_stdio_lists_the_tools_and_answers_as_its_user(test_database_name, library, member):
+@pytest.mark.parametrize("role", ["member", "owner"])  # a reader and a curator
+def test_stdio_lists_the_tools_and_answers_as_its_user(test_database_name, library, role, request):
+    user = request.getfixturevalue(role)
+
     async def work(session):
         tools = (await session.list_tools()).tools
         return tools, await calls(*every_tool(library))(session)
 
-    tools, results = with_stdio_session(test_database_name, member.username, work)
+    tools, results = with_stdio_session(test_database_name, user.username, work)
     assert {tool.name for tool in tools} == TOOL_NAMES
     assert [is_error for is_error, _ in results] == [False] * 5
     sources, search, passage, query, answer = (payload for _, payload in results)
@@ -30,7 +33,7 @@ def test_stdio_lists_the_tools_and_answers_as_its_user(test_database_name, libra
     assert query["rows"] == [[4000]]
     assert answer["evidence"]["answer_status"] == "evidence_backed" and answer["release"]
     audited = ToolCall.objects.order_by("id")
-    assert [(c.user, c.transport, c.key_prefix) for c in audited] == [(member, "stdio", "")] * 5
+    assert [(c.user, c.transport, c.key_prefix) for c in audited] == [(user, "stdio", "")] * 5
 
 
 def test_stdio_as_an_outsider_sees_nothing(test_database_name, library, outsider):
