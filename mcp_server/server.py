@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 import mcp_types as types
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.core.signals import request_finished, request_started
 from django.db import connections
 from django.http.request import split_domain_port, validate_host
 from mcp.server.lowlevel import Server
@@ -65,8 +66,11 @@ def _tool_list() -> list[types.Tool]:
 def _call_sync(
     resolve: ResolveCaller, request: Any, name: str, arguments: object, transport: str
 ) -> tuple[dict, bool]:
+    """One call in a worker thread, framed as Django frames a request (old connections
+    dropped before, this thread's connections closed after)."""
     from mcp_server.services import tool_call_run
 
+    request_started.send(sender=__name__)
     try:
         caller = resolve(request)
         if caller is None:
@@ -74,6 +78,7 @@ def _call_sync(
         outcome = tool_call_run(caller=caller, tool=name, arguments=arguments, transport=transport)
         return outcome.payload, outcome.is_error
     finally:
+        request_finished.send(sender=__name__)
         connections.close_all()
 
 

@@ -9,8 +9,6 @@ import time
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.core.signals import request_finished, request_started
-from django.db import connections
 from django.utils.module_loading import import_string
 
 from mcp_server.models import ToolCall
@@ -94,28 +92,23 @@ def tool_call_run(
     service errors are typed error payloads (`is_error`), a bug is `internal_error`. If the
     audit row cannot be written the call answers `internal_error`: no unaudited results.
     """
-    request_started.send(sender=__name__)
+    started = time.monotonic()
+    outcome = _hooks()({"caller": caller, "tool": tool, "arguments": arguments})
+    duration_ms = int((time.monotonic() - started) * 1000)
+    error_code = outcome.payload["error"]["code"] if outcome.is_error else ""
     try:
-        started = time.monotonic()
-        outcome = _hooks()({"caller": caller, "tool": tool, "arguments": arguments})
-        duration_ms = int((time.monotonic() - started) * 1000)
-        error_code = outcome.payload["error"]["code"] if outcome.is_error else ""
-        try:
-            ToolCall.objects.create(
-                user=caller.user,
-                key_prefix=caller.api_key.prefix if caller.api_key else "",
-                transport=transport,
-                tool=_storable(str(tool)[:64]),
-                arguments=arguments_for_audit(arguments if isinstance(arguments, dict) else {}),
-                result_count=outcome.result_count,
-                error_code=error_code,
-                duration_ms=duration_ms,
-            )
-        except Exception:
-            logger.exception("MCP tool call could not be audited")
-            failure = ToolFailure("internal_error", "The server could not complete the call.")
-            return ToolCallOutcome(failure.as_dict(), True, None)
-        return outcome
-    finally:
-        request_finished.send(sender=__name__)
-        connections.close_all()  # this worker thread's connections; the next call opens its own
+        ToolCall.objects.create(
+            user=caller.user,
+            key_prefix=caller.api_key.prefix if caller.api_key else "",
+            transport=transport,
+            tool=_storable(str(tool)[:64]),
+            arguments=arguments_for_audit(arguments if isinstance(arguments, dict) else {}),
+            result_count=outcome.result_count,
+            error_code=error_code,
+            duration_ms=duration_ms,
+        )
+    except Exception:
+        logger.exception("MCP tool call could not be audited")
+        failure = ToolFailure("internal_error", "The server could not complete the call.")
+        return ToolCallOutcome(failure.as_dict(), True, None)
+    return outcome
