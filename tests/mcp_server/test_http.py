@@ -88,6 +88,11 @@ def test_members_get_recorded_evidence_from_every_tool(live_server_url, keys, li
     assert release["citations_sha256"] == sha256(answer["answer"]["citations"])
     assert release["cards_sha256"] == sha256(answer["answer"]["cards"])
     assert release["policy_sha256"] == sha256(answer["evidence"]["policy"])
+    # The same body the REST API reads through the sealed-answer boundary.
+    rest = httpx.get(f"{live_server_url}/v1/runs/{answer['run_id']}",
+                     headers={"Authorization": f"Bearer {keys[role].secret}"})  # fmt: skip
+    assert rest.json() == answer
+    assert AnswerRun.objects.get(pk=answer["run_id"]).api_key_id == keys[role].api_key.pk
 
 
 def test_the_outsider_gets_no_text_title_or_count_of_the_space(live_server_url, keys, library):
