@@ -49,6 +49,20 @@ def with_stdio_session(database_name: str, username: str, work: Session) -> Any:
     return anyio.run(main)
 
 
+async def in_thread(function: Callable[..., Any], *args: Any) -> Any:
+    """Run Django code from inside a session script, in a thread whose database
+    connection is closed afterwards (else the test database cannot be dropped)."""
+    from django.db import connections
+
+    def run() -> Any:
+        try:
+            return function(*args)
+        finally:
+            connections.close_all()
+
+    return await anyio.to_thread.run_sync(run)
+
+
 async def call(session: ClientSession, tool: str, **arguments: Any) -> tuple[bool, dict]:
     """(is_error, payload) of one tool call; the text content and structured content agree."""
     result = await session.call_tool(tool, arguments)

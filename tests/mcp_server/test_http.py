@@ -4,7 +4,6 @@ official `mcp` client (SPEC §9, issue 15): each tool as reader, curator and out
 import hashlib
 import json
 
-import anyio
 import httpx
 import pytest
 
@@ -12,7 +11,7 @@ from answers.models import AnswerRun
 from core.services import api_key_revoke
 from mcp_server.models import ToolCall
 from tests.mcp_server.conftest import HANDBOOK, INJECTED
-from tests.mcp_server.mcp_clients import call, calls, with_http_session
+from tests.mcp_server.mcp_clients import call, calls, in_thread, with_http_session
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -250,7 +249,7 @@ def test_unknown_revoked_and_missing_keys_are_refused_with_401(live_server_url, 
 def test_a_key_revoked_during_a_session_is_refused_at_the_next_call(live_server_url, keys):
     async def work(session):
         first = await call(session, "list_sources")
-        await anyio.to_thread.run_sync(lambda: api_key_revoke(prefix=keys["reader"].api_key.prefix))
+        await in_thread(lambda: api_key_revoke(prefix=keys["reader"].api_key.prefix))
         try:
             await call(session, "list_sources")
         except Exception as error:  # the client reports the 401 as an error

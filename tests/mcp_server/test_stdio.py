@@ -8,7 +8,7 @@ import pytest
 from guardian.shortcuts import remove_perm
 
 from mcp_server.models import ToolCall
-from tests.mcp_server.mcp_clients import calls, with_stdio_session
+from tests.mcp_server.mcp_clients import calls, in_thread, with_stdio_session
 from tests.mcp_server.test_http import OWNERS, QUESTION, TOOL_NAMES, every_tool
 from tests.services import ROOT, child_env
 
@@ -46,18 +46,23 @@ def test_stdio_as_an_outsider_sees_nothing(test_database_name, library, outsider
     assert answer["evidence"]["answer_status"] == "abstained"
 
 
-def test_stdio_follows_a_role_taken_away_between_calls(test_database_name, library, member, space):
+def test_stdio_follows_a_role_taken_away_and_a_deactivation_between_calls(
+    test_database_name, library, member, space
+):
     async def work(session):
-        from asgiref.sync import sync_to_async
-
         before = await calls(("search", {"query": QUESTION}))(session)
-        await sync_to_async(remove_perm, thread_sensitive=False)(
-            "knowledge.view_space", member, space
-        )
-        return before + await calls(("search", {"query": QUESTION}))(session)
+        await in_thread(remove_perm, "knowledge.view_space", member, space)
+        after = await calls(("search", {"query": QUESTION}))(session)
+        member.is_active = False
+        await in_thread(member.save)
+        return before + after + await calls(("list_sources", {}))(session)
 
-    (_, before), (_, after) = with_stdio_session(test_database_name, member.username, work)
+    (_, before), (_, after), deactivated = with_stdio_session(
+        test_database_name, member.username, work
+    )
     assert before["results"] and after["results"] == []
+    is_error, payload = deactivated
+    assert is_error and payload["error"]["code"] == "invalid_credentials"
 
 
 def test_stdio_refuses_an_unknown_user(test_database_name):
