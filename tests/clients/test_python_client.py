@@ -11,10 +11,15 @@ from koinon_client import (
     Answer,
     AuthenticationError,
     Client,
+    ConflictError,
     EvidencePolicy,
     EvidenceReport,
     NotFoundError,
+    PayloadTooLargeError,
+    PermissionDeniedError,
     Release,
+    ServerError,
+    StreamError,
     ValidationError,
 )
 
@@ -207,3 +212,45 @@ def test_upload_and_search_through_the_client(live_server_url, corpus, reader_ke
     assert found.label == "unverified"
     assert any(TEXT in result["text"] for result in found.results)
     assert {o.tool for o in found.outcomes} == {"vector_search", "keyword_search"}
+
+
+def test_errors_without_the_error_shape_are_typed_by_status():
+    answers = {
+        "/v1/runs/a": httpx.Response(502, text="<html>Bad gateway</html>"),
+        "/v1/runs/b": httpx.Response(409, json={"error": {"code": "space_exists",
+                                                          "message": "Taken.", "fields": {}}}),
+        "/v1/runs/c": httpx.Response(413, json={"error": {"code": "too_large", "message": "Big"}}),
+        "/v1/runs/d": httpx.Response(403, json={"error": {"code": "permission_denied"}}),
+    }  # fmt: skip
+    transport = httpx.MockTransport(lambda request: answers[request.url.path])
+    expected = {"a": (ServerError, "http_502"), "b": (ConflictError, "space_exists"),
+                "c": (PayloadTooLargeError, "too_large"),
+                "d": (PermissionDeniedError, "permission_denied")}  # fmt: skip
+    with Client("http://koinon.invalid", "kn_test", transport=transport) as client:
+        for run_id, (kind, code) in expected.items():
+            with pytest.raises(kind) as error:
+                client.runs.get(run_id)
+            assert (
+                error.value.code == code
+                and error.value.status == answers[f"/v1/runs/{run_id}"].status_code
+            )
+
+
+def test_a_stream_that_never_progresses_ends_in_a_stream_error_without_repeats():
+    requests = []
+
+    def replaying(request: httpx.Request) -> httpx.Response:
+        requests.append(request)
+        body = 'id: r:1:1\nevent: started\ndata: {"run_id": "r", "generation": 1}\n\n'
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, text=body)
+
+    with Client("http://koinon.invalid", "kn_test",
+                transport=httpx.MockTransport(replaying)) as client:  # fmt: skip
+        received = []
+        with pytest.raises(StreamError) as interrupted:
+            for event in client.answer.events("r", max_reconnects=3):
+                received.append(event)
+    assert [e.id for e in received] == ["r:1:1"]
+    assert interrupted.value.code == "stream_interrupted"
+    assert len(requests) == 4  # the first, then 3 reconnects that brought nothing new
+    assert all(r.headers["last-event-id"] == "r:1:1" for r in requests[1:])

@@ -164,14 +164,16 @@ class AnswerApi:
         """The run's events (`GET /v1/runs/<id>/events`, version 1) up to its final one.
 
         When the connection drops, it reconnects with `Last-Event-ID` set to the last
-        event received, so no event is lost or repeated; after `max_reconnects` failed
-        attempts in a row it raises `StreamError`. Pass `last_event_id` to resume a
+        event received, so no event is lost or repeated (an event id seen before is never
+        yielded twice); after `max_reconnects` attempts in a row that bring no new event
+        it raises `StreamError`. Pass `last_event_id` to resume a
         stream read earlier.
 
         >>> for event in client.answer.events(run_id):  # doctest: +SKIP
         ...     print(event.id, event.event)
         """
         cursor = last_event_id
+        seen: set[str] = set()
         failures = 0
         while True:
             headers = {"Accept": "text/event-stream"}
@@ -188,8 +190,11 @@ class AnswerApi:
                     for sse in source.iter_sse():
                         event = Event(id=sse.id or None, event=sse.event, data=_data(sse.data))
                         if event.id:
+                            if event.id in seen:  # a server or proxy replaying: skip it
+                                continue
+                            seen.add(event.id)
                             cursor = event.id
-                        failures = 0
+                        failures = 0  # progress: a new event
                         yield event
                         if event.is_final:
                             return
