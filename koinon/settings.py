@@ -65,6 +65,7 @@ INSTALLED_APPS = [
     "memory",
     "conversations",
     "chat",
+    "mcp_server",
 ]
 
 MIDDLEWARE = [
@@ -285,6 +286,11 @@ KOINON_EXTRACT_MEMORY_BYTES = env_int("KOINON_EXTRACT_MEMORY_BYTES", 1536 * 1024
 KOINON_EXTRACT_MAX_DECOMPRESSED = env_int("KOINON_EXTRACT_MAX_DECOMPRESSED", 256 * 1024 * 1024)
 KOINON_EXTRACT_MAX_ELEMENTS = env_int("KOINON_EXTRACT_MAX_ELEMENTS", 2_000_000)
 
+# --- MCP server (mcp_server/) ------------------------------------------------------------
+# Dotted paths of callables wrapped around each MCP tool call as middleware wraps a request
+# (tool calls do not pass Django's middleware). Not from the environment: code, not config.
+KOINON_MCP_CALL_HOOKS: list[str] = []
+
 # --- i18n, static -------------------------------------------------------------
 LANGUAGE_CODE = "en"
 LANGUAGES = [("en", "English"), ("de", "Deutsch"), ("fr", "Français"), ("ja", "日本語")]
@@ -325,5 +331,6 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("KOINON_LOG_LEVEL", "INFO")},
-    "loggers": {"django.request": {"level": "ERROR"}},
+    # The MCP SDK logs every stateless request at INFO ("Terminating session: None").
+    "loggers": {"django.request": {"level": "ERROR"}, "mcp": {"level": "WARNING"}},
 }

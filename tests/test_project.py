@@ -89,7 +89,8 @@ def test_the_dockerfile_ships_what_the_code_reads_and_the_makefile_installs():
     dockerfile = (ROOT / "Dockerfile").read_text()
     copied = {line.split()[1] for line in dockerfile.splitlines() if line.startswith("COPY ")}
     for needed in ("koinon", "core", "knowledge", "datasets", "answers", "audit", "chat",
-                   "manage.py", "templates", "static", "locale"):  # fmt: skip
+                   "memory", "conversations", "mcp_server", "manage.py", "templates", "static",
+                   "locale"):  # fmt: skip
         assert needed in copied, needed
     makefile = (ROOT / "Makefile").read_text()
     extra = [
@@ -106,7 +107,18 @@ def test_every_environment_variable_the_code_reads_is_in_the_readme():
         r"\s*\"([A-Z][A-Z0-9_]+)\""
     )
     names = set()
-    for package in ("koinon", "core", "knowledge", "datasets", "answers", "audit", "chat"):
+    for package in (
+        "koinon",
+        "core",
+        "knowledge",
+        "datasets",
+        "answers",
+        "audit",
+        "chat",
+        "memory",
+        "conversations",
+        "mcp_server",
+    ):
         for path in (ROOT / package).rglob("*.py"):
             names.update(readers.findall(path.read_text()))
     readme = (ROOT / "README.md").read_text()
