@@ -19,6 +19,7 @@ import secrets
 import threading
 import time
 import uuid
+from collections import OrderedDict
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 from datetime import time as time_of_day
@@ -273,6 +274,40 @@ def open_locked_connection(
     return conn
 
 
+# Warm connections, one per snapshot file and limits, per process (bounded, least recently
+# used first out). Snapshots are immutable files, and each connection is locked down as
+# above; a query runs on its own cursor (a connection of the same database, which keeps
+# the locked configuration), so concurrent queries never share a cursor.
+CONNECTION_CACHE_SIZE = 8
+_connections: OrderedDict[tuple[str, str, int], duckdb.DuckDBPyConnection] = OrderedDict()
+_connections_lock = threading.Lock()
+
+
+def snapshot_cursor(
+    path: Path, *, memory_limit: str = "256MB", threads: int = 1
+) -> duckdb.DuckDBPyConnection:
+    """A fresh cursor on the warm, locked, read-only connection of a snapshot."""
+    key = (str(path), memory_limit, threads)
+    with _connections_lock:
+        conn = _connections.get(key)
+        if conn is None:
+            conn = open_locked_connection(path, memory_limit=memory_limit, threads=threads)
+            _connections[key] = conn
+            while len(_connections) > CONNECTION_CACHE_SIZE:
+                _, oldest = _connections.popitem(last=False)
+                oldest.close()
+        _connections.move_to_end(key)
+        return conn.cursor()
+
+
+def connections_clear() -> None:
+    """Close every warm connection (tests, and a snapshot file that must be released)."""
+    with _connections_lock:
+        while _connections:
+            _, conn = _connections.popitem()
+            conn.close()
+
+
 class _Watchdog:
     """DuckDB has no statement timeout: interrupt from another thread once time is up.
 
@@ -362,7 +397,7 @@ def execute(
     tables = {snapshot.table: [column.name for column in snapshot.columns]}
     normalised, columns = analyse(sql, tables=tables, max_sql_chars=max_sql_chars)
     try:
-        conn = open_locked_connection(snapshot.path, memory_limit=memory_limit, threads=threads)
+        conn = snapshot_cursor(snapshot.path, memory_limit=memory_limit, threads=threads)
     except duckdb.Error as exc:
         raise GovernedSqlError(
             "execution_failed", "the dataset snapshot could not be opened"
