@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 from datetime import time as time_of_day
 from decimal import Decimal
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -274,12 +274,14 @@ def open_locked_connection(
     return conn
 
 
-# Warm connections, one per snapshot file and limits, per process (bounded, least recently
-# used first out). Snapshots are immutable files, and each connection is locked down as
-# above; a query runs on its own cursor (a connection of the same database, which keeps
-# the locked configuration), so concurrent queries never share a cursor.
+# Warm connections, one per snapshot file per process (bounded, least recently used first
+# out). Snapshots are immutable files, and each connection is locked down as above; a query
+# runs on its own cursor (a connection of the same database, which keeps the locked
+# configuration), so concurrent queries never share a cursor. DuckDB refuses a second
+# connection to an open file with another configuration, so the limits are those of the
+# first query (in the app they are process-wide settings).
 CONNECTION_CACHE_SIZE = 8
-_connections: OrderedDict[tuple[str, str, int], duckdb.DuckDBPyConnection] = OrderedDict()
+_connections: OrderedDict[str, duckdb.DuckDBPyConnection] = OrderedDict()
 _connections_lock = threading.Lock()
 
 
@@ -287,7 +289,7 @@ def snapshot_cursor(
     path: Path, *, memory_limit: str = "256MB", threads: int = 1
 ) -> duckdb.DuckDBPyConnection:
     """A fresh cursor on the warm, locked, read-only connection of a snapshot."""
-    key = (str(path), memory_limit, threads)
+    key = str(path)
     with _connections_lock:
         conn = _connections.get(key)
         if conn is None:
@@ -380,6 +382,17 @@ def _failure(exc: duckdb.Error) -> GovernedSqlError:
     return GovernedSqlError("execution_failed", "the query could not be executed")
 
 
+@lru_cache(maxsize=256)
+def _analysed(
+    sql: str, table: tuple[str, tuple[str, ...]], max_sql_chars: int
+) -> tuple[str, tuple[OutputColumn, ...]]:
+    """`analyse`, remembered: the same SQL on the same columns parses the same (a refused
+    query raises every time: exceptions are not cached)."""
+    normalised, columns = analyse(sql, tables={table[0]: list(table[1])},
+                                  max_sql_chars=max_sql_chars)  # fmt: skip
+    return normalised, tuple(columns)
+
+
 def execute(
     sql: str,
     *,
@@ -394,8 +407,9 @@ def execute(
 
     Raises ``GovernedSqlError``; its ``str()`` never contains DuckDB's text or file paths.
     """
-    tables = {snapshot.table: [column.name for column in snapshot.columns]}
-    normalised, columns = analyse(sql, tables=tables, max_sql_chars=max_sql_chars)
+    names_key = (snapshot.table, tuple(column.name for column in snapshot.columns))
+    normalised, analysed = _analysed(sql, names_key, max_sql_chars)
+    columns = [replace(column, lineage=list(column.lineage)) for column in analysed]
     try:
         conn = snapshot_cursor(snapshot.path, memory_limit=memory_limit, threads=threads)
     except duckdb.Error as exc:
