@@ -32,10 +32,10 @@ def up_env(data_dir) -> dict[str, str]:
     return env
 
 
-def start_up(data_dir, port: int, log) -> subprocess.Popen:
+def start_up(data_dir, port: int, log, web_processes: int = 1) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "manage.py", "koinon_up", "--port", str(port), "--demo",
-         "--concurrency", "1"],
+         "--concurrency", "1", "--web-processes", str(web_processes)],
         cwd=ROOT, env=up_env(data_dir), stdout=log, stderr=subprocess.STDOUT,
         start_new_session=True,
     )  # fmt: skip
@@ -88,7 +88,7 @@ def test_koinon_up_serves_refuses_a_second_copy_and_stops_cleanly(up_data_dir):
     log_path = up_data_dir.parent / f"{up_data_dir.name}.log"
     up_data_dir.mkdir(parents=True)
     with log_path.open("w") as log:
-        first = start_up(up_data_dir, port, log)
+        first = start_up(up_data_dir, port, log, web_processes=2)
         try:
             health = wait_healthy(url, first)
             assert {name: part["status"] for name, part in health["components"].items()} == {
@@ -97,6 +97,16 @@ def test_koinon_up_serves_refuses_a_second_copy_and_stops_cleanly(up_data_dir):
             }  # fmt: skip
             children = children_named_in_pidfiles(up_data_dir)
             postmaster = int((up_data_dir / "pg" / "postmaster.pid").read_text().split()[0])
+            # Two web processes accept on the one listening socket of the port.
+            webs = [int((up_data_dir / "run" / f"daphne-{n}.pid").read_text()) for n in (1, 2)]
+            for pid in webs:
+                sockets = psutil.Process(pid).net_connections(kind="tcp")
+                listening = [
+                    c for c in sockets if c.status == psutil.CONN_LISTEN and c.laddr.port == port
+                ]
+                assert listening, f"web process {pid} does not listen on {port}"
+            served = {httpx.get(f"{url}/v1/health", timeout=10).status_code for _ in range(6)}
+            assert served == {200}
 
             second = subprocess.run(
                 [sys.executable, "manage.py", "koinon_up", "--port", str(free_port())],

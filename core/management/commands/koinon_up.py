@@ -37,8 +37,18 @@ class Command(BaseCommand):
         parser.add_argument("--port", type=int, default=8000)
         parser.add_argument("--demo", action="store_true", help="load demo data if empty")
         parser.add_argument("--concurrency", type=int, default=2, help="Celery processes")
+        parser.add_argument(
+            "--web-processes", type=int, default=os.cpu_count() or 1,
+            help="Daphne processes sharing one listening socket (default: the number of cores)",
+        )  # fmt: skip
 
-    def handle(self, *args, host: str, port: int, demo: bool, concurrency: int, **options):
+    def handle(
+        self, *args, host: str, port: int, demo: bool, concurrency: int, web_processes: int,
+        **options,
+    ):  # fmt: skip
+        if not 1 <= web_processes <= 64:
+            raise CommandError("--web-processes must be between 1 and 64")
+        self._web_processes = web_processes
         run_dir = settings.DATA_DIR / "run"
         run_dir.mkdir(parents=True, exist_ok=True)
         lock = self._acquire_lock(run_dir / "koinon_up.lock")
@@ -147,26 +157,33 @@ class Command(BaseCommand):
             # Migrations ran as the owner; the processes serving users own nothing.
             env["KOINON_DATABASE_USER"] = RUNTIME_ROLE
         self._env, self._run_dir = env, run_dir
+        # One listening socket for every web process: each Daphne accepts on the same
+        # file descriptor, so one port serves them all and the kernel spreads connections.
+        self._listener = socket.create_server((host, port), backlog=2048)
+        self._listener.set_inheritable(True)
+        fd = self._listener.fileno()
         self._commands = {
             "celery": [
                 sys.executable, "-m", "celery", "-A", "koinon", "--quiet", "worker",
                 "--loglevel=INFO", f"--concurrency={concurrency}", "--hostname=koinon@%h",
                 "--queues=celery,answers",
             ],
-            "daphne": [
-                sys.executable, "-m", "core.server", "-b", host, "-p", str(port),
-                "koinon.asgi:application",
-            ],
         }  # fmt: skip
+        for number in range(1, self._web_processes + 1):
+            self._commands[f"daphne-{number}"] = [
+                sys.executable, "-m", "core.server", "--fd", str(fd), "koinon.asgi:application",
+            ]  # fmt: skip
         for name in self._commands:
             self.children.append((name, self._start_child(name)))
+        self._say(f"{self._web_processes} web process(es) on {host}:{port}")
 
     def _start_child(self, name: str) -> subprocess.Popen:
         # A session of its own: a terminal's Ctrl-C reaches only us, and we stop the
         # children in order.
         process = subprocess.Popen(  # noqa: S603 - our own interpreter and arguments
-            self._commands[name], env=self._env, cwd=settings.BASE_DIR, start_new_session=True
-        )
+            self._commands[name], env=self._env, cwd=settings.BASE_DIR, start_new_session=True,
+            pass_fds=(self._listener.fileno(),) if name.startswith("daphne") else (),
+        )  # fmt: skip
         (self._run_dir / f"{name}.pid").write_text(str(process.pid))
         self._say(f"{name} started (pid {process.pid})")
         return process
@@ -225,3 +242,6 @@ class Command(BaseCommand):
                 terminate_tree(process.pid)
             process.wait()
             (run_dir / f"{name}.pid").unlink(missing_ok=True)
+        listener = getattr(self, "_listener", None)
+        if listener is not None:
+            listener.close()
