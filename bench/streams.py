@@ -60,12 +60,12 @@ def child_env() -> dict[str, str]:
     return env
 
 
-def start(name: str, command: list[str]) -> subprocess.Popen:
+def start(name: str, command: list[str], **popen: object) -> subprocess.Popen:
     LOG_DIR.mkdir(parents=True, exist_ok=True)
     log = (LOG_DIR / f"{name}.log").open("w")
     return subprocess.Popen(  # noqa: S603 - our own interpreter and arguments
         command, env=child_env(), cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-        start_new_session=True,
+        start_new_session=True, **popen,
     )  # fmt: skip
 
 

@@ -89,13 +89,14 @@ def _scored_rows(queryset: QuerySet[Passage], score: str) -> list[tuple[Candidat
 
 
 MAX_KEYWORDS = 16
-# Keyword search ranks a bounded candidate set: the passages that contain one of the
-# question's *rarer* words (at most KEYWORD_CANDIDATES of them, found through the GIN
-# index), ranked with every word. A word is common when ANALYZE's element statistics of
-# the search vectors (pg_stats.most_common_elems) give it at least COMMON_FRACTION of the
-# rows. Without statistics (a new or tiny corpus) every word counts as rare.
+# Keyword search ranks a bounded candidate set (at most KEYWORD_CANDIDATES passages, found
+# through the GIN index): the passages that contain one of the question's rarer words or
+# all of its common ones, ranked with every word. A word is common when ANALYZE's element
+# statistics of the search vectors (pg_stats.most_common_elems) give it at least
+# COMMON_FRACTION of the rows. Without statistics (a new or tiny corpus) every word counts
+# as rare.
 KEYWORD_CANDIDATES = 2000
-COMMON_FRACTION = 0.01
+COMMON_FRACTION = 0.05
 STATS_SECONDS = 300.0
 _stats: dict[str, object] = {"at": -STATS_SECONDS, "frequencies": {}}
 
@@ -163,15 +164,17 @@ def keyword_search(scope: QuerySet[Passage], query: str, limit: int) -> tuple[li
         return [], ToolOutcome(KEYWORD_SEARCH, "succeeded", "no_relevant_hit")
     search = _word_query(words)
     rare = rare_words(words)
+    common = [w for w in words if w not in rare]
+    # The GIN index finds the candidates; only those are ranked: passages with a rare
+    # word, and passages with every common word (many common words together are rare).
+    found = Q()
     if rare:
-        # The GIN index finds the passages with a rare word; only those are ranked.
-        candidates = scope.filter(search_vector=_word_query(rare)).values("pk")
-        scope = Passage.objects.filter(pk__in=candidates[:KEYWORD_CANDIDATES])
-    else:
-        # Only common words: the passages with all of them, at most as many as above.
-        every = SearchQuery(" ".join(words), search_type="plain", config="english")
-        candidates = scope.filter(search_vector=every).values("pk")
-        scope = Passage.objects.filter(pk__in=candidates[:KEYWORD_CANDIDATES])
+        found |= Q(search_vector=_word_query(rare))
+    if common:
+        found |= Q(search_vector=SearchQuery(" ".join(common), search_type="plain",
+                                             config="english"))  # fmt: skip
+    candidates = scope.filter(found).values("pk")[:KEYWORD_CANDIDATES]
+    scope = Passage.objects.filter(pk__in=candidates)
     ranked = (
         scope.filter(search_vector=search)
         .annotate(rank=SearchRank(F("search_vector"), search))

@@ -38,11 +38,22 @@ def test_the_statistics_tell_common_words_from_rare_ones(corpus):
     assert rare_words(["maintenance", "zeppelin"]) == ["zeppelin"]
 
 
-def test_only_passages_with_a_rare_word_are_ranked_and_the_right_one_wins(corpus, member):
+def test_the_passage_with_the_rare_word_ranks_first(corpus, member):
     result = retrieve(user=member, query="zeppelin maintenance", tools=(KEYWORD_SEARCH,))
     assert [o.code for o in result.outcomes] == ["matched"]
-    assert len(result.candidates) == 1  # only the zeppelin passage was a candidate
     assert "zeppelin" in result.candidates[0].text
+
+
+def test_candidates_are_the_rare_word_passages_and_those_with_every_common_word(
+    corpus, member, monkeypatch
+):
+    """A rare word alone: only the passages with it are ranked. With common words too, the
+    passages that have every common word are candidates as well."""
+    scope = passages_visible_to(user=member)
+    scored, _ = retrieval.keyword_search(scope, "zeppelin", limit=50)
+    assert len(scored) == 1  # a rare word alone: only its passages are ranked
+    scored, _ = retrieval.keyword_search(scope, "zeppelin maintenance weekday", limit=50)
+    assert len(scored) == SECTIONS  # every passage has all the common words
 
 
 def test_the_candidate_set_is_bounded(corpus, member, monkeypatch):
