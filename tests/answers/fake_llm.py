@@ -51,7 +51,7 @@ class FakeModelServer:
             def log_message(self, *args: object) -> None:
                 pass
 
-            def do_POST(self) -> None:  # noqa: N802 - the http.server API
+            def do_POST(self) -> None:  # the name http.server calls
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 if self.path != "/v1/chat/completions":
                     self._send(404, b'{"error": {"message": "not found"}}', "application/json")
