@@ -306,7 +306,7 @@ def report_quotes(pool: list[SelectedFact], dropped: int, figures: dict[int, dic
 
 # --- measurement: the openai provider next to the extractive one ----------------------
 
-OPENAI_QUESTIONS = 20
+OPENAI_QUESTIONS = 8
 MODEL_STEPS = ("plan", "select", "judge")  # calls to the model, the provider's own timers
 RUN_STEPS = ("plan", "selection", "validation", REJECTED, "judgement")
 

@@ -56,13 +56,3 @@ def local_model(logs_dir) -> "Iterator[str]":  # noqa: F821
 
     with model_server_process(logs_dir / "model-server.log") as url:
         yield url
-
-
-@pytest.fixture
-def fake():
-    """A fake OpenAI-compatible server on loopback (tests/answers/fake_llm.py)."""
-    from tests.answers.fake_llm import FakeModelServer
-
-    server = FakeModelServer().start()
-    yield server
-    server.stop()

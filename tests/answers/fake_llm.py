@@ -22,6 +22,7 @@ class Reply:
     finish_reason: str = "stop"
     stall: threading.Event | None = None  # wait for it before answering (a slow server)
     chunk_size: int = 7  # characters per streamed content chunk
+    ignore_stream: bool = False  # answer one chat.completion object even when asked to stream
 
     @classmethod
     def json(cls, value: object, **fields: object) -> "Reply":
@@ -36,6 +37,7 @@ class FakeModelServer:
     replies: list[Script] = field(default_factory=list)
     requests: list[dict] = field(default_factory=list)
     url: str = ""
+    models_status: int = 200  # what GET /v1/models answers (health)
 
     def reply_for(self, request: dict) -> Reply:
         self.requests.append(request)
@@ -51,6 +53,15 @@ class FakeModelServer:
             def log_message(self, *args: object) -> None:
                 pass
 
+            def do_GET(self) -> None:  # the name http.server calls
+                if self.path == "/v1/models" and fake.models_status == 200:
+                    body = {"object": "list", "data": [{"id": "fake", "object": "model"}]}
+                    self._send(200, json.dumps(body).encode(), "application/json")
+                else:
+                    self._send(fake.models_status if self.path == "/v1/models" else 404,
+                               b'{"error": {"message": "SECRET-PROVIDER-DETAIL"}}',
+                               "application/json")  # fmt: skip
+
             def do_POST(self) -> None:  # the name http.server calls
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 if self.path != "/v1/chat/completions":
@@ -63,7 +74,7 @@ class FakeModelServer:
                     # The kind of body a failing server sends; it must never reach a user.
                     text = b'{"error": {"message": "SECRET-PROVIDER-DETAIL /srv/model.gguf"}}'
                     self._send(reply.status, text, "application/json")
-                elif body.get("stream"):
+                elif body.get("stream") and not reply.ignore_stream:
                     self._stream(reply)
                 else:
                     self._send(200, json.dumps(self._completion(reply)).encode(),
@@ -119,7 +130,11 @@ class FakeModelServer:
                 event("[DONE]")
                 self.wfile.write(b"0\r\n\r\n")
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(ThreadingHTTPServer):
+            def handle_error(self, request: object, client_address: object) -> None:
+                pass  # a client that timed out and hung up: expected, not a failure
+
+        self._server = Server(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()

@@ -145,6 +145,20 @@ def test_only_the_owner_reads_their_world_model(compared, member, owner, outside
         assert response.status_code == 200 and response.json()["results"] == []
 
 
+def test_the_world_model_list_costs_the_same_queries_for_more_claims(compared, member, fake):
+    from django.test.utils import CaptureQueriesContext
+
+    client = client_for(member)
+    client.get("/v1/world-model")  # warm: content types, the key's last use
+    with CaptureQueriesContext(connection) as three:
+        assert len(client.get("/v1/world-model").json()["results"]) == 3
+    fake.replies = [model(select=[], plan=plan, analyse=claims())]
+    ask(member, QUESTION, provider=provider_for(fake))
+    with CaptureQueriesContext(connection) as six:
+        assert len(client.get("/v1/world-model").json()["results"]) == 6
+    assert len(six.captured_queries) == len(three.captured_queries) <= 8
+
+
 def test_a_lost_source_removes_its_stances_from_the_world_model(compared, member, space):
     space_member_remove(space=space, username=member.username)
     assert client_for(member).get("/v1/world-model").json()["results"] == []

@@ -105,6 +105,14 @@ def test_the_client_reads_streamed_chunks_and_counts_tokens(fake):
     )  # fmt: skip
 
 
+def test_the_client_reads_a_whole_completion_from_a_server_that_does_not_stream(fake):
+    fake.replies = [Reply.json({"answer": "yes"}, ignore_stream=True, finish_reason="length")]
+    client = ChatClient(base_url=fake.url, model="fake", sleep=NO_SLEEP)
+    completion = client.complete(messages=[], schema_name="x", schema={}, max_tokens=40)
+    assert completion == Completion('{"answer": "yes"}', "length")
+    assert client.usage.calls == 1 and client.usage.prompt_tokens == 11
+
+
 def test_server_errors_are_retried_with_backoff_then_provider_unavailable(fake, caplog):
     fake.replies = [Reply(status=500)]
     waits: list[float] = []
