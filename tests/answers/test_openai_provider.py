@@ -1,6 +1,7 @@
 """The `openai` provider against a protocol-faithful fake server (real HTTP on loopback):
 what a real model cannot be made to do on demand."""
 
+import itertools
 import json
 import logging
 import threading
@@ -57,7 +58,7 @@ def model(
 ) -> Script:
     """One fake model for a whole run: replies by the schema asked for. `select` replies are
     used in turn (the last repeats); a returned str is sent as it is, anything else as JSON."""
-    selections = iter(range(10**6))
+    selections = itertools.count()
 
     def reply(request: dict) -> Reply:
         name = step(request)
