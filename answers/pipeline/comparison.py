@@ -23,6 +23,7 @@ from answers.models import CandidateFact
 from answers.pipeline import texts
 from answers.pipeline.judgement import _quote_parts, quote_context
 from answers.pipeline.llm import ProviderError
+from answers.pipeline.planner import COMPARISON
 from answers.pipeline.policy import policy_judge
 from answers.pipeline.tools import candidate_views
 from answers.pipeline.validation import (
@@ -175,6 +176,8 @@ def comparison_decide(ctx: "RunContext", trace: "Trace", plan: "Plan") -> "Decis
             question=ctx.request.query, plan=plan, candidates=candidate_views(found)
         )
     except ProviderError as error:
+        if not COMPARISON.search(ctx.request.query):
+            return answer_instead(ctx, trace, plan, found, (error.code, "comparison_not_made"))
         ending = unsupported(ctx, trace, "comparison")
         ending = replace(ending, quality={**ending.quality, "issues": sorted(
             {*ending.quality["issues"], error.code})})  # fmt: skip
@@ -195,6 +198,10 @@ def comparison_decide(ctx: "RunContext", trace: "Trace", plan: "Plan") -> "Decis
     trace.step("comparison", started, claims=len(comparison.claims),
                dropped=comparison.dropped)  # fmt: skip
     issues = ("comparison_claim_dropped",) if comparison.dropped else ()
+    if len(comparison.claims) < MIN_CLAIMS and not COMPARISON.search(ctx.request.query):
+        # Only the model called this a comparison, and none came of it: answer the question
+        # from the same candidates as any other.
+        return answer_instead(ctx, trace, plan, found, (*issues, "comparison_not_made"))
     if len(comparison.claims) < MIN_CLAIMS:
         ending = unsupported(ctx, trace, "comparison")
         ending = replace(ending, quality={**ending.quality, "issues": sorted(
@@ -220,6 +227,23 @@ def comparison_decide(ctx: "RunContext", trace: "Trace", plan: "Plan") -> "Decis
     )  # fmt: skip
     ending = replace(ending, cards=(*ending.cards, card), world_claims=claims)
     return Decision(ending, tuple(found), 1, issues)
+
+
+def answer_instead(
+    ctx: "RunContext",
+    trace: "Trace",
+    plan: "Plan",
+    found: list[CandidateFact],
+    issues: tuple[str, ...],
+) -> "Decision":
+    """The ordinary selection over the comparison's candidates (the tools are not run again)."""
+    from answers.pipeline.steps import Gathered, gathered_decision, select_step
+
+    plan = replace(plan, comparison=False)
+    selection = select_step(ctx, trace, plan, found)
+    gathered = Gathered(plan, tuple(found), selection.support, (*issues, *selection.issues),
+                        selection.attempts + 1, selection.judge_unavailable)  # fmt: skip
+    return gathered_decision(ctx, trace, gathered)
 
 
 def general_knowledge_decide(ctx: "RunContext", trace: "Trace") -> "Decision":

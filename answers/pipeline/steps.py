@@ -408,6 +408,12 @@ def decide(ctx: RunContext, trace: Trace) -> Decision:
     if ctx.request.mode == "raw":
         results = [_raw(fact) for fact in found]
         return Decision(inspection(trace, answer_status="unverified", results=results), found)
+    return gathered_decision(ctx, trace, gathered)
+
+
+def gathered_decision(ctx: RunContext, trace: Trace, gathered: Gathered) -> Decision:
+    """How a generation ends from what the tools found and what was selected from it."""
+    found = gathered.candidates
     issues = gathered.issues
     if gathered.judge_unavailable:
         ending = abstention(ctx, trace, "unsupported", evidence_status="unavailable",
@@ -417,7 +423,7 @@ def decide(ctx: RunContext, trace: Trace) -> Decision:
     support = gathered.support
     selected = list(support.kept) if support is not None else []
     judgement = policy_judge(
-        policy=policy,
+        policy=ctx.request.policy,
         outcomes=trace.outcomes,
         selected_tools=[set(s.fact.contributions) for s in selected],
         unanswered_parts=len(support.unanswered) if support is not None and selected else 0,

@@ -101,6 +101,24 @@ def test_an_analysis_that_is_not_the_schema_is_an_unsupported_prerequisite(libra
     assert "provider_malformed" in body["quality"]["issues"]
 
 
+def test_a_comparison_only_the_model_saw_falls_back_to_an_ordinary_answer(library, member, fake):
+    question = "Who owns service reviews and what is the retention period for invoices?"
+
+    def flagged(request: dict) -> dict:
+        return {"standalone": question, "searches": SEARCHES, "comparison": True}
+
+    def both(request: dict) -> dict:
+        return {"facts": [span_of(request, REVIEWS), span_of(request, RETENTION)]}
+
+    fake.replies = [model(select=[both], plan=flagged, analyse=lambda r: {"claims": []})]
+    body = ask(member, question, provider=provider_for(fake))
+    assert body["evidence"]["answer_status"] == "evidence_backed", body["quality"]
+    assert [c["quote"] for c in body["answer"]["citations"]] == [REVIEWS, RETENTION]
+    assert "comparison_not_made" in body["quality"]["issues"]
+    assert body["answer"]["cards"] == []
+    assert not WorldClaim.objects.exists()
+
+
 def test_the_extractive_provider_still_refuses_comparisons(library, member):
     body = ask(member, QUESTION)
     assert body["answer"]["text"] == explanation("unsupported", "en")
