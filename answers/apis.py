@@ -1,3 +1,4 @@
+from django.db import connection
 from django.http import StreamingHttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.exceptions import PermissionDenied
@@ -11,15 +12,106 @@ from answers.pipeline.request import answer_request_parse
 from answers.pipeline.run import answer_create, answer_retry, answer_stream_start
 from answers.selectors import run_get_for_user
 from answers.serializers import AnswerInput, AnswerOutput, AuditOutput
-from answers.streaming import cursor_parse, event_stream, stream_response_headers
+from answers.streaming import (
+    cursor_parse,
+    event_stream,
+    started_frame,
+    stream_response_headers,
+)
 from audit.selectors import run_audit
 from core.errors import NotFoundError
 from core.models import ApiKey
+
+_TOOL = {
+    "type": "object",
+    "required": ["tool", "state", "code", "result_count"],
+    "additionalProperties": False,
+    "properties": {
+        "tool": {"type": "string"},
+        "state": {"type": "string"},
+        "code": {"type": "string"},
+        "result_count": {"type": "integer", "minimum": 0},
+    },
+}
+_STARTED = {
+    "type": "object",
+    "required": ["run_id", "generation"],
+    "additionalProperties": False,
+    "properties": {"run_id": {"type": "string"}, "generation": {"type": "integer"}},
+}
+_FAILED = {
+    "type": "object",
+    "required": ["code"],
+    "additionalProperties": False,
+    "properties": {"code": {"type": "string"}},
+}
+_BODY = {"$ref": "#/components/schemas/AnswerOutput"}
+# The JSON in `data:` of each event, by event name; "v1" with stream_version=1, "legacy"
+# without. Published in the schema as `x-event-data` of the stream response.
+EVENT_DATA = {
+    "v1": {
+        "started": _STARTED,
+        "tool": _TOOL,
+        "completed": {
+            "type": "object",
+            "required": ["payload"],
+            "properties": {
+                "payload": {
+                    "type": "object",
+                    "required": ["result"],
+                    "properties": {"result": _BODY},
+                },
+            },
+        },
+        "failed": _FAILED,
+    },
+    "legacy": {
+        "status": {
+            "type": "object",
+            "required": ["status"],
+            "properties": {
+                "status": {"type": "string", "enum": ["started", "tool", "failed"]},
+                **_STARTED["properties"],
+                **_TOOL["properties"],
+                **_FAILED["properties"],
+            },
+        },
+        "complete": {"type": "object", "required": ["payload"], "properties": {"payload": _BODY}},
+    },
+    "both": {
+        "generation": {
+            "type": "object",
+            "required": ["from", "to"],
+            "additionalProperties": False,
+            "properties": {"from": {"type": "integer"}, "to": {"type": "integer"}},
+            "description": "The cursor was of an earlier generation: the stream moves on.",
+        },
+        "timeout": {
+            "type": "object",
+            "required": ["code"],
+            "properties": {"code": {"type": "string", "enum": ["stream_timeout"]}},
+            "description": "The stream ended before the run did; reconnect with Last-Event-ID.",
+        },
+        "error": {
+            "type": "object",
+            "required": ["error"],
+            "properties": {
+                "error": {
+                    "type": "object",
+                    "required": ["code"],
+                    "properties": {"code": {"type": "string"}},
+                }
+            },
+        },
+    },
+}
 
 # One server-sent event, as clients (and schemathesis) parse it from the stream.
 EVENT_SCHEMA = {
     "type": "object",
     "required": ["event", "data"],
+    "description": "One server-sent event; `data` is JSON shaped as `x-event-data` gives "
+    "for its event name (docs/streaming.md). A line starting with `:` is a keep-alive.",
     "properties": {
         "id": {"type": "string", "description": "<run_id>:<generation>:<seq>"},
         "event": {
@@ -27,8 +119,9 @@ EVENT_SCHEMA = {
             "enum": ["started", "tool", "completed", "failed", "status", "complete",
                      "generation", "timeout", "error"],
         },
-        "data": {"type": "string", "description": "JSON; see docs/streaming.md"},
+        "data": {"type": "string", "description": "JSON; see x-event-data"},
     },
+    "x-event-data": EVENT_DATA,
 }  # fmt: skip
 
 
@@ -43,9 +136,14 @@ class JsonOrStream(BaseContentNegotiation):
         return renderers[0], renderers[0].media_type
 
 
-def _stream(request: Request, run_id: object, cursor: object, version: str | None):
+def _stream(
+    request: Request, run_id: object, cursor: object, version: str | None, first: str | None = None
+):
+    # The request's connection would stay open until the stream ends: a thousand waiting
+    # streams would hold a thousand connections. The stream reads with short-lived ones.
+    connection.close()
     response = StreamingHttpResponse(
-        event_stream(user=request.user, run_id=run_id, cursor=cursor, version=version),
+        event_stream(user=request.user, run_id=run_id, cursor=cursor, version=version, first=first),
         content_type="text/event-stream",
     )
     for name, value in stream_response_headers().items():
@@ -72,7 +170,9 @@ class AnswerApi(APIView):
         api_key = request.auth if isinstance(request.auth, ApiKey) else None
         if answer_request.stream:
             run = answer_stream_start(user=request.user, request=answer_request, api_key=api_key)
-            return _stream(request, run.pk, None, answer_request.stream_version)
+            version = answer_request.stream_version
+            first, cursor = started_frame(run.pk, version)
+            return _stream(request, run.pk, cursor, version, first)
         body = answer_create(user=request.user, request=answer_request, api_key=api_key)
         return Response(body)
 

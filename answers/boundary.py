@@ -7,6 +7,7 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
 from answers.models import AnswerRun
 from answers.pipeline import texts
+from audit.models import StreamEvent
 from datasets.selectors import datasets_visible_to
 from knowledge.selectors import documents_visible_to
 
@@ -50,15 +51,63 @@ def access_failure_body(body: dict) -> dict:
     }
 
 
-def sealed_answer_read(*, user: AbstractBaseUser | AnonymousUser, run: AnswerRun) -> dict | None:
+def sealed_answer_read(
+    *, user: AbstractBaseUser | AnonymousUser, run: AnswerRun, generation: int | None = None
+) -> dict | None:
     """The run's sealed body as the caller may read it now; None if nothing was sealed.
+
+    Without `generation`, the current answer (the run's final body); with it, that
+    generation's body exactly as it was sealed (its `completed` event, written in the
+    publication transaction), so earlier generations stay readable as such.
 
     Precondition: `run` came from a permission-scoped selector (it is the caller's).
     """
-    body = run.response
+    if generation is None:
+        body = run.response
+    else:
+        event = StreamEvent.objects.filter(
+            run=run, generation=generation, event="completed"
+        ).first()
+        body = event.data["payload"]["result"] if event is not None else None
     if body is None:
         return None
     sources = body.get("evidence", {}).get("sources", [])
     if sources and not sources_visible(user=user, sources=sources):
         return access_failure_body(body)
     return body
+
+
+def sealed_answers_read(
+    *, user: AbstractBaseUser | AnonymousUser, runs: list[AnswerRun]
+) -> dict[tuple[object, int], dict]:
+    """Every sealed generation of `runs`, keyed (run id, generation), each as the caller
+    may read it now — the same rule as `sealed_answer_read`, in three queries for a whole
+    conversation. A generation with nothing sealed has no key.
+
+    Precondition: the runs came from a permission-scoped selector (they are the caller's).
+    """
+    events = StreamEvent.objects.filter(run__in=runs, event="completed")
+    bodies = {(e.run_id, e.generation): e.data["payload"]["result"] for e in events}
+    cited = [s for body in bodies.values() for s in body.get("evidence", {}).get("sources", [])]
+    documents = {s["document_id"] for s in cited if s.get("type") == "revision"}
+    datasets = {s["dataset_id"] for s in cited if s.get("type") == "snapshot"}
+    seen_documents = set(
+        documents_visible_to(user=user).filter(pk__in=documents).values_list("pk", flat=True)
+    ) if documents else set()  # fmt: skip
+    seen_datasets = set(
+        datasets_visible_to(user=user).filter(pk__in=datasets).values_list("pk", flat=True)
+    ) if datasets else set()  # fmt: skip
+
+    def visible(source: dict) -> bool:
+        if source.get("type") == "revision":
+            return source["document_id"] in seen_documents
+        if source.get("type") == "snapshot":
+            return source["dataset_id"] in seen_datasets
+        return True
+
+    return {
+        key: body
+        if all(visible(s) for s in body.get("evidence", {}).get("sources", []))
+        else access_failure_body(body)
+        for key, body in bodies.items()
+    }

@@ -154,3 +154,39 @@ class Card(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} card {self.ordinal} of {self.message_id}"
+
+
+class ConversationSource(models.Model):
+    """One source in a conversation's current explicit selection: a space to search, or
+    one of the owner's private files. The recheck before sealing reads these rows, so
+    deselecting a private file withdraws it from answers not yet sealed."""
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="sources")
+    space = models.ForeignKey(
+        "knowledge.Space", on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+    )
+    document = models.ForeignKey(
+        "knowledge.Document", on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["conversation", "id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(space__isnull=False, document__isnull=True)
+                | models.Q(space__isnull=True, document__isnull=False),
+                name="conversation_source_one_kind",
+            ),
+            models.UniqueConstraint(
+                fields=["conversation", "space"], name="conversation_source_space_unique"
+            ),
+            models.UniqueConstraint(
+                fields=["conversation", "document"], name="conversation_source_document_unique"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return (
+            f"{self.conversation_id}: space {self.space_id or '-'} file {self.document_id or '-'}"
+        )

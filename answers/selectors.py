@@ -1,9 +1,11 @@
 import uuid
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db.models import Max, QuerySet
 
-from answers.models import AnswerRun
+from answers.models import AnswerRun, Conversation, ConversationSource
 from core.errors import NotFoundError
+from core.inputs import object_id_parse
 
 
 def run_get_for_user(*, user: AbstractBaseUser | AnonymousUser, run_id: object) -> AnswerRun:
@@ -16,3 +18,56 @@ def run_get_for_user(*, user: AbstractBaseUser | AnonymousUser, run_id: object) 
     if run is None:
         raise NotFoundError("Run not found.")
     return run
+
+
+def run_capture_current(capture: dict) -> bool:
+    """Whether an output capture (run, generation, release id) is still the run's
+    current answer: no newer generation, and that release is the one its body carries.
+    A conversation-derived proposal is approvable only while this holds (SPEC §3)."""
+    try:
+        pk = uuid.UUID(str(capture.get("run_id")))
+    except ValueError:
+        return False
+    run = AnswerRun.objects.filter(pk=pk).first()
+    if run is None:
+        return False
+    newest = run.generations.aggregate(top=Max("number"))["top"] or 0
+    if newest != capture.get("generation"):
+        return False
+    return ((run.response or {}).get("release") or {}).get("id") == capture.get("release_id")
+
+
+def conversations_of(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Conversation]:
+    """The user's own conversations, newest first."""
+    if not user.is_authenticated:
+        return Conversation.objects.none()
+    return Conversation.objects.filter(user_id=user.pk).order_by("-id")
+
+
+def conversation_get_for_user(
+    *, user: AbstractBaseUser | AnonymousUser, conversation_id: object
+) -> Conversation:
+    """The user's own conversation; NotFoundError whether missing or someone else's."""
+    pk = object_id_parse(conversation_id)
+    conversation = conversations_of(user=user).filter(pk=pk).first() if pk else None
+    if conversation is None:
+        raise NotFoundError("Conversation not found.")
+    return conversation
+
+
+def conversation_runs(*, conversation: Conversation) -> QuerySet[AnswerRun]:
+    """The conversation's runs in the order they were asked, with their generations."""
+    return conversation.runs.order_by("created_at").prefetch_related("generations")
+
+
+def conversation_selection(*, conversation_id: int) -> tuple[set[int], set[int]]:
+    """The conversation's current explicit selection: (space ids, private file ids)."""
+    spaces, files = set(), set()
+    for space_id, document_id in ConversationSource.objects.filter(
+        conversation_id=conversation_id
+    ).values_list("space_id", "document_id"):
+        if space_id is not None:
+            spaces.add(space_id)
+        else:
+            files.add(document_id)
+    return spaces, files

@@ -8,34 +8,39 @@ Every event has `id: <run_id>:<generation>:<seq>`. Version 1 (`stream_version=1`
 from an earlier generation first gets an explicit `generation` event. The completed body
 passes the same boundary check as GET /v1/runs/<id>.
 
-Events are read from the database, polled while the run executes (in the worker, maybe
-on another host): every web process sees the same stream, and no connection is held
-while waiting.
+Events are read from the database (in the worker, maybe on another host, the run sends
+live tool activity to the run's Channels group): every web process sees the same
+stream. A waiting stream holds no database connection: the request's own is closed
+before streaming, and the reads of all streams of a process go through one thread.
 """
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import connection
+from django.db import InterfaceError, OperationalError, connection
 from django.db.models import Max
 
 from answers.boundary import sealed_answer_read
-from answers.models import AnswerRun
+from answers.models import AnswerRun, Generation
 from answers.pipeline.events import run_group
 from audit.models import StreamEvent
+from audit.services import stream_started_data
 from core.errors import ApiError
 
 logger = logging.getLogger(__name__)
 
 POLL_SECONDS = 0.25
-LIVE_WAIT_SECONDS = 1.0
+# Between two reads of the store while live events flow: a safety net for a lost
+# `sealed` message, rare enough that a thousand open streams cost little (bench/streams.py).
+LIVE_WAIT_SECONDS = 15.0
 KEEPALIVE_SECONDS = 15.0
 FINAL_EVENTS = frozenset({"completed", "failed"})
 
@@ -85,9 +90,11 @@ def frames_after(
     *, user: AbstractBaseUser, run_id: object, cursor: Cursor | None, version: str | None
 ) -> tuple[list[str], Cursor | None, bool]:
     """The frames after `cursor` of the run's current generation, the new cursor, and
-    whether the stream is over. Precondition: the run is the caller's (selector)."""
-    run = AnswerRun.objects.get(pk=run_id)
-    current = run.generations.aggregate(top=Max("number"))["top"] or 1
+    whether the stream is over. Precondition: the run is the caller's (selector).
+
+    Two queries while the run executes (its current generation, that generation's few
+    events); the run itself is read only for `completed`, through the boundary check."""
+    current = Generation.objects.filter(run_id=run_id).aggregate(top=Max("number"))["top"] or 1
     frames: list[str] = []
     after = 0
     if cursor is not None and cursor.generation < current:
@@ -95,55 +102,90 @@ def frames_after(
         frames.append(frame("generation", {"from": cursor.generation, "to": current}))
     elif cursor is not None:
         after = cursor.sequence
-    stored = StreamEvent.objects.filter(run=run, generation=current)
+    stored = list(StreamEvent.objects.filter(run_id=run_id, generation=current)
+                  .order_by("sequence").values_list("sequence", "event", "data"))  # fmt: skip
     # Over once the generation's final event is stored: sent now, or before the cursor.
-    finished = stored.filter(event__in=FINAL_EVENTS).exists()
+    finished = any(event in FINAL_EVENTS for _, event, _ in stored)
     last = Cursor(current, after)
-    for event in stored.filter(sequence__gt=after).order_by("sequence"):
-        name, data = event.event, event.data
+    for sequence, name, data in stored:
+        if sequence <= after:
+            continue
         if name == "completed":
+            run = AnswerRun.objects.get(pk=run_id)
             data = {"payload": {"result": sealed_answer_read(user=user, run=run)}}
-        if version != "1":
-            name, data = _legacy(name, data)
-        frames.append(frame(name, data, f"{run.pk}:{current}:{event.sequence}"))
-        last = Cursor(current, event.sequence)
+        frames.append(event_frame(run_id, current, sequence, name, data, version))
+        last = Cursor(current, sequence)
     return frames, last, finished
+
+
+def event_frame(
+    run_id: object, generation: int, sequence: int, name: str, data: dict, version: str | None
+) -> str:
+    """One stored (or just stored) event as its frame in the stream's version."""
+    if version != "1":
+        name, data = _legacy(name, data)
+    return frame(name, data, f"{run_id}:{generation}:{sequence}")
+
+
+# Every stream of this process reads through one thread and its one connection: a
+# waiting stream holds no connection of its own, and a read costs no new connection.
+_READER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="stream-reader")
 
 
 def _read(**kwargs: object) -> tuple[list[str], Cursor | None, bool]:
     try:
         return frames_after(**kwargs)
-    finally:
-        connection.close()  # a waiting stream must not pin a database connection
+    except (InterfaceError, OperationalError):
+        connection.close()  # a connection the server dropped: once more on a new one
+        return frames_after(**kwargs)
+
+
+async def _stored(**kwargs: object) -> tuple[list[str], Cursor | None, bool]:
+    loop = asyncio.get_running_loop()
+    return await loop.run_in_executor(_READER, functools.partial(_read, **kwargs))
 
 
 def live_frame(message: dict, *, run_id: object, version: str | None) -> str:
-    name, data = message["event"], message["data"]
-    if version != "1":
-        name, data = _legacy(name, data)
-    return frame(name, data, f"{run_id}:{message['generation']}:{message['seq']}")
+    return event_frame(run_id, message["generation"], message["seq"], message["event"],
+                       message["data"], version)  # fmt: skip
+
+
+def started_frame(run_id: object, version: str | None) -> tuple[str, Cursor]:
+    """The `started` event `run_start` has just stored (seq 1 of generation 1), and the
+    cursor after it: what a new stream sends at once, with no read."""
+    data = stream_started_data(run_id=run_id, generation=1)
+    return event_frame(run_id, 1, 1, "started", data, version), Cursor(1, 1)
 
 
 async def event_stream(
-    *, user: AbstractBaseUser, run_id: object, cursor: Cursor | None, version: str | None
+    *,
+    user: AbstractBaseUser,
+    run_id: object,
+    cursor: Cursor | None,
+    version: str | None,
+    first: str | None = None,
 ) -> AsyncIterator[str]:
     """Frames until the run's final event (or KOINON_STREAM_TIMEOUT), with a keep-alive
     comment every 15 s.
 
     Subscribes to the run's group first, then reads the stored events, then forwards live
-    tool activity as it arrives; a `sealed` message (or, as a fallback, every second)
+    tool activity as it arrives; a `sealed` message (or, as a fallback, every 5 s)
     reads the stored events after the cursor again. Live and stored events share their
     sequence numbers, so nothing is sent twice. A client that goes away cancels this
-    (CancelledError): the run, executing elsewhere, is not affected.
+    (CancelledError): the run, executing elsewhere, is not affected. `first` is a frame
+    already known to be stored up to `cursor`, sent before anything else.
     """
     from channels.layers import get_channel_layer
 
     loop = asyncio.get_running_loop()
     deadline = loop.time() + settings.KOINON_STREAM_TIMEOUT
     last_sent = loop.time()
-    read = sync_to_async(_read, thread_sensitive=False)
+    read = _stored
     layer, channel, group = get_channel_layer(), None, run_group(run_id)
     channel_gap = False
+    layer_failed = False
+    if first is not None:
+        yield first
     try:
         if layer is not None:
             try:
@@ -171,10 +213,10 @@ async def event_stream(
             if loop.time() - last_sent >= KEEPALIVE_SECONDS:
                 yield ": keep-alive\n\n"
                 last_sent = loop.time()
-            if channel is None:
+            if channel is None or layer_failed:
                 await asyncio.sleep(POLL_SECONDS)
                 continue
-            # Forward live events until the run is sealed or a second passes.
+            # Forward live events until the run is sealed or LIVE_WAIT_SECONDS pass.
             wait_until = loop.time() + LIVE_WAIT_SECONDS
             while loop.time() < wait_until:
                 try:
@@ -182,6 +224,11 @@ async def event_stream(
                         layer.receive(channel), timeout=wait_until - loop.time()
                     )
                 except TimeoutError:
+                    break
+                except Exception:  # the layer failed (e.g. Redis timed out): poll instead
+                    logger.warning("live events lost for run %s", run_id, exc_info=True)
+                    channel_gap = True
+                    layer_failed = True
                     break
                 if message.get("type") == "run.sealed":
                     break

@@ -8,7 +8,8 @@ def run_execute_task(run_id: str, generation: int) -> None:
     """Execute a stored run in the worker (streamed answers). A failure is recorded on
     the run by run_execute itself (status, `failed` event); nothing to raise here."""
     from answers.pipeline.events import ChannelsSink
-    from answers.pipeline.run import RunFailed, run_execute
+    from answers.pipeline.run import AlreadyExecuted, RunFailed, run_execute
 
-    with contextlib.suppress(RunFailed):
+    # A delivered-again task (acks_late) finds its generation taken: nothing to do.
+    with contextlib.suppress(RunFailed, AlreadyExecuted):
         run_execute(run_id=run_id, generation=generation, events=ChannelsSink())

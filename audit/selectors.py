@@ -28,3 +28,8 @@ def run_audit(*, run: AnswerRun) -> dict:
         "memories_used": audit.memories_used if audit else [],
         "generations": generations,
     }
+
+
+def run_release(*, run: AnswerRun, release_id: object) -> OutputRelease | None:
+    """One release of a run the caller may read (the run came from a scoped selector)."""
+    return OutputRelease.objects.filter(run=run, pk=release_id).first()

@@ -82,43 +82,64 @@ def release_summary(release: OutputRelease) -> dict:
     }
 
 
+def stream_event_started(*, run_id: object, generation: int) -> None:
+    """`started` (seq 1), stored when a generation is created: a stream shows it at once,
+    on any web process, before the worker has begun. It carries no answer content."""
+    data = stream_started_data(run_id=run_id, generation=generation)
+    StreamEvent.objects.create(
+        run_id=run_id, generation=generation, sequence=1, event="started", data=data
+    )
+
+
+def stream_started_data(*, run_id: object, generation: int) -> dict:
+    return {"run_id": str(run_id), "generation": generation}
+
+
+def _events_append(*, run_id: object, generation: int, events: list[tuple[str, dict]]) -> None:
+    """Store the generation's events after `started` (stored first if it is not yet)."""
+    if not StreamEvent.objects.filter(run_id=run_id, generation=generation, sequence=1).exists():
+        events = [("started", stream_started_data(run_id=run_id, generation=generation)), *events]
+        first = 1
+    else:
+        first = 2
+    StreamEvent.objects.bulk_create(
+        StreamEvent(run_id=run_id, generation=generation, sequence=number, event=name, data=data)
+        for number, (name, data) in enumerate(events, start=first)
+    )
+
+
+def _tool_events(outcomes: list[dict]) -> list[tuple[str, dict]]:
+    return [("tool", {key: o[key] for key in ("tool", "state", "code", "result_count")})
+            for o in outcomes]  # fmt: skip
+
+
 def stream_events_record(
     *, run_id: object, generation: int, body: dict, outcomes: list[dict]
 ) -> None:
-    """The events a stream will replay: started, tool activity, completed."""
-    events = [("started", {"run_id": str(run_id), "generation": generation})]
-    events += [
-        ("tool", {key: o[key] for key in ("tool", "state", "code", "result_count")})
-        for o in outcomes
-    ]
-    events.append(("completed", {"payload": {"result": body}}))
-    StreamEvent.objects.bulk_create(
-        StreamEvent(run_id=run_id, generation=generation, sequence=number, event=name, data=data)
-        for number, (name, data) in enumerate(events, start=1)
-    )
+    """The events a stream will replay after `started`: tool activity, completed."""
+    events = [*_tool_events(outcomes), ("completed", {"payload": {"result": body}})]
+    _events_append(run_id=run_id, generation=generation, events=events)
 
 
 def stream_events_fail(
     *, run_id: object, generation: int, reason: str, outcomes: list[dict] = ()
 ) -> None:
-    """The events a replay shows for a generation that failed: started, the tool activity
-    that had happened (numbered as it was streamed live), failed."""
-    events = [("started", {"run_id": str(run_id), "generation": generation})]
-    events += [
-        ("tool", {key: o[key] for key in ("tool", "state", "code", "result_count")})
-        for o in outcomes
-    ]
-    events.append(("failed", {"code": reason}))
-    StreamEvent.objects.bulk_create(
-        StreamEvent(run_id=run_id, generation=generation, sequence=number, event=name, data=data)
-        for number, (name, data) in enumerate(events, start=1)
-    )
+    """The events a replay shows for a generation that failed: after `started`, the tool
+    activity that had happened (numbered as it was streamed live), failed."""
+    events = [*_tool_events(outcomes), ("failed", {"code": reason})]
+    _events_append(run_id=run_id, generation=generation, events=events)
 
 
-def audit_record(*, run_id: object, plan: dict, generation: dict) -> AnswerAudit:
-    """Add one generation's steps, retrieval manifest and SQL to the run's audit."""
+def audit_record(
+    *, run_id: object, plan: dict, generation: dict, memories: list[dict] = ()
+) -> AnswerAudit:
+    """Add one generation's steps, retrieval manifest, SQL and the memory entries its plan
+    used to the run's audit."""
     audit, _ = AnswerAudit.objects.select_for_update().get_or_create(run_id=run_id)
     audit.plan = plan
+    generation = {**generation, "memories": list(memories)}
+    known = {item["id"] for item in audit.memories_used}
+    audit.memories_used = audit.memories_used + [m for m in memories if m["id"] not in known]
     audit.generations = [g for g in audit.generations if g["number"] != generation["number"]]
     audit.generations.append(generation)
     audit.save()

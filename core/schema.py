@@ -1,7 +1,7 @@
 """OpenAPI helpers: the error shape on every operation, and paginated list bodies."""
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
-from drf_spectacular.utils import OpenApiParameter
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 from rest_framework import serializers
 
 # Every operation may answer these with the one error shape (core.errors).
@@ -58,7 +58,14 @@ def error_responses_hook(result: dict, generator: object, request: object, publi
             responses = operation.setdefault("responses", {})
             for status, description in ERROR_STATUSES.items():
                 responses.setdefault(status, {"description": description, "content": reference})
+            for status, response in responses.items():
+                if status.startswith("4") and not response.get("content"):
+                    response["content"] = reference  # e.g. a 409 an operation documents
     return result
+
+
+# For operations that can refuse because of the current state (`code` says which).
+CONFLICT = {409: OpenApiResponse(description="Conflicts with the current state; see `code`.")}
 
 
 class ApiKeyScheme(OpenApiAuthenticationExtension):

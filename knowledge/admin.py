@@ -193,11 +193,12 @@ def _proposal_diff(proposal: KnowledgeProposal) -> str:
     before = current.body.splitlines() if current else []
     label = f"v{current.number}" if current else "(new entry)"
     lines = difflib.unified_diff(before, proposal.body.splitlines(), label, "proposal", lineterm="")
-    styles = {"+": "color:#116611", "-": "color:#aa1111", "@": "color:#555555"}
+    # Classes, not style attributes: the Content-Security-Policy allows no inline style.
+    classes = {"+": "diff-added", "-": "diff-removed", "@": "diff-hunk"}
     rendered = format_html_join(
-        "\n", '<span style="{}">{}</span>', ((styles.get(line[:1], ""), line) for line in lines)
+        "\n", '<span class="{}">{}</span>', ((classes.get(line[:1], ""), line) for line in lines)
     )
-    return format_html('<pre style="white-space:pre-wrap">{}</pre>', rendered)
+    return format_html('<pre class="proposal-diff">{}</pre>', rendered)
 
 
 @admin.register(KnowledgeProposal)
@@ -205,14 +206,29 @@ class KnowledgeProposalAdmin(admin.ModelAdmin):
     """Curators review here; every decision goes through knowledge.curation."""
 
     change_form_template = "admin/knowledge/knowledgeproposal/change_form.html"
+
+    class Media:
+        css = {"all": ["knowledge/admin.css"]}
+
     list_display = ["title", "space", "status", "origin", "proposed_by", "created_at"]
     list_filter = ["status", "origin", ("space", admin.RelatedOnlyFieldListFilter)]
     list_select_related = ["space", "proposed_by"]
     search_fields = ["title", "body"]
     actions = ["approve_selected", "reject_selected"]
     fields = ["title", "space", "entry", "base_version", "status", "origin", "proposed_by",
-              "created_at", "reason", "diff", "reviewer", "reviewed_at", "review_note"]  # fmt: skip
+              "created_at", "reason", "output_capture", "diff", "reviewer", "reviewed_at",
+              "review_note"]  # fmt: skip
     readonly_fields = fields
+
+    @admin.display(description="Output capture (conversation-derived)")
+    def output_capture(self, proposal: KnowledgeProposal) -> str:
+        """The exact sealed answer the proposal came from: approval is refused once that
+        answer was regenerated."""
+        capture = proposal.capture
+        if not capture:
+            return "—"
+        return (f"run {capture['run_id']}, generation {capture['generation']}, release "
+                f"{capture['release_id']}, text SHA-256 {capture['text_sha256']}")  # fmt: skip
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[KnowledgeProposal]:
         curated = spaces_curated_by(user=request.user)

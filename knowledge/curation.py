@@ -101,9 +101,11 @@ def proposal_approve(
 ) -> KnowledgeVersion:
     """Approve: create the entry's next immutable version, atomically.
 
-    Raises CurationForbidden for a non-curator, ConflictError `not_pending`, and
-    ConflictError `superseded` when the entry moved on since the proposal was made
-    (the proposal is then marked superseded; that mark is kept).
+    Raises CurationForbidden for a non-curator, ConflictError `not_pending`,
+    ConflictError `superseded` when the entry moved on since the proposal was made, and
+    ConflictError `capture_stale` when a conversation-derived proposal's answer was
+    regenerated since its preview (either way the proposal is then marked superseded;
+    that mark is kept).
     """
     with transaction.atomic():
         proposal = _locked_pending(proposal_id, curator)
@@ -113,7 +115,13 @@ def proposal_approve(
         )
         if entry is not None:
             entry = KnowledgeEntry.objects.select_for_update().get(pk=entry.pk)
-        if entry is not None and entry.current_version_id != proposal.base_version_id:
+        stale = proposal.capture is not None and not _capture_current(proposal.capture)
+        if stale:
+            # Conversation-derived: the answer it captured was regenerated since.
+            _review(proposal, curator, ProposalStatus.SUPERSEDED,
+                    note or "The conversation was regenerated since the preview.")  # fmt: skip
+            superseded = True
+        elif entry is not None and entry.current_version_id != proposal.base_version_id:
             _review(proposal, curator, ProposalStatus.SUPERSEDED, note or "The entry changed.")
             superseded = True
         else:
@@ -121,6 +129,12 @@ def proposal_approve(
             version = _version_create(proposal=proposal, entry=entry, curator=curator)
             proposal.approved_version = version
             _review(proposal, curator, ProposalStatus.APPROVED, note)
+    if superseded and stale:
+        raise ConflictError(
+            "The answer this proposal captured was regenerated since its preview; make a "
+            "new preview.",
+            code="capture_stale",
+        )
     if superseded:
         raise ConflictError(
             "The entry has a newer version than the one this proposal was made against; "
@@ -128,6 +142,12 @@ def proposal_approve(
             code="superseded",
         )
     return version
+
+
+def _capture_current(capture: dict) -> bool:
+    from answers.selectors import run_capture_current  # answers builds on knowledge
+
+    return run_capture_current(capture)
 
 
 @transaction.atomic

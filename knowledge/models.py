@@ -336,6 +336,9 @@ class KnowledgeProposal(models.Model):
     approved_version = models.OneToOneField(
         KnowledgeVersion, on_delete=models.PROTECT, null=True, blank=True, related_name="proposal"
     )
+    # A conversation-derived proposal: the exact output capture of its preview (run,
+    # generation, release id, text hash). Approval is refused once the run moved on.
+    capture = models.JSONField(null=True, blank=True)
 
     class Meta:
         ordering = ["-id"]

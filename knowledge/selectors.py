@@ -137,6 +137,13 @@ def documents_visible_to(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[
     )
 
 
+def private_files_of(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Document]:
+    """The user's own private files, newest first (nobody else's, superusers included)."""
+    if not user.is_authenticated or not user.is_active:
+        return Document.objects.none()
+    return Document.objects.filter(owner=user, space__isnull=True).order_by("-id")
+
+
 def document_get_for_user(
     *, user: AbstractBaseUser | AnonymousUser, document_id: object
 ) -> Document:

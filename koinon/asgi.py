@@ -8,4 +8,18 @@ django_asgi_app = get_asgi_application()
 
 from channels.routing import ProtocolTypeRouter  # noqa: E402
 
-application = ProtocolTypeRouter({"http": django_asgi_app})
+from mcp_server.server import McpHttpApp  # noqa: E402
+
+mcp_app = McpHttpApp()
+
+
+async def http_app(scope: dict, receive, send) -> None:
+    """`/mcp` is the MCP server (Streamable HTTP); every other path is Django's."""
+    path = scope.get("path", "")
+    if path == "/mcp" or path.startswith("/mcp/"):
+        await mcp_app(scope, receive, send)
+    else:
+        await django_asgi_app(scope, receive, send)
+
+
+application = ProtocolTypeRouter({"http": http_app})

@@ -6,6 +6,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from django.core.exceptions import ImproperlyConfigured
+from django.utils.csp import CSP
 
 from koinon.env import (
     ImproperlyConfiguredEnv,
@@ -62,6 +63,10 @@ INSTALLED_APPS = [
     "datasets",
     "answers",
     "audit",
+    "memory",
+    "conversations",
+    "chat",
+    "mcp_server",
     "worldmodel",
 ]
 
@@ -75,6 +80,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
 ]
 
 ROOT_URLCONF = "koinon.urls"
@@ -91,6 +97,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "django.template.context_processors.i18n",
             ],
         },
     },
@@ -175,7 +182,9 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
-LOGIN_URL = "admin:login"
+LOGIN_URL = "chat:login"
+LOGIN_REDIRECT_URL = "chat:home"
+LOGOUT_REDIRECT_URL = "chat:login"
 GUARDIAN_RAISE_403 = False
 ANONYMOUS_USER_NAME = None
 
@@ -326,6 +335,11 @@ KOINON_EXTRACT_MEMORY_BYTES = env_int("KOINON_EXTRACT_MEMORY_BYTES", 1536 * 1024
 KOINON_EXTRACT_MAX_DECOMPRESSED = env_int("KOINON_EXTRACT_MAX_DECOMPRESSED", 256 * 1024 * 1024)
 KOINON_EXTRACT_MAX_ELEMENTS = env_int("KOINON_EXTRACT_MAX_ELEMENTS", 2_000_000)
 
+# --- MCP server (mcp_server/) ------------------------------------------------------------
+# Dotted paths of callables wrapped around each MCP tool call as middleware wraps a request
+# (tool calls do not pass Django's middleware). Not from the environment: code, not config.
+KOINON_MCP_CALL_HOOKS: list[str] = []
+
 # --- i18n, static -------------------------------------------------------------
 LANGUAGE_CODE = "en"
 LANGUAGES = [("en", "English"), ("de", "Deutsch"), ("fr", "Français"), ("ja", "日本語")]
@@ -344,6 +358,19 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 
 SESSION_COOKIE_HTTPONLY = True
+# The chat UI (and admin) run with no inline script or style: everything comes from
+# /static/. The API docs page, which needs inline styles, overrides this (koinon/urls.py).
+SECURE_CSP = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF],
+    "style-src": [CSP.SELF],
+    "img-src": [CSP.SELF, "data:"],
+    "connect-src": [CSP.SELF],
+    "object-src": [CSP.NONE],
+    "base-uri": [CSP.NONE],
+    "form-action": [CSP.SELF],
+    "frame-ancestors": [CSP.NONE],
+}
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
 
@@ -353,6 +380,11 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("KOINON_LOG_LEVEL", "INFO")},
-    # httpx logs every request URL at INFO (model and embedding endpoints): warnings only.
-    "loggers": {"django.request": {"level": "ERROR"}, "httpx": {"level": "WARNING"}},
+    # httpx logs every request URL at INFO (model and embedding endpoints); the MCP SDK every
+    # stateless request ("Terminating session: None"): warnings only.
+    "loggers": {
+        "django.request": {"level": "ERROR"},
+        "httpx": {"level": "WARNING"},
+        "mcp": {"level": "WARNING"},
+    },
 }

@@ -10,16 +10,27 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
+from answers.models import AnswerRun
+from conversations.services import intent_preview
 from datasets.services import dataset_upload
 from knowledge.curation import proposal_create
 from knowledge.documents import document_upload, revision_extract
 from knowledge.models import Space
+from memory.services import correction_create
 from tests.answers.conftest import ask
 from tests.conftest import client_for
 from tests.services import ROOT
 
 SCHEMA_ACCEPT = "application/vnd.oai.openapi+json"
-LISTS = ["/v1/spaces", "/v1/documents", "/v1/datasets", "/v1/knowledge/proposals"]
+LISTS = [
+    "/v1/spaces",
+    "/v1/documents",
+    "/v1/datasets",
+    "/v1/knowledge/proposals",
+    "/v1/conversations",
+    "/v1/memory",
+    "/v1/conversations/{conversation_id}/shares",
+]
 
 
 def schema(user) -> dict:
@@ -116,9 +127,15 @@ def test_schemathesis_finds_no_server_error_and_no_schema_violation(
     )  # fmt: skip
     proposal = proposal_create(user=owner, space=space, body="Reviews are quarterly.", title="R")
     run_id = ask(owner, "Who owns service reviews?")["run_id"]
+    conversation = AnswerRun.objects.get(pk=run_id).conversation
+    entry = correction_create(user=owner, text="Service reviews are in the handbook",
+                              scope="personal")  # fmt: skip
+    intent = intent_preview(user=owner, conversation=conversation, run_id=run_id,
+                            space_id=space.pk, title="Reviews")  # fmt: skip
     ids = {
         "space_id": space.pk, "document_id": result.document.pk, "proposal_id": proposal.pk,
         "dataset_id": snapshot.dataset_id, "run_id": run_id, "username": member.username,
+        "conversation_id": conversation.pk, "entry_id": entry.pk, "intent_id": intent.pk,
     }  # fmt: skip
     env = {
         **os.environ, "PYTHONPATH": str(ROOT), "SCHEMATHESIS_HOOKS": "tests.schemathesis_hooks",

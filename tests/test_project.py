@@ -88,9 +88,9 @@ def test_no_machine_paths_or_secrets_are_committed():
 def test_the_dockerfile_ships_what_the_code_reads_and_the_makefile_installs():
     dockerfile = (ROOT / "Dockerfile").read_text()
     copied = {line.split()[1] for line in dockerfile.splitlines() if line.startswith("COPY ")}
-    for needed in ("koinon", "core", "knowledge", "datasets", "answers", "audit", "worldmodel",
-                   "manage.py",
-                   "templates", "static", "locale"):  # fmt: skip
+    for needed in ("koinon", "core", "knowledge", "datasets", "answers", "audit", "chat",
+                   "memory", "conversations", "mcp_server", "worldmodel", "manage.py", "templates",
+                   "static", "locale"):  # fmt: skip
         assert needed in copied, needed
     makefile = (ROOT / "Makefile").read_text()
     extra = [
@@ -111,7 +111,19 @@ def test_every_environment_variable_the_code_reads_is_in_the_readme():
         r"\s*\"([A-Z][A-Z0-9_]+)\""
     )
     names = set()
-    for package in ("koinon", "core", "knowledge", "datasets", "answers", "audit", "worldmodel"):
+    for package in (
+        "koinon",
+        "core",
+        "knowledge",
+        "datasets",
+        "answers",
+        "audit",
+        "chat",
+        "memory",
+        "conversations",
+        "mcp_server",
+        "worldmodel",
+    ):
         for path in (ROOT / package).rglob("*.py"):
             names.update(readers.findall(path.read_text()))
     readme = (ROOT / "README.md").read_text()

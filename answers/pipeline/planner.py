@@ -104,6 +104,7 @@ class Plan:
     analysis: bool = False
     rewritten: bool = False
     dataset_queries: list[dict] = field(default_factory=list)
+    memory: list[dict] = field(default_factory=list)  # entries that steered the searches
 
     def as_dict(self) -> dict:
         return asdict(self)

@@ -129,6 +129,7 @@ def answer_publish(publication: Publication) -> Message:
     audit_record(
         run_id=run.pk,
         plan=run.plan,
+        memories=run.plan.get("memory", []),
         generation={
             "number": generation.number,
             "reset_context": run.reset_context,

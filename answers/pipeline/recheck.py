@@ -9,11 +9,13 @@ from guardian.models import GroupObjectPermission, UserObjectPermission
 
 from answers.models import AnswerRun
 from answers.pipeline.validation import SelectedFact
+from answers.selectors import conversation_selection
 from core.models import ApiKey
 from datasets.models import Dataset
 from datasets.selectors import datasets_visible_to
 from knowledge.models import Document, Space
 from knowledge.selectors import documents_visible_to
+from memory.services import memory_recheck
 
 logger = logging.getLogger(__name__)
 
@@ -72,8 +74,10 @@ def publication_recheck(
     hold until that transaction ends).
 
     Re-reads from the database: the originating key is not revoked, the user is active,
-    every selected document and dataset is still visible, and every private file is
-    still among the run's selected sources. A database failure is
+    every selected document and dataset is still visible, every private file is still
+    among the run's selected sources and in the conversation's current selection
+    (`ConversationSource`: deselecting a file withdraws it from answers not yet sealed),
+    and every memory entry the plan used is still valid. A database failure is
     `permission_unavailable`: unknown is never treated as allowed.
     """
     try:
@@ -99,11 +103,16 @@ def publication_recheck(
             if set(visible.values_list("pk", flat=True)) != documents:
                 return "access_denied"
             private = set(visible.filter(owner__isnull=False).values_list("pk", flat=True))
-            if not private <= set(run.selected_sources):
+            # Selected when the run started, and still in the conversation's selection now.
+            _, still_selected = conversation_selection(conversation_id=run.conversation_id)
+            if not private <= set(run.selected_sources) & still_selected:
                 return "access_denied"
             seen = datasets_visible_to(user=current).filter(pk__in=datasets)
             if set(seen.values_list("pk", flat=True)) != datasets:
                 return "access_denied"
+            denied = memory_recheck(run=run, user=current)
+            if denied:
+                return denied
     except DatabaseError:
         logger.exception("permission recheck failed")
         return "permission_unavailable"

@@ -15,12 +15,14 @@ from answers.pipeline.policy import EvidencePolicy
 from answers.pipeline.providers import ModelProvider, get_model_provider
 from answers.pipeline.request import AnswerRequest, response_language
 from answers.pipeline.steps import ProviderFailed, RunContext, Trace, execute
-from audit.services import stream_events_fail
+from answers.services import conversation_sources_set
+from audit.services import stream_event_started, stream_events_fail
 from core.errors import ApiError, NotFoundError, ServiceUnavailableError
 from core.models import ApiKey
 
-__all__ = ["ProviderFailed", "RunFailed", "answer_create", "answer_retry", "answer_stream_start",
-           "run_execute", "run_fail", "run_start", "stored_request"]  # fmt: skip
+__all__ = ["AlreadyExecuted", "ProviderFailed", "RunFailed", "answer_create", "answer_retry",
+           "answer_stream_start", "run_execute", "run_fail", "run_start",
+           "stored_request"]  # fmt: skip
 
 logger = logging.getLogger(__name__)
 
@@ -58,11 +60,19 @@ def run_start(
     api_key: ApiKey | None = None,
     provider: ModelProvider | None = None,
 ) -> AnswerRun:
-    """Write the conversation (new or the user's own), the run, the user's message and
-    generation 1 in one transaction. Raises NotFoundError for a foreign conversation."""
+    """Write the conversation (new or the user's own) with its source selection, the run,
+    the user's message and generation 1 in one transaction. Raises NotFoundError for a
+    foreign conversation."""
     provider = provider or get_model_provider()
     with transaction.atomic():
         conversation = _conversation(user=user, request=request)
+        # The request's selection becomes the conversation's current one (recheck reads it).
+        conversation_sources_set(
+            user=user,
+            conversation=conversation,
+            space_ids=request.space_ids,
+            file_ids=request.selected_sources,
+        )
         run = AnswerRun.objects.create(
             user=user,
             api_key=api_key,
@@ -81,6 +91,7 @@ def run_start(
         Generation.objects.create(
             run=run, number=1, provider=provider.name, model_id=provider.model_id
         )
+        stream_event_started(run_id=run.pk, generation=1)
     return run
 
 
@@ -104,6 +115,30 @@ def stored_request(run: AnswerRun) -> AnswerRequest:
     )
 
 
+class AlreadyExecuted(Exception):
+    """This generation was taken by an execution before: a redelivered task."""
+
+
+def generation_claim(*, run_id: object, generation: int, events: EventSink) -> None:
+    """Take the generation for this execution (`running` → `executing`), once.
+
+    A task delivered again (acks_late: a worker that died mid-run, a restored message)
+    finds it taken: a finished generation is left as it is, and one still `executing`
+    belongs to an execution that died — it ends `failed`, `worker_lost`, so nothing
+    stays running. Raises AlreadyExecuted in both cases."""
+    claimed = Generation.objects.filter(run_id=run_id, number=generation, status="running").update(
+        status="executing"
+    )
+    if claimed:
+        return
+    lost = Generation.objects.filter(run_id=run_id, number=generation, status="executing")
+    if lost.exists():
+        logger.error("run %s generation %s: its execution was lost", run_id, generation)
+        run_fail(run_id=run_id, generation=generation, reason="worker_lost")
+        events.sealed(run_id=run_id, generation=generation)
+    raise AlreadyExecuted(f"{run_id} g{generation}")
+
+
 def run_execute(
     *,
     run_id: object,
@@ -113,11 +148,14 @@ def run_execute(
 ) -> dict:
     """Execute one generation of a stored run and return its sealed response body.
 
-    Reads only stored state. Provider failures and invalid selections end in a fixed
-    abstention; any other failure ends the run `failed` (a typed reason, a `failed`
-    event to replay) and raises RunFailed. Nothing stays `running`.
+    Reads only stored state, and executes a generation at most once (AlreadyExecuted).
+    Provider failures and invalid selections end in a fixed abstention; any other failure
+    ends the run `failed` (a typed reason, a `failed` event to replay) and raises
+    RunFailed. Nothing stays `running`.
     """
     provider = provider or get_model_provider()
+    events = events or NullSink()
+    generation_claim(run_id=run_id, generation=generation, events=events)
     run = AnswerRun.objects.select_related("user", "api_key").get(pk=run_id)
     row = run.generations.get(number=generation)
     history = list(
@@ -127,7 +165,6 @@ def run_execute(
         .order_by("id")
         .values_list("text", flat=True)
     )
-    events = events or NullSink()
     context = RunContext(run, row, stored_request(run), provider, tuple(history), events)
     trace = Trace()
     try:
@@ -218,4 +255,5 @@ def answer_retry(
         Generation.objects.create(
             run=run, number=number, provider=provider.name, model_id=provider.model_id
         )
+        stream_event_started(run_id=run.pk, generation=number)
     return run_execute(run_id=run.pk, generation=number, provider=provider)

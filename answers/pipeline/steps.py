@@ -41,6 +41,7 @@ from answers.pipeline.validation import (
 from audit.services import audit_step_append
 from core.models import ApiKey
 from knowledge.retrieval import document_frequencies
+from memory.services import memories_for_plan, plan_with_memory
 
 logger = logging.getLogger(__name__)
 
@@ -140,7 +141,7 @@ class Decision:
 
 
 def plan_step(ctx: RunContext, trace: Trace) -> Plan:
-    """The provider's plan, stored on the run. Raises ProviderFailed."""
+    """The provider's plan, steered by memory, stored on the run. Raises ProviderFailed."""
     started = time.perf_counter()
     datasets = visible_datasets(user=ctx.user, space_ids=ctx.run.space_ids)
     try:
@@ -151,9 +152,11 @@ def plan_step(ctx: RunContext, trace: Trace) -> Plan:
         raise
     except Exception as error:
         raise ProviderFailed from error
+    # Corrections and remembered answers steer the searches (never an answer by themselves).
+    plan = plan_with_memory(plan, memories_for_plan(run=ctx.run))
     ctx.run.plan = plan.as_dict()
     ctx.run.save(update_fields=["plan"])
-    trace.step("plan", started, searches=len(plan.searches))
+    trace.step("plan", started, searches=len(plan.searches), memory=len(plan.memory))
     return plan
 
 

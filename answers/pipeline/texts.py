@@ -41,6 +41,18 @@ def explanation(kind: str, language: str) -> str:
     return _in(language, texts[kind])
 
 
+def regeneration_notice(language: str) -> str:
+    """What a conversation, replay or export shows instead of prose that was never
+    sealed, or that a newer generation replaced."""
+    return _in(
+        language,
+        lambda: _(
+            "This answer was not sealed or has been replaced by a newer one, so its text is "
+            "not shown. Regenerate it to get a verified answer."
+        ),
+    )
+
+
 def revision_label(language: str, number: int, date: str) -> str:
     return _in(
         language, lambda: _("revision %(number)s of %(date)s") % {"number": number, "date": date}

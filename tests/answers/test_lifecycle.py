@@ -69,3 +69,44 @@ def test_run_execute_answers_from_the_stored_request(space, owner, member):
     assert body["evidence"]["answer_status"] == "evidence_backed"
     run.refresh_from_db()
     assert run.status == AnswerRun.Status.PUBLISHED and run.response == body
+
+
+def test_a_generation_executes_once_a_task_delivered_again_changes_nothing(space, owner, member):
+    """acks_late redelivers a task whose worker went away: the generation it names is
+    taken already, so the second execution writes nothing (one release, one answer)."""
+    from answers.pipeline.run import AlreadyExecuted
+    from answers.tasks import run_execute_task
+
+    ingest(owner, space, "operations.txt", "The platform operations team owns service reviews.")
+    run = run_start(
+        user=member, request=answer_request_parse({"query": "Who owns service reviews?"})
+    )
+    run_execute_task(str(run.pk), 1)
+    run_execute_task(str(run.pk), 1)  # delivered again
+    with pytest.raises(AlreadyExecuted):
+        run_execute(run_id=run.pk, generation=1)
+    run.refresh_from_db()
+    assert run.status == AnswerRun.Status.PUBLISHED
+    assert OutputRelease.objects.filter(run=run).count() == 1
+    assert Message.objects.filter(run=run, role="assistant").count() == 1
+    assert [e for (e,) in StreamEvent.objects.filter(run=run).values_list("event")][
+        -1
+    ] == "completed"
+
+
+def test_a_generation_whose_execution_was_lost_ends_failed_not_running(member):
+    """A worker that died mid-run leaves the generation `executing`; the task delivered
+    again ends it `failed` (worker_lost) with a failed event, so nothing stays running."""
+    from answers.models import Generation
+    from answers.pipeline.run import AlreadyExecuted
+
+    run = run_start(user=member, request=answer_request_parse({"query": "Who owns it?"}),
+                    provider=ScriptedProvider([]))  # fmt: skip
+    Generation.objects.filter(run=run).update(status="executing")  # the lost execution
+    with pytest.raises(AlreadyExecuted):
+        run_execute(run_id=run.pk, generation=1, provider=ScriptedProvider([]))
+    run.refresh_from_db()
+    assert run.status == AnswerRun.Status.FAILED
+    assert run.generations.get().status == "failed"
+    events = list(StreamEvent.objects.filter(run=run).values_list("event", "data"))
+    assert events[-1] == ("failed", {"code": "worker_lost"})

@@ -5,6 +5,7 @@ boundary check; only sealed output leaves before `completed`."""
 import json
 
 import httpx
+import jsonschema
 import pytest
 from guardian.shortcuts import remove_perm
 
@@ -32,6 +33,20 @@ def parse(raw: str) -> list[dict]:
             events.append({"id": fields.get("id"), "event": fields["event"],
                            "data": json.loads(fields["data"])})  # fmt: skip
     return events
+
+
+def assert_documented(url: str, events: list[dict], version: str) -> None:
+    """Every event's data has the shape the served OpenAPI schema documents for it."""
+    accept = {"Accept": "application/vnd.oai.openapi+json"}
+    schema = httpx.get(f"{url}/v1/schema/", headers=accept, timeout=30).json()
+    stream = schema["paths"]["/v1/runs/{run_id}/events"]["get"]["responses"]["200"]
+    shapes = stream["content"]["text/event-stream"]["schema"]["x-event-data"]
+    known = {**shapes[version], **shapes["both"]}
+    for event in events:
+        assert event["event"] in known, event["event"]
+        jsonschema.validate(
+            event["data"], {**known[event["event"]], "components": schema["components"]}
+        )
 
 
 @pytest.fixture
@@ -82,6 +97,7 @@ def test_a_streamed_answer_runs_in_the_worker_and_ends_with_the_sealed_body(
     assert f"“{TEXT}”" in body["answer"]["text"]
     detail = httpx.get(f"{live_server_url}/v1/runs/{run_id}", headers=auth).json()
     assert body == detail
+    assert_documented(live_server_url, events, "v1")
 
 
 def test_the_legacy_stream_has_status_and_complete_events(
@@ -96,6 +112,7 @@ def test_the_legacy_stream_has_status_and_complete_events(
         events[-1]["data"]["payload"]
         == httpx.get(f"{live_server_url}/v1/runs/{run_id}", headers=auth).json()
     )
+    assert_documented(live_server_url, events, "legacy")
 
 
 def test_replay_after_each_event_yields_exactly_the_rest(live_server_url, corpus, auth):
@@ -244,7 +261,8 @@ def test_live_tool_activity_reaches_the_stream_before_the_run_is_sealed(
     assert [e["event"] for e in live][:2] == ["started", "tool"]
     shown = {k: outcome[k] for k in ("tool", "state", "code", "result_count")}
     assert live[1] == {"id": f"{run.pk}:1:2", "event": "tool", "data": shown}
-    assert not StreamEvent.objects.filter(run=run).exists()  # nothing sealed yet: it was live
+    # Nothing sealed yet: the tool event was live; only `started` is stored, at run_start.
+    assert list(StreamEvent.objects.filter(run=run).values_list("event", flat=True)) == ["started"]
 
     run_fail(run_id=run.pk, generation=1, reason="internal_error", outcomes=[outcome])
     sink.sealed(run_id=run.pk, generation=1)
@@ -253,3 +271,96 @@ def test_live_tool_activity_reaches_the_stream_before_the_run_is_sealed(
     events = parse("".join(received))
     assert [e["id"] for e in events] == [f"{run.pk}:1:{n}" for n in (1, 2, 3)]
     assert [e["event"] for e in events] == ["started", "tool", "failed"]
+
+
+def test_started_is_stored_with_the_run_so_a_stream_shows_it_before_the_worker_begins(
+    live_server_url, auth, member
+):
+    from answers.pipeline.request import answer_request_parse
+    from answers.pipeline.run import run_start
+    from tests.answers.providers import ScriptedProvider
+
+    # Stored but never executed: nothing but the run itself exists.
+    run = run_start(user=member, request=answer_request_parse({"query": QUESTION}),
+                    provider=ScriptedProvider([]))  # fmt: skip
+    first = ""
+    with httpx.stream("GET", f"{live_server_url}/v1/runs/{run.pk}/events",
+                      params={"stream_version": "1"}, headers={**auth, **SSE},
+                      timeout=30) as response:  # fmt: skip
+        for text in response.iter_text():
+            first += text
+            if "\n\n" in first:
+                break
+    [started] = parse(first.split("\n\n")[0] + "\n\n")
+    assert started == {"id": f"{run.pk}:1:1", "event": "started",
+                       "data": {"run_id": str(run.pk), "generation": 1}}  # fmt: skip
+
+
+def test_a_stream_returns_its_request_connection_before_it_waits(corpus, member):
+    """A waiting stream holds no database connection: the request's own connection is
+    closed before the stream starts (it would otherwise stay open until the stream ends:
+    a thousand waiting streams, a thousand connections). Checked in-process, where the
+    view and the test share one connection."""
+    from django.db import connection
+
+    from answers.pipeline.request import answer_request_parse
+    from answers.pipeline.run import run_start
+    from tests.answers.providers import ScriptedProvider
+    from tests.conftest import client_for
+
+    run = run_start(user=member, request=answer_request_parse({"query": QUESTION}),
+                    provider=ScriptedProvider([]))  # fmt: skip
+    connection.ensure_connection()
+    response = client_for(member).get(f"/v1/runs/{run.pk}/events", HTTP_ACCEPT=SSE["Accept"])
+    assert response.status_code == 200 and response.streaming
+    assert connection.connection is None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_channel_layer_that_fails_mid_stream_falls_back_to_the_store(member, monkeypatch):
+    """Redis timing out under load made `receive` raise inside a stream (the benchmark
+    found it): the stream must fall back to reading the store and still end."""
+    import asyncio
+
+    from asgiref.sync import sync_to_async
+    from django.db import connection
+
+    from answers import streaming
+    from answers.pipeline.request import answer_request_parse
+    from answers.pipeline.run import run_fail, run_start
+    from tests.answers.providers import ScriptedProvider
+
+    class FailingLayer:
+        async def new_channel(self):
+            return "specific.test!1"
+
+        async def group_add(self, group, channel):
+            return None
+
+        async def group_discard(self, group, channel):
+            return None
+
+        async def receive(self, channel):
+            raise OSError("Timeout reading from the layer")
+
+    monkeypatch.setattr("channels.layers.get_channel_layer", lambda: FailingLayer())
+    monkeypatch.setattr(streaming, "POLL_SECONDS", 0.05)
+    run = run_start(user=member, request=answer_request_parse({"query": QUESTION}),
+                    provider=ScriptedProvider([]))  # fmt: skip
+
+    async def collect() -> list[str]:
+        frames = []
+        stream = streaming.event_stream(user=member, run_id=run.pk, cursor=None, version="1")
+        async for chunk in stream:
+            frames.append(chunk)
+            if len(frames) == 1:  # started is out: the run now fails elsewhere
+                await sync_to_async(run_fail, thread_sensitive=False)(
+                    run_id=run.pk, generation=1, reason="internal_error"
+                )
+        return frames
+
+    try:
+        frames = asyncio.run(asyncio.wait_for(collect(), timeout=20))
+    finally:
+        streaming._READER.submit(lambda: connection.close()).result()  # the reader's connection
+    assert [parse(f)[0]["event"] for f in frames] == ["started", "failed"]

@@ -1,0 +1,40 @@
+from django import forms
+from django.contrib.auth.models import AbstractBaseUser
+from django.utils.translation import gettext_lazy as _
+
+from answers.pipeline.request import MAX_QUERY_CHARS
+from knowledge.selectors import private_files_of, spaces_visible_to
+
+
+class AskForm(forms.Form):
+    """A question and the sources to search. Choices are what the user may read: an id
+    of anything else is a field error, never a lookup."""
+
+    query = forms.CharField(
+        label=_("Your question"), max_length=MAX_QUERY_CHARS, required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+    )  # fmt: skip
+    spaces = forms.TypedMultipleChoiceField(coerce=int, required=False, label=_("Spaces"))
+    files = forms.TypedMultipleChoiceField(coerce=int, required=False, label=_("Private files"))
+    action = forms.ChoiceField(choices=[("ask", "ask"), ("save", "save")], required=False)
+    # Set by the page's script: the run executes in the worker and the page follows it.
+    live = forms.BooleanField(required=False)
+
+    def __init__(self, *args: object, user: AbstractBaseUser, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["spaces"].choices = [
+            (pk, str(pk)) for pk in spaces_visible_to(user=user).values_list("pk", flat=True)
+        ]
+        self.fields["files"].choices = [
+            (pk, str(pk)) for pk in private_files_of(user=user).values_list("pk", flat=True)
+        ]
+
+    def clean(self) -> dict:
+        data = super().clean()
+        if data.get("action") != "save" and not (data.get("query") or "").strip():
+            self.add_error("query", _("Type a question."))
+        return data
+
+
+class UploadForm(forms.Form):
+    file = forms.FileField(label=_("Private file"))

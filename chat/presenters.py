@@ -1,0 +1,262 @@
+"""What the chat templates show, built from sealed bodies and stored rows only.
+
+Nothing here reads a draft: answers come from `sealed_answer_read`, receipts from the
+release row and the audit written in the same publication transaction. Document text
+stays plain data; the templates auto-escape every value."""
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+
+from answers.boundary import sealed_answer_read, sealed_answers_read
+from answers.models import AnswerRun
+from answers.pipeline import texts
+from audit.selectors import run_audit, run_release
+from knowledge.models import Document, ExtractionRole, ExtractionStatus
+from knowledge.selectors import documents_visible_to
+
+EXTRACTION_ERRORS = {
+    "corrupt": gettext_lazy("The file could not be read; it may be damaged."),
+    "encrypted": gettext_lazy("The file is password-protected."),
+    "no_text": gettext_lazy("The file contains no extractable text."),
+    "too_large": gettext_lazy("The file is too large to process."),
+    "unsupported_type": gettext_lazy("This file type is not supported."),
+    "timeout": gettext_lazy("Reading the file took too long."),
+}
+
+NOT_SEALED = object()  # a generation with no sealed body (run_views knows it has none)
+
+HASH_NOTES = {
+    "text_sha256": gettext_lazy("SHA-256 of the UTF-8 bytes of answer.text, exactly as returned."),
+    "citations_sha256": gettext_lazy("SHA-256 of canonical(answer.citations)."),
+    "cards_sha256": gettext_lazy("SHA-256 of canonical(answer.cards)."),
+    "policy_sha256": gettext_lazy("SHA-256 of canonical(evidence.policy)."),
+}
+
+
+def canonical(value: object) -> bytes:
+    """docs/releases.md: keys sorted, no insignificant whitespace, UTF-8."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def locator_text(locator: dict) -> str:
+    if "page" in locator:
+        return _("page %(page)s") % {"page": locator["page"]}
+    if "start" in locator:
+        return f"{locator['start']}–{locator.get('end', '')}"
+    if locator.get("headings"):
+        return " › ".join(str(heading) for heading in locator["headings"])
+    return ""
+
+
+@dataclass
+class AnswerView:
+    run_id: str
+    generation: int
+    status: str  # the body's answer_status, or "unsealed"
+    language: str
+    introduction: str = ""
+    text: str = ""  # the fixed text of an abstention, or the regeneration notice
+    quotes: list[dict] = field(default_factory=list)
+    values: list[dict] = field(default_factory=list)
+    outcomes: list[dict] = field(default_factory=list)
+    unanswered: list[str] = field(default_factory=list)
+    failed_tools: list[str] = field(default_factory=list)
+    released: bool = False
+
+    @property
+    def abstained(self) -> bool:
+        return self.status == "abstained"
+
+    @property
+    def partial(self) -> bool:
+        return self.status == "partial"
+
+
+def _judged_parts(audit: dict, number: int) -> tuple[int, set[int]]:
+    for entry in audit["generations"]:
+        if entry["number"] == number:
+            judged = [s for s in entry.get("steps", []) if s.get("step") == "judgement"]
+            if judged:
+                return judged[-1].get("parts", 0), set(judged[-1].get("answered", []))
+    return 0, set()
+
+
+def answer_view(
+    *,
+    user: AbstractBaseUser,
+    run: AnswerRun,
+    generation: int,
+    body: dict | object | None = None,
+    current: dict[int, int] | None = None,
+) -> AnswerView:
+    """One generation of the run as the user may read it now; never an unsealed draft.
+
+    `body` (from `sealed_answers_read`) and `current` (document id → current revision)
+    may be given by a caller that read them for many runs at once.
+    """
+    if body is None:
+        body = sealed_answer_read(user=user, run=run, generation=generation)
+    if body is None or body is NOT_SEALED:
+        return AnswerView(
+            run_id=str(run.pk),
+            generation=generation,
+            status="unsealed",
+            language=run.language,
+            text=texts.regeneration_notice(run.language),
+        )
+    answer, evidence = body["answer"], body["evidence"]
+    view = AnswerView(
+        run_id=str(run.pk),
+        generation=generation,
+        status=evidence["answer_status"],
+        language=answer["language"],
+        outcomes=evidence.get("outcomes", []),
+        released=body.get("release") is not None,
+    )
+    citations = answer.get("citations", [])
+    if not citations:
+        view.text = answer["text"]
+        return view
+    view.introduction = answer["text"].split("\n", 1)[0]
+    cards = iter(answer.get("cards", []))
+    # A revision current when sealed may have been replaced since: the page says so.
+    if current is None:
+        current = current_revisions(user=user, bodies=[body])
+    for citation in citations:
+        if citation["kind"] == "quote":
+            superseded = citation.get("availability") == "superseded" or (
+                current.get(citation["document_id"]) != citation["revision_id"]
+            )
+            view.quotes.append({**citation, "superseded": superseded,
+                                "where": locator_text(citation.get("locator") or {})})  # fmt: skip
+        else:
+            card = next(cards, {})
+            view.values.append({**citation, "lineage": card.get("lineage", [])})
+    if view.partial:
+        audit = run_audit(run=run)
+        plan = audit["plan"] or {}
+        parts, answered = _judged_parts(audit, generation)
+        searches = plan.get("searches", [])
+        view.unanswered = [
+            searches[i] for i in range(parts) if i not in answered and i < len(searches)
+        ]
+        view.failed_tools = sorted(
+            {o["tool"] for o in view.outcomes if o.get("state") not in {"succeeded", "skipped"}}
+        )
+    return view
+
+
+@dataclass
+class RunView:
+    run: AnswerRun
+    current: AnswerView | None
+    earlier: list[AnswerView]
+    running: bool
+
+
+def current_revisions(*, user: AbstractBaseUser, bodies: list[dict]) -> dict[int, int]:
+    """Document id → its current revision, for the documents the bodies quote."""
+    documents = {
+        c["document_id"]
+        for body in bodies
+        for c in body["answer"].get("citations", [])
+        if c["kind"] == "quote"
+    }
+    if not documents:
+        return {}
+    return dict(
+        documents_visible_to(user=user)
+        .filter(pk__in=documents)
+        .values_list("pk", "current_revision_id")
+    )
+
+
+def run_views(*, user: AbstractBaseUser, runs: list[AnswerRun]) -> list[RunView]:
+    """Every run with its current and earlier generations; the same number of queries
+    for one run as for many (partial answers read their run's audit)."""
+    bodies = sealed_answers_read(user=user, runs=runs)
+    current = current_revisions(user=user, bodies=list(bodies.values()))
+    views = []
+    for run in runs:
+        numbers = sorted((g.number, g.status) for g in run.generations.all())
+        if not numbers:
+            continue
+
+        def view(number: int, run: AnswerRun = run) -> AnswerView:
+            body = bodies.get((run.pk, number), NOT_SEALED)
+            return answer_view(user=user, run=run, generation=number, body=body,
+                               current=current)  # fmt: skip
+
+        top, top_status = numbers[-1]
+        running = top_status == "running"
+        views.append(
+            RunView(
+                run=run,
+                current=None if running else view(top),
+                earlier=[view(number) for number, _ in reversed(numbers[:-1])],
+                running=running,
+            )
+        )
+    return views
+
+
+def file_state(document: Document) -> dict:
+    """A private file's extraction as the picker shows it: extracting, admitted or failed
+    with a human message."""
+    # The newest revision: a new upload is not current until its extraction is admitted.
+    revision = max(document.revisions.all(), key=lambda r: r.number, default=None)
+    primary = None
+    if revision is not None:
+        primary = next(
+            (e for e in revision.extractions.all() if e.role == ExtractionRole.PRIMARY), None
+        )
+    if primary is None or primary.status in {ExtractionStatus.PENDING, ExtractionStatus.RUNNING}:
+        return {"state": "extracting", "message": _("Extracting text…"),
+                "progress": primary.progress if primary else 0}  # fmt: skip
+    if primary.status == ExtractionStatus.ADMITTED:
+        return {"state": "admitted", "message": _("Ready"), "progress": 100}
+    message = EXTRACTION_ERRORS.get(primary.error_code, _("The file could not be read."))
+    return {"state": "failed", "message": str(message), "progress": 100}
+
+
+def receipt_view(*, user: AbstractBaseUser, run: AnswerRun, generation: int) -> dict | None:
+    """The receipt of one sealed generation, or None when the user may read none."""
+    body = sealed_answer_read(user=user, run=run, generation=generation)
+    if body is None:
+        return None
+    audit = run_audit(run=run)
+    entry = next((g for g in audit["generations"] if g["number"] == generation), {})
+    release = None
+    if body.get("release"):
+        release = run_release(run=run, release_id=body["release"]["id"])
+    if release is None:  # nothing the user may verify: no sources, steps or SQL either
+        return {"run": run, "generation": generation, "body": body, "release": None}
+    hashes = []
+    if release is not None:
+        recomputed = {
+            "text_sha256": hashlib.sha256(body["answer"]["text"].encode()).hexdigest(),
+            "citations_sha256": hashlib.sha256(canonical(body["answer"]["citations"])).hexdigest(),
+            "cards_sha256": hashlib.sha256(canonical(body["answer"]["cards"])).hexdigest(),
+            "policy_sha256": hashlib.sha256(canonical(body["evidence"]["policy"])).hexdigest(),
+        }
+        hashes = [
+            {"name": name, "value": getattr(release, name), "note": note,
+             "matches": recomputed[name] == getattr(release, name)}
+            for name, note in HASH_NOTES.items()
+        ]  # fmt: skip
+    return {
+        "run": run,
+        "generation": generation,
+        "body": body,
+        "release": release,
+        "hashes": hashes,
+        "steps": entry.get("steps", []),
+        "sql": entry.get("sql", []),
+        "memories": audit.get("memories_used", []),
+        "outcomes": body["evidence"].get("outcomes", []),
+    }

@@ -1,0 +1,140 @@
+// koinon chat: progressive enhancement only. Every form works without this file.
+"use strict";
+
+(function () {
+  // Live activity: the run's events over SSE (session cookie), then the sealed answer.
+  function follow(box) {
+    const status = box.querySelector("[data-activity-status]");
+    const list = box.querySelector("[data-tools]");
+    const source = new EventSource(box.dataset.events, { withCredentials: true });
+    let done = false;
+    function finish() {
+      if (done) return;
+      done = true;
+      source.close();
+      Array.prototype.slice.call(list.children).forEach(function (li) {
+        if (li.dataset.state === "running") li.remove(); // started but reported nothing
+      });
+      fetch(box.dataset.fragment, { credentials: "same-origin", headers: { Accept: "text/html" } })
+        .then(function (response) {
+          if (!response.ok) throw new Error(String(response.status));
+          return response.text();
+        })
+        .then(function (html) {
+          const container = box.closest("[data-run-answers]");
+          const template = document.createElement("template");
+          template.innerHTML = html; // rendered (and escaped) by the server
+          const log = document.createElement("details");
+          log.className = "activity-log";
+          log.setAttribute("data-activity-log", "");
+          const summary = document.createElement("summary");
+          summary.textContent = box.dataset.labelDone + " (" + list.children.length + ")";
+          log.appendChild(summary);
+          log.appendChild(list);
+          container.replaceWith(template.content);
+          const fresh = document.querySelector("#run-" + box.dataset.liveRun + " [data-run-answers]");
+          if (fresh) fresh.appendChild(log);
+        })
+        .catch(function () {
+          status.textContent = box.dataset.labelTimeout;
+        });
+    }
+    const tools = (box.dataset.tools || "").split(" ").filter(Boolean);
+    function row(tool) {
+      const item = document.createElement("li");
+      item.dataset.tool = tool;
+      item.dataset.state = "running";
+      item.textContent = tool + " · " + box.dataset.labelRunning;
+      list.appendChild(item);
+      return item;
+    }
+    source.addEventListener("started", function () {
+      status.textContent = box.dataset.labelStarted;
+      // The run's tools start together; each `tool` event then reports one that ended.
+      list.replaceChildren();
+      tools.forEach(row);
+    });
+    source.addEventListener("generation", function () {
+      list.replaceChildren();
+    });
+    source.addEventListener("tool", function (event) {
+      const data = JSON.parse(event.data);
+      const item = Array.prototype.find.call(list.children, function (li) {
+        return li.dataset.tool === data.tool && li.dataset.state === "running";
+      }) || row(data.tool);
+      item.dataset.state = data.state;
+      item.textContent = data.tool + " · " + data.state + " · " + data.result_count;
+    });
+    source.addEventListener("completed", finish);
+    source.addEventListener("failed", finish);
+    source.addEventListener("timeout", function () {
+      done = true;
+      source.close();
+      status.textContent = box.dataset.labelTimeout;
+    });
+  }
+
+  // Upload: the file goes up, then its extraction is polled until admitted or failed.
+  function upload(form) {
+    const status = form.querySelector("[data-upload-status]");
+    const progress = form.querySelector("[data-upload-progress]");
+    form.addEventListener("submit", function (event) {
+      event.preventDefault();
+      progress.hidden = false;
+      progress.removeAttribute("value");
+      status.textContent = status.dataset.labelUploading;
+      fetch(form.action, {
+        method: "POST",
+        body: new FormData(form),
+        credentials: "same-origin",
+        headers: { Accept: "application/json" },
+      })
+        .then(function (response) {
+          return response.json().then(function (body) {
+            return { ok: response.ok, body: body };
+          });
+        })
+        .then(function (result) {
+          if (!result.ok) {
+            progress.hidden = true;
+            status.textContent = (result.body.error && result.body.error.message) || status.dataset.labelFailed;
+            return;
+          }
+          poll(result.body);
+        })
+        .catch(function () {
+          progress.hidden = true;
+          status.textContent = status.dataset.labelFailed;
+        });
+    });
+    function poll(file) {
+      status.textContent = file.title + ": " + file.message;
+      if (file.state !== "extracting") {
+        progress.hidden = true;
+        window.setTimeout(function () { window.location.reload(); }, 600);
+        return;
+      }
+      progress.value = file.progress;
+      progress.max = 100;
+      window.setTimeout(function () {
+        fetch(file.status_url, { credentials: "same-origin", headers: { Accept: "application/json" } })
+          .then(function (response) { return response.json(); })
+          .then(function (body) { poll(Object.assign({}, file, body)); })
+          .catch(function () { status.textContent = status.dataset.labelFailed; });
+      }, 500);
+    }
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    document.querySelectorAll("[data-live-run]").forEach(follow);
+    document.querySelectorAll("[data-upload-form]").forEach(upload);
+    document.querySelectorAll("[data-ask-form]").forEach(function (form) {
+      form.addEventListener("submit", function (event) {
+        const button = event.submitter;
+        if (!button || button.value !== "save") {
+          form.querySelector("[data-live-flag]").value = "1";
+        }
+      });
+    });
+  });
+})();

@@ -1,0 +1,24 @@
+from django.contrib.auth import views as auth_views
+from django.urls import path
+
+from chat import views
+
+app_name = "chat"
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path(
+        "login/",
+        auth_views.LoginView.as_view(
+            template_name="chat/login.html", redirect_authenticated_user=True
+        ),
+        name="login",
+    ),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("c/<int:conversation_id>/", views.conversation, name="conversation"),
+    path("runs/<str:run_id>/answer/", views.answer_fragment, name="answer"),
+    path("runs/<str:run_id>/receipt/<int:generation>/", views.receipt, name="receipt"),
+    path("runs/<str:run_id>/regenerate/", views.regenerate, name="regenerate"),
+    path("files/", views.file_upload, name="file-upload"),
+    path("files/<int:document_id>/status/", views.file_status, name="file-status"),
+]

@@ -1,0 +1,268 @@
+"""The chat UI: thin views over the answer services and the sealed-read boundary.
+
+Every page needs a login; every protected object comes from a scoped selector, and a
+missing or foreign one is the same 404. Forms work without JavaScript (a POST answers
+inline and redirects to the sealed answer); with it, the ask form adds `live=1` and the
+run executes in the worker while the page follows its events."""
+
+from collections.abc import Callable
+from functools import wraps
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.translation import get_language
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from answers.models import Conversation
+from answers.pipeline.request import answer_request_parse
+from answers.pipeline.run import RunFailed, answer_create, answer_retry, answer_stream_start
+from answers.pipeline.texts import LANGUAGES
+from answers.selectors import (
+    conversation_get_for_user,
+    conversation_runs,
+    conversation_selection,
+    conversations_of,
+    run_get_for_user,
+)
+from answers.services import conversation_sources_set
+from chat.forms import AskForm, UploadForm
+from chat.presenters import file_state, receipt_view, run_views
+from core.errors import ApiError, NotFoundError
+from knowledge.documents import document_upload
+from knowledge.selectors import private_files_of, spaces_curated_by, spaces_visible_to
+
+
+def _not_found_is_404(view: Callable) -> Callable:
+    """Selectors raise NotFoundError (the API's 404); in HTML it is Django's 404."""
+
+    @wraps(view)
+    def wrapped(request: HttpRequest, *args: object, **kwargs: object) -> HttpResponse:
+        try:
+            return view(request, *args, **kwargs)
+        except NotFoundError:
+            raise Http404() from None
+
+    return wrapped
+
+
+def _picker(request: HttpRequest, conversation: Conversation | None) -> dict:
+    spaces = list(spaces_visible_to(user=request.user).order_by("name"))
+    files = list(
+        private_files_of(user=request.user).prefetch_related("revisions__extractions")
+    )  # fmt: skip
+    if conversation is not None:
+        selected_spaces, selected_files = conversation_selection(conversation_id=conversation.pk)
+    else:
+        selected_spaces, selected_files = set(), set()
+    return {
+        "spaces": [{"space": s, "selected": s.pk in selected_spaces} for s in spaces],
+        "files": [
+            {"document": d, "selected": d.pk in selected_files, **file_state(d)} for d in files
+        ],
+    }
+
+
+def _page(request: HttpRequest, template: str, context: dict, status: int = 200) -> HttpResponse:
+    user = request.user
+    # Curators (staff who curate a space) and superusers get the admin link; readers do not.
+    context["is_curator"] = bool(
+        user.is_superuser or (user.is_staff and spaces_curated_by(user=user).exists())
+    )
+    return render(request, template, context, status=status)
+
+
+def _ask(request: HttpRequest, form: AskForm, conversation: Conversation | None) -> HttpResponse:
+    values = form.cleaned_data
+    language = get_language()
+    answer_request = answer_request_parse(
+        {
+            "query": values["query"],
+            "conversation_id": conversation.pk if conversation else None,
+            "space_ids": values["spaces"],
+            "selected_sources": values["files"],
+            **({"language": language} if language in LANGUAGES else {}),
+        }
+    )
+    if values["live"]:
+        run = answer_stream_start(user=request.user, request=answer_request)
+        run_id = run.pk
+        target = reverse("chat:conversation", args=[run.conversation_id])
+        return redirect(f"{target}?live={run_id}#run-{run_id}")
+    try:
+        run_id = answer_create(user=request.user, request=answer_request)["run_id"]
+    except RunFailed as failed:
+        run_id = failed.run_id  # the page shows the failed run with its notice
+    run = run_get_for_user(user=request.user, run_id=run_id)
+    return redirect(reverse("chat:conversation", args=[run.conversation_id]) + f"#run-{run_id}")
+
+
+def _form_error(request: HttpRequest, error: ApiError) -> None:
+    messages.error(request, str(error.detail))
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def home(request: HttpRequest) -> HttpResponse:
+    """The conversation list and the box for a new question (with its source picker)."""
+    form = AskForm(request.POST or None, user=request.user)
+    status = 200
+    if request.method == "POST":
+        if form.is_valid():
+            try:
+                return _ask(request, form, None)
+            except ApiError as error:
+                _form_error(request, error)
+                status = error.status_code
+        else:
+            status = 422
+    context = {
+        "conversations": conversations_of(user=request.user)[:100],
+        "form": form,
+        "picker": _picker(request, None),
+    }
+    return _page(request, "chat/home.html", context, status)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+@_not_found_is_404
+def conversation(request: HttpRequest, conversation_id: int) -> HttpResponse:
+    """The messages in order, the question box and the conversation's source picker."""
+    item = conversation_get_for_user(user=request.user, conversation_id=conversation_id)
+    form = AskForm(request.POST or None, user=request.user)
+    status = 200
+    if request.method == "POST":
+        if form.is_valid() and form.cleaned_data["action"] == "save":
+            conversation_sources_set(user=request.user, conversation=item,
+                                     space_ids=form.cleaned_data["spaces"],
+                                     file_ids=form.cleaned_data["files"])  # fmt: skip
+            messages.success(request, _("Selection saved."))
+            return redirect("chat:conversation", item.pk)
+        if form.is_valid():
+            try:
+                return _ask(request, form, item)
+            except ApiError as error:
+                _form_error(request, error)
+                status = error.status_code
+        else:
+            status = 422
+    live = request.GET.get("live", "")
+    context = {
+        "conversation": item,
+        "runs": run_views(user=request.user, runs=list(conversation_runs(conversation=item))),
+        "live": live,
+        "form": form,
+        "picker": _picker(request, item),
+    }
+    return _page(request, "chat/conversation.html", context, status)
+
+
+@login_required
+@require_GET
+@_not_found_is_404
+def answer_fragment(request: HttpRequest, run_id: str) -> HttpResponse:
+    """The sealed answer of the run's current generation, for the page's script to show
+    after the `completed` (or `failed`) event."""
+    run = run_get_for_user(user=request.user, run_id=run_id)
+    [view] = run_views(user=request.user, runs=[run]) or [None]
+    if view is None:
+        raise Http404()
+    return render(request, "chat/_run_answers.html", {"item": view})
+
+
+@login_required
+@require_GET
+@_not_found_is_404
+def receipt(request: HttpRequest, run_id: str, generation: int) -> HttpResponse:
+    run = run_get_for_user(user=request.user, run_id=run_id)
+    context = receipt_view(user=request.user, run=run, generation=generation)
+    if context is None:
+        raise Http404()
+    return _page(request, "chat/receipt.html", context)
+
+
+@login_required
+@require_POST
+@_not_found_is_404
+def regenerate(request: HttpRequest, run_id: str) -> HttpResponse:
+    """Generation n+1 of the run; earlier generations stay on the page as such."""
+    run = run_get_for_user(user=request.user, run_id=run_id)
+    try:
+        answer_retry(user=request.user, run=run)
+    except RunFailed:
+        pass  # the run's page shows the failed generation with its notice
+    except ApiError as error:
+        _form_error(request, error)
+    target = reverse("chat:conversation", args=[run.conversation_id])
+    return redirect(f"{target}#run-{run.pk}")
+
+
+@login_required
+@require_POST
+@_not_found_is_404
+def file_upload(request: HttpRequest) -> HttpResponse:
+    """A private file: stored, its extraction queued, and selected in the conversation."""
+    form = UploadForm(request.POST, request.FILES)
+    item = None
+    if request.POST.get("conversation"):
+        item = conversation_get_for_user(
+            user=request.user, conversation_id=request.POST["conversation"]
+        )
+    target = reverse("chat:conversation", args=[item.pk]) if item else reverse("chat:home")
+    wants_json = "application/json" in request.headers.get("Accept", "")
+    if not form.is_valid():
+        message = " ".join(str(e) for errors in form.errors.values() for e in errors)
+        if wants_json:
+            return JsonResponse({"error": {"code": "invalid", "message": message}}, status=422)
+        messages.error(request, message)
+        return redirect(target)
+    upload = form.cleaned_data["file"]
+    try:
+        result = document_upload(
+            user=request.user, filename=upload.name, data=upload.read(), private=True
+        )
+    except ApiError as error:
+        # 503 `extraction_delayed`: the file is stored and the sweeper queues it later.
+        if wants_json:
+            body = {"error": {"code": error.error_code, "message": str(error.detail)}}
+            return JsonResponse(body, status=error.status_code)
+        _form_error(request, error)
+        return redirect(target)
+    document = result.document
+    if item is not None:
+        spaces, files = conversation_selection(conversation_id=item.pk)
+        conversation_sources_set(user=request.user, conversation=item, space_ids=spaces,
+                                 file_ids=files | {document.pk})  # fmt: skip
+    if wants_json:
+        document = _file_with_extractions(request, document.pk)
+        return JsonResponse(
+            {"document": document.pk, "title": document.title,
+             "status_url": reverse("chat:file-status", args=[document.pk]),
+             **file_state(document)},
+            status=202,
+        )  # fmt: skip
+    messages.info(request, _("File uploaded; its text is being extracted."))
+    return redirect(target)
+
+
+def _file_with_extractions(request: HttpRequest, document_id: object):
+    return (
+        private_files_of(user=request.user).filter(pk=document_id)
+        .prefetch_related("revisions__extractions")
+        .first()
+    )  # fmt: skip
+
+
+@login_required
+@require_GET
+@_not_found_is_404
+def file_status(request: HttpRequest, document_id: int) -> JsonResponse:
+    """The extraction state of one of the user's private files (for the upload progress)."""
+    document = _file_with_extractions(request, document_id)
+    if document is None:
+        raise Http404()
+    return JsonResponse({"document": document.pk, **file_state(document)})

@@ -1,0 +1,246 @@
+"""`/v1/conversations`: list, create, detail with messages, export, shares and publication
+intents. Owners only, except a share's recipient, who reads (detail) and nothing more;
+anything else is 404 without revealing that it exists."""
+
+from django.http import HttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from answers.pipeline.texts import LANGUAGES
+from answers.serializers import AnswerOutput
+from conversations.services import (
+    conversation_create,
+    conversation_export,
+    conversation_get_for_user,
+    conversation_messages,
+    conversations_visible_to,
+    export_markdown,
+    intent_get_for_user,
+    intent_preview,
+    intent_propose,
+    share_create,
+    share_delete,
+)
+from core.inputs import ObjectIdField
+from core.pagination import Pagination
+from core.schema import CONFLICT, PAGE_PARAMETERS, paginated
+from knowledge.curation_apis import ProposalOutput
+
+
+class StrictSerializer(serializers.Serializer):
+    """Refuses keys it does not know: a saved payload's text cannot ride along."""
+
+    def validate(self, attrs: dict) -> dict:
+        unknown = sorted(set(self.initial_data) - set(self.fields)) if isinstance(
+            self.initial_data, dict
+        ) else []  # fmt: skip
+        if unknown:
+            raise serializers.ValidationError({name: "Unknown field." for name in unknown})
+        return attrs
+
+
+class ConversationOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    title = serializers.CharField()
+    language = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    owned = serializers.BooleanField(help_text="False for a conversation shared with you.")
+
+
+class MessageOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    role = serializers.ChoiceField(choices=["user", "assistant"])
+    text = serializers.CharField(help_text="An answer's sealed text, or the fixed notice.")
+    run_id = serializers.UUIDField(allow_null=True)
+    generation = serializers.IntegerField(required=False, allow_null=True)
+    state = serializers.ChoiceField(
+        choices=["sealed", "access_failure", "unsealed", "superseded"], required=False,
+        help_text="Assistant messages: only `sealed` carries an answer with its release.",
+    )  # fmt: skip
+    body = AnswerOutput(required=False, allow_null=True)
+    created_at = serializers.DateTimeField()
+
+
+class ConversationDetailOutput(ConversationOutput):
+    messages = MessageOutput(many=True)
+
+
+class ExportOutput(serializers.Serializer):
+    format = serializers.CharField()
+    version = serializers.IntegerField()
+    exported_at = serializers.DateTimeField()
+    conversation = serializers.DictField()
+    messages = MessageOutput(many=True)
+
+
+class ShareOutput(serializers.Serializer):
+    username = serializers.CharField(source="recipient.username")
+    created_at = serializers.DateTimeField()
+
+
+class IntentOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    run_id = serializers.UUIDField()
+    generation = serializers.IntegerField()
+    space = serializers.IntegerField(source="space_id")
+    title = serializers.CharField()
+    text = serializers.CharField(help_text="The sealed text, exactly as released.")
+    capture = serializers.DictField(help_text="run_id, generation, release_id, text_sha256")
+    proposal = serializers.IntegerField(source="proposal_id", allow_null=True)
+    created_at = serializers.DateTimeField()
+
+
+def _conversation_data(conversation, user) -> dict:
+    return {"id": conversation.pk, "title": conversation.title,
+            "language": conversation.language, "created_at": conversation.created_at,
+            "owned": conversation.user_id == user.pk}  # fmt: skip
+
+
+class ConversationListCreateApi(APIView):
+    class InputSerializer(StrictSerializer):
+        title = serializers.CharField(required=False, allow_blank=True, default="",
+                                      max_length=200)  # fmt: skip
+        language = serializers.ChoiceField(choices=LANGUAGES, required=False, default="")
+
+    @extend_schema(
+        operation_id="conversations_list",
+        parameters=PAGE_PARAMETERS,
+        responses=paginated(ConversationOutput, "ConversationPage"),
+    )
+    def get(self, request: Request) -> Response:
+        paginator = Pagination()
+        page = paginator.paginate_queryset(conversations_visible_to(user=request.user), request,
+                                           self)  # fmt: skip
+        data = [_conversation_data(c, request.user) for c in page]
+        return paginator.get_paginated_response(ConversationOutput(data, many=True).data)
+
+    @extend_schema(
+        operation_id="conversations_create",
+        request={"application/json": InputSerializer},
+        responses={201: ConversationOutput},
+    )
+    def post(self, request: Request) -> Response:
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        conversation = conversation_create(user=request.user, **data.validated_data)
+        return Response(ConversationOutput(_conversation_data(conversation, request.user)).data,
+                        status=status.HTTP_201_CREATED)  # fmt: skip
+
+
+class ConversationDetailApi(APIView):
+    @extend_schema(responses=ConversationDetailOutput)
+    def get(self, request: Request, conversation_id: str) -> Response:
+        conversation = conversation_get_for_user(user=request.user, conversation_id=conversation_id)
+        data = _conversation_data(conversation, request.user)
+        data["messages"] = conversation_messages(user=request.user, conversation=conversation)
+        # Built by the service, documented by the serializer: a sealed body is returned
+        # exactly as sealed (a serializer would drop keys it does not name).
+        return Response(data)
+
+
+class ConversationExportApi(APIView):
+    @extend_schema(
+        parameters=[OpenApiParameter("as", str, enum=["json", "markdown"], required=False)],
+        responses={
+            200: ExportOutput,
+            (200, "text/markdown"): OpenApiResponse(OpenApiTypes.STR),
+        },
+    )
+    def get(self, request: Request, conversation_id: str):
+        conversation = conversation_get_for_user(user=request.user, conversation_id=conversation_id,
+                                                 owner=True)  # fmt: skip
+        export = conversation_export(user=request.user, conversation=conversation)
+        if request.query_params.get("as") == "markdown":
+            response = HttpResponse(export_markdown(export), content_type="text/markdown")
+            response["Content-Disposition"] = (
+                f'attachment; filename="conversation-{conversation.pk}.md"'
+            )
+            return response
+        return Response(export)
+
+
+class ShareListCreateApi(APIView):
+    class InputSerializer(StrictSerializer):
+        username = serializers.CharField(max_length=150)
+
+    @extend_schema(
+        operation_id="conversation_shares_list",
+        parameters=PAGE_PARAMETERS,
+        responses=paginated(ShareOutput, "SharePage"),
+    )
+    def get(self, request: Request, conversation_id: str) -> Response:
+        conversation = conversation_get_for_user(user=request.user, conversation_id=conversation_id,
+                                                 owner=True)  # fmt: skip
+        paginator = Pagination()
+        shares = conversation.shares.select_related("recipient")
+        page = paginator.paginate_queryset(shares, request, self)
+        return paginator.get_paginated_response(ShareOutput(page, many=True).data)
+
+    @extend_schema(
+        operation_id="conversation_shares_create",
+        request={"application/json": InputSerializer},
+        responses={201: ShareOutput, **CONFLICT},
+    )
+    def post(self, request: Request, conversation_id: str) -> Response:
+        conversation = conversation_get_for_user(user=request.user, conversation_id=conversation_id,
+                                                 owner=True)  # fmt: skip
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        share = share_create(user=request.user, conversation=conversation,
+                             username=data.validated_data["username"])  # fmt: skip
+        return Response(ShareOutput(share).data, status=status.HTTP_201_CREATED)
+
+
+class ShareDeleteApi(APIView):
+    @extend_schema(responses={204: None})
+    def delete(self, request: Request, conversation_id: str, username: str) -> Response:
+        conversation = conversation_get_for_user(user=request.user, conversation_id=conversation_id,
+                                                 owner=True)  # fmt: skip
+        share_delete(conversation=conversation, username=username)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class IntentCreateApi(APIView):
+    """Preview "propose this answer as curated knowledge": the server captures the run's
+    current sealed answer (release id + text hash); nothing a client sends is the text."""
+
+    class InputSerializer(StrictSerializer):
+        run_id = serializers.UUIDField()
+        space_id = ObjectIdField()
+        title = serializers.CharField(required=False, allow_blank=True, default="",
+                                      max_length=300)  # fmt: skip
+
+    @extend_schema(
+        request={"application/json": InputSerializer}, responses={201: IntentOutput, **CONFLICT}
+    )
+    def post(self, request: Request, conversation_id: str) -> Response:
+        conversation = conversation_get_for_user(user=request.user, conversation_id=conversation_id,
+                                                 owner=True)  # fmt: skip
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        intent = intent_preview(user=request.user, conversation=conversation,
+                                **data.validated_data)  # fmt: skip
+        return Response(IntentOutput(intent).data, status=status.HTTP_201_CREATED)
+
+
+class IntentDetailApi(APIView):
+    @extend_schema(responses=IntentOutput)
+    def get(self, request: Request, intent_id: str) -> Response:
+        return Response(
+            IntentOutput(intent_get_for_user(user=request.user, intent_id=intent_id)).data
+        )
+
+
+class IntentProposalApi(APIView):
+    """Submit the preview as a pending proposal that keeps the capture. Curators approve
+    in admin; approval is refused once the answer was regenerated."""
+
+    @extend_schema(request=None, responses={201: ProposalOutput, **CONFLICT})
+    def post(self, request: Request, intent_id: str) -> Response:
+        intent = intent_get_for_user(user=request.user, intent_id=intent_id)
+        proposal = intent_propose(user=request.user, intent=intent)
+        return Response(ProposalOutput(proposal).data, status=status.HTTP_201_CREATED)

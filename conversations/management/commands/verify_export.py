@@ -1,0 +1,31 @@
+import json
+import sys
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandParser
+
+from conversations.services import export_verify
+
+
+class Command(BaseCommand):
+    help = (
+        "Recompute every hash of a conversation export against the stored releases and "
+        "report each mismatch (exit status 1 if there is any)."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("file", help="the JSON of GET /v1/conversations/<id>/export")
+
+    def handle(self, *args, file: str, **options) -> None:
+        try:
+            export = json.loads(Path(file).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            export = None
+        problems = export_verify(export)
+        if problems:
+            for problem in problems:
+                self.stderr.write(problem)
+            sys.exit(1)
+        sealed = sum(1 for m in export["messages"] if m.get("state") == "sealed")
+        self.stdout.write(f"verified: {sealed} sealed answer{'s' if sealed != 1 else ''}, "
+                          "every hash matches its stored release")  # fmt: skip

@@ -1,0 +1,293 @@
+"""Conversations as people read them, export them and share them (SPEC §8), and
+publication intents (SPEC §3).
+
+Every assistant message leaves through `message_view`: a sealed answer of the run's
+current generation passes the sealed-read boundary (`answers.boundary`) for whoever
+reads it now; anything else — prose that was never sealed, a generation a retry
+replaced — shows the localized regeneration notice instead, never its text.
+"""
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import IntegrityError, transaction
+from django.db.models import Max, Q, QuerySet
+from django.utils import timezone
+
+from answers.boundary import sealed_answer_read
+from answers.models import AnswerRun, Conversation, Message
+from answers.pipeline import texts
+from answers.selectors import run_capture_current
+from audit.models import OutputRelease
+from audit.services import body_hashes, canonical_json, sha256_hex
+from conversations.models import ConversationShare, PublicationIntent
+from core.errors import ConflictError, NotFoundError, UnprocessableError
+from core.inputs import object_id_parse
+from knowledge.curation import proposal_create
+from knowledge.models import KnowledgeProposal, ProposalOrigin
+from knowledge.selectors import spaces_visible_to
+
+EXPORT_FORMAT = "koinon-conversation-export"
+EXPORT_VERSION = 1
+
+
+# --- selectors -----------------------------------------------------------------------
+
+
+def conversations_visible_to(*, user: AbstractBaseUser) -> QuerySet[Conversation]:
+    """The user's own conversations and those shared with them (read-only)."""
+    if not user.is_authenticated or not user.is_active:
+        return Conversation.objects.none()
+    shared = ConversationShare.objects.filter(recipient_id=user.pk).values("conversation_id")
+    return Conversation.objects.filter(Q(user_id=user.pk) | Q(pk__in=shared)).order_by("-id")
+
+
+def conversation_get_for_user(
+    *, user: AbstractBaseUser, conversation_id: object, owner: bool = False
+) -> Conversation:
+    """A conversation the user may read (`owner`: only their own); NotFoundError
+    whether missing, someone else's or not shared with them."""
+    pk = object_id_parse(conversation_id)
+    found = conversations_visible_to(user=user).filter(pk=pk).first() if pk else None
+    if found is None or (owner and found.user_id != user.pk):
+        raise NotFoundError("Conversation not found.")
+    return found
+
+
+# --- reading messages ----------------------------------------------------------------
+
+
+def _current_generations(conversation: Conversation) -> dict:
+    """Per run: the newest generation that was sealed (its answer is the current one)."""
+    rows = (
+        OutputRelease.objects.filter(run__conversation=conversation)
+        .values("run_id")
+        .annotate(top=Max("message__generation__number"))
+    )
+    return {row["run_id"]: row["top"] for row in rows}
+
+
+def message_view(*, user: AbstractBaseUser, message: Message, current: dict, language: str) -> dict:
+    """One message as `user` may read it now."""
+    if message.role == Message.Role.USER:
+        return {"id": message.pk, "role": "user", "text": message.text,
+                "run_id": str(message.run_id) if message.run_id else None,
+                "created_at": message.created_at.isoformat()}  # fmt: skip
+    generation = message.generation.number if message.generation_id else None
+    view = {"id": message.pk, "role": "assistant",
+            "run_id": str(message.run_id) if message.run_id else None,
+            "generation": generation, "created_at": message.created_at.isoformat()}  # fmt: skip
+    sealed = (
+        message.run_id is not None
+        and generation is not None
+        and current.get(message.run_id) == generation
+        and OutputRelease.objects.filter(message=message).exists()
+    )
+    if not sealed:
+        superseded = message.run_id is not None and (current.get(message.run_id) or 0) > (
+            generation or 0
+        )
+        notice = "superseded" if superseded else "unsealed"
+        return {**view, "state": notice, "text": texts.regeneration_notice(language),
+                "body": None}  # fmt: skip
+    body = sealed_answer_read(user=user, run=message.run)
+    state = "sealed" if body.get("release") else "access_failure"
+    return {**view, "state": state, "text": body["answer"]["text"], "body": body}
+
+
+def conversation_messages(*, user: AbstractBaseUser, conversation: Conversation) -> list[dict]:
+    """The messages in order, each as `user` may read it now. Precondition: the
+    conversation came from `conversation_get_for_user`."""
+    current = _current_generations(conversation)
+    language = conversation.language or settings.KOINON_RESPONSE_LANGUAGE
+    messages = conversation.messages.select_related("run", "generation").order_by("id")
+    return [message_view(user=user, message=m, current=current, language=language)
+            for m in messages]  # fmt: skip
+
+
+def conversation_create(*, user: AbstractBaseUser, title: str, language: str = "") -> Conversation:
+    if language and language not in texts.LANGUAGES:
+        known = ", ".join(texts.LANGUAGES)
+        raise UnprocessableError("Unknown language.", code="invalid",
+                                 fields={"language": f"One of {known}."})  # fmt: skip
+    return Conversation.objects.create(user=user, title=title.strip()[:200], language=language)
+
+
+# --- exports -------------------------------------------------------------------------
+
+
+def conversation_export(*, user: AbstractBaseUser, conversation: Conversation) -> dict:
+    """The conversation as it may leave now: the output check is repeated at this
+    transfer boundary (only sealed answers, each with its release and hashes; unsealed
+    prose as the notice). Precondition: the user's own conversation (selector)."""
+    return {
+        "format": EXPORT_FORMAT,
+        "version": EXPORT_VERSION,
+        "exported_at": timezone.now().isoformat(),
+        "conversation": {
+            "id": conversation.pk,
+            "title": conversation.title,
+            "language": conversation.language,
+            "created_at": conversation.created_at.isoformat(),
+        },
+        "messages": conversation_messages(user=user, conversation=conversation),
+    }
+
+
+def export_markdown(export: dict) -> str:
+    """The export for people: the same messages, citations as a list under each answer."""
+    lines = [f"# {export['conversation']['title'] or 'Conversation'}", ""]
+    for message in export["messages"]:
+        if message["role"] == "user":
+            lines += [f"**Question:** {message['text']}", ""]
+            continue
+        lines += [message["text"], ""]
+        body = message.get("body") or {}
+        for index, citation in enumerate(body.get("answer", {}).get("citations", []), 1):
+            where = citation.get("title") or citation.get("label") or ""
+            lines.append(f"{index}. {where}")
+        release = body.get("release")
+        if release:
+            lines += ["", f"Release `{release['id']}`, text SHA-256 `{release['text_sha256']}`"]
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def export_verify(export: object) -> list[str]:
+    """Recompute every hash of an export against the stored releases; one line per
+    mismatch (empty: the export is what was sealed). Never trusts the file: a release
+    it names must exist, belong to the run and generation it says, and match."""
+    problems: list[str] = []
+    if not isinstance(export, dict) or export.get("format") != EXPORT_FORMAT:
+        return ["not a koinon conversation export"]
+    for index, message in enumerate(export.get("messages") or []):
+        if not isinstance(message, dict) or message.get("state") != "sealed":
+            continue
+        where = f"message {index + 1}"
+        body = message.get("body")
+        try:
+            release_id = body["release"]["id"]
+            computed = body_hashes(body)
+        except (KeyError, TypeError):
+            problems.append(f"{where}: no release or body to verify")
+            continue
+        stored = OutputRelease.objects.filter(pk=_uuid(release_id)).select_related(
+            "message__generation"
+        ).first()  # fmt: skip
+        if stored is None:
+            problems.append(f"{where}: release {release_id} is not stored here")
+            continue
+        if str(stored.run_id) != str(body.get("run_id")):
+            problems.append(f"{where}: release {release_id} belongs to another run")
+        generation = stored.message.generation.number if stored.message.generation_id else None
+        if generation != body.get("generation"):
+            problems.append(f"{where}: release {release_id} is of another generation")
+        for name, value in computed.items():
+            if getattr(stored, name) != value:
+                problems.append(f"{where}: {name} does not match release {release_id}")
+            if body["release"].get(name) != getattr(stored, name):
+                problems.append(f"{where}: the export's {name} is not the stored one")
+        if message.get("text") != body["answer"]["text"]:
+            problems.append(f"{where}: the message text differs from its sealed body")
+    return problems
+
+
+def _uuid(value: object) -> object:
+    import uuid
+
+    try:
+        return uuid.UUID(str(value))
+    except ValueError:
+        return None
+
+
+# --- shares --------------------------------------------------------------------------
+
+
+def share_create(
+    *, user: AbstractBaseUser, conversation: Conversation, username: str
+) -> ConversationShare:
+    """Share read-only with a named, active user. Precondition: the user's own
+    conversation (selector). An unknown user is 404 like any missing thing."""
+    recipient = get_user_model().objects.filter(username=username, is_active=True).first()
+    if recipient is None or recipient.pk == user.pk:
+        raise NotFoundError("User not found.")
+    try:
+        with transaction.atomic():
+            return ConversationShare.objects.create(
+                conversation=conversation, recipient=recipient, created_by=user
+            )
+    except IntegrityError:
+        raise ConflictError("Already shared with this user.", code="already_shared") from None
+
+
+def share_delete(*, conversation: Conversation, username: str) -> None:
+    deleted, _ = ConversationShare.objects.filter(
+        conversation=conversation, recipient__username=username
+    ).delete()
+    if not deleted:
+        raise NotFoundError("Share not found.")
+
+
+# --- publication intents ------------------------------------------------------------
+
+
+def intent_preview(
+    *,
+    user: AbstractBaseUser,
+    conversation: Conversation,
+    run_id: object,
+    space_id: int,
+    title: str,
+) -> PublicationIntent:
+    """Capture the run's current sealed answer (release and text hash) as a preview of a
+    knowledge proposal. Only server state is used: nothing a client sends becomes the
+    text. Precondition: the user's own conversation (selector)."""
+    run = AnswerRun.objects.filter(pk=_uuid(run_id), conversation=conversation).first()
+    space = spaces_visible_to(user=user).filter(pk=space_id).first()
+    if run is None:
+        raise NotFoundError("Run not found.")
+    if space is None:
+        raise NotFoundError("Space not found.")
+    body = sealed_answer_read(user=user, run=run)
+    release = (body or {}).get("release") or {}
+    if release.get("kind") != "answer":
+        raise ConflictError("Only a sealed answer can be proposed.", code="not_sealed")
+    title = title.strip()[:300] or conversation.title[:300] or run.question[:300]
+    return PublicationIntent.objects.create(
+        conversation=conversation, run=run, generation=body["generation"],
+        release_id=release["id"], text=body["answer"]["text"],
+        text_sha256=sha256_hex(body["answer"]["text"].encode()), space=space, title=title,
+        created_by=user,
+    )  # fmt: skip
+
+
+def intent_get_for_user(*, user: AbstractBaseUser, intent_id: object) -> PublicationIntent:
+    pk = object_id_parse(intent_id)
+    intent = PublicationIntent.objects.filter(pk=pk, created_by_id=user.pk).first() if pk else None
+    if intent is None:
+        raise NotFoundError("Intent not found.")
+    return intent
+
+
+@transaction.atomic
+def intent_propose(*, user: AbstractBaseUser, intent: PublicationIntent) -> KnowledgeProposal:
+    """Submit the preview as a pending proposal that keeps its exact output capture.
+    Refused (409 `capture_stale`) when the run was regenerated since the preview."""
+    intent = PublicationIntent.objects.select_for_update().get(pk=intent.pk)
+    if intent.proposal_id is not None:
+        raise ConflictError("This preview was proposed already.", code="already_proposed")
+    if not run_capture_current(intent.capture):
+        raise ConflictError("The answer was regenerated since this preview; make a new one.",
+                            code="capture_stale")  # fmt: skip
+    if not spaces_visible_to(user=user).filter(pk=intent.space_id).exists():
+        raise NotFoundError("Space not found.")
+    proposal = proposal_create(user=user, space=intent.space, body=intent.text,
+                               title=intent.title, origin=ProposalOrigin.CONVERSATION,
+                               reason="Proposed from a conversation answer.")  # fmt: skip
+    proposal.capture = {**intent.capture, "intent_id": intent.pk,
+                        "body_sha256": sha256_hex(canonical_json(proposal.body))}  # fmt: skip
+    proposal.save(update_fields=["capture"])
+    intent.proposal = proposal
+    intent.save(update_fields=["proposal"])
+    return proposal

@@ -1,0 +1,363 @@
+"""The chat UI without JavaScript (SPEC §9, issue 12): Django's test client against the
+views, the real pipeline inline, owner / member / outsider."""
+
+import re
+
+import pytest
+from django.test import Client
+
+from answers.models import AnswerRun, ConversationSource
+from answers.pipeline.request import answer_request_parse
+from answers.pipeline.run import run_execute, run_fail, run_start
+from answers.services import conversation_sources_set
+from knowledge.documents import document_upload, revision_extract
+from tests.answers.conftest import MIXED_QUESTION, ingest
+
+pytestmark = pytest.mark.django_db
+
+TEXT = "The platform operations team owns service reviews."
+QUESTION = "Who owns service reviews?"
+
+
+@pytest.fixture
+def corpus(space, owner):
+    return ingest(owner, space, "operations.txt", TEXT)
+
+
+def browser(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def ask(client: Client, query: str = QUESTION, **fields) -> tuple[str, str]:
+    """POST the question form as a browser without JavaScript; (page, run id)."""
+    response = client.post("/", {"query": query, "action": "ask", **fields})
+    assert response.status_code == 302, response.content[:500]
+    location = response["Location"]
+    run_id = location.rsplit("#run-", 1)[1]
+    page = client.get(location.split("#")[0])
+    assert page.status_code == 200
+    return page.content.decode(), run_id
+
+
+def test_every_page_requires_a_login(corpus, member):
+    run_id = answer_request_parse({"query": QUESTION})
+    run = run_start(user=member, request=run_id)
+    anonymous = Client()
+    for url in [
+        "/",
+        f"/c/{run.conversation_id}/",
+        f"/runs/{run.pk}/answer/",
+        f"/runs/{run.pk}/receipt/1/",
+        "/files/1/status/",
+    ]:
+        response = anonymous.get(url)
+        assert response.status_code == 302 and response["Location"].startswith("/login/?next=")
+    for url in [f"/runs/{run.pk}/regenerate/", "/files/", "/"]:
+        response = anonymous.post(url)
+        assert response.status_code == 302 and response["Location"].startswith("/login/?next=")
+
+
+def test_the_login_page_signs_in_and_out(member):
+    client = Client()
+    page = client.get("/login/")
+    assert page.status_code == 200 and 'name="csrfmiddlewaretoken"' in page.content.decode()
+    response = client.post("/login/", {"username": "member", "password": "test-password-1"})
+    assert response.status_code == 302 and response["Location"] == "/"
+    assert client.get("/").status_code == 200
+    assert client.post("/logout/").status_code == 302
+    assert client.get("/").status_code == 302
+
+
+def test_a_question_without_javascript_ends_on_the_sealed_answer(corpus, member, space):
+    client = browser(member)
+    home = client.get("/").content.decode()
+    assert f'name="spaces" value="{space.pk}"' in home
+    page, run_id = ask(client, spaces=[space.pk])
+    assert f'<blockquote lang="">{TEXT}</blockquote>' in page
+    assert "operations" in page and "revision 1 of" in page
+    assert f'href="/runs/{run_id}/receipt/1/"' in page
+    run = AnswerRun.objects.get(pk=run_id)
+    # The selection is stored per conversation, not only in the run's copy.
+    assert list(
+        ConversationSource.objects.filter(conversation=run.conversation).values_list(
+            "space_id", flat=True
+        )
+    ) == [space.pk]
+    assert f'value="{space.pk}" checked' in page
+
+
+def test_document_markup_and_citation_lookalikes_render_as_text(space, owner, member):
+    hostile = (
+        "The platform operations team owns service reviews <b>bold</b> "
+        "<script>alert(1)</script> [2] “an invented quote”."
+    )
+    ingest(owner, space, "hostile.txt", hostile)
+    page, run_id = ask(browser(member))
+    assert "<script>alert(1)</script>" not in page
+    assert "<b>bold</b>" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "&lt;b&gt;bold&lt;/b&gt;" in page
+    body = AnswerRun.objects.get(pk=run_id).response
+    assert body["evidence"]["answer_status"] == "evidence_backed"
+    # One block quote per sealed citation: "[2] “…”" inside the text adds none.
+    assert page.count("<blockquote") == len(body["answer"]["citations"]) == 1
+    assert page.count('<span class="number">[') == 1
+    # No inline script anywhere: every <script> has a src.
+    assert re.findall(r"<script(?![^>]*\bsrc=)", page) == []
+
+
+def test_an_abstention_shows_the_fixed_text_and_how_to_go_on(corpus, member):
+    page, _ = ask(browser(member), "What is the colour of the moon rover?")
+    assert "Not in your library" in page
+    assert "Refine the question, or select another source above." in page
+    assert "<blockquote" not in page
+
+
+def test_someone_elses_conversation_run_and_file_are_404(corpus, member, outsider):
+    client = browser(member)
+    _, run_id = ask(client)
+    run = AnswerRun.objects.get(pk=run_id)
+    private = document_upload(user=member, filename="mine.txt", data=b"My own notes.", private=True)
+    stranger = browser(outsider)
+    for url in [
+        f"/c/{run.conversation_id}/",
+        f"/runs/{run_id}/answer/",
+        f"/runs/{run_id}/receipt/1/",
+        f"/files/{private.document.pk}/status/",
+        "/c/999999999/",
+        "/runs/not-a-uuid/receipt/1/",
+    ]:
+        assert stranger.get(url).status_code == 404, url
+    assert stranger.post(f"/runs/{run_id}/regenerate/").status_code == 404
+    assert stranger.post("/files/", {"conversation": run.conversation_id}).status_code == 404
+    # The outsider's question may not name the member's conversation either.
+    response = stranger.post(f"/c/{run.conversation_id}/", {"query": QUESTION})
+    assert response.status_code == 404
+    assert run.generations.count() == 1
+
+
+def test_forms_are_refused_without_a_csrf_token(corpus, member):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(member)
+    assert client.post("/", {"query": QUESTION}).status_code == 403
+    assert client.post("/files/", {}).status_code == 403
+    assert AnswerRun.objects.count() == 0
+
+
+def test_the_outsider_sees_neither_the_space_nor_its_text(corpus, outsider, space):
+    client = browser(outsider)
+    home = client.get("/").content.decode()
+    assert space.name not in home
+    # A hand-made selection of the hidden space is a field error, not a lookup.
+    response = client.post("/", {"query": QUESTION, "spaces": [space.pk]})
+    assert response.status_code == 422
+    assert AnswerRun.objects.count() == 0
+    page, _ = ask(client)
+    assert TEXT not in page and "Not in your library" in page
+
+
+def test_a_private_file_is_uploaded_selected_and_reports_its_extraction(corpus, member):
+    client = browser(member)
+    _, run_id = ask(client)
+    conversation = AnswerRun.objects.get(pk=run_id).conversation
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    upload = SimpleUploadedFile("notes.txt", b"Retention of my notes is two weeks.")
+    response = client.post(
+        "/files/", {"file": upload, "conversation": conversation.pk},
+        HTTP_ACCEPT="application/json",
+    )  # fmt: skip
+    assert response.status_code == 202
+    body = response.json()
+    assert body["state"] == "extracting" and body["title"] == "notes"
+    document_id = body["document"]
+    assert ConversationSource.objects.filter(
+        conversation=conversation, document_id=document_id
+    ).exists()
+    from knowledge.models import Document
+
+    revision_extract(revision_id=Document.objects.get(pk=document_id).revisions.get().pk)
+    status = client.get(body["status_url"]).json()
+    assert status["state"] == "admitted"
+    page = client.get(f"/c/{conversation.pk}/").content.decode()
+    assert f'name="files" value="{document_id}" checked' in page
+    # An unsupported file gets the human message, nothing is stored.
+    bad = SimpleUploadedFile("tool.exe", b"MZ\x90\x00binary")
+    refused = client.post("/files/", {"file": bad}, HTTP_ACCEPT="application/json")
+    assert refused.status_code == 422
+    assert refused.json()["error"]["code"] == "unsupported_type"
+    # Without JavaScript the same upload redirects back with a message.
+    plain = client.post("/files/", {"file": SimpleUploadedFile("b.txt", b"Text.")}, follow=True)
+    assert plain.status_code == 200 and "being extracted" in plain.content.decode()
+
+
+def test_a_file_deselected_before_sealing_is_withdrawn_by_the_recheck(member):
+    private = document_upload(user=member, filename="mine.txt", data=TEXT.encode(), private=True)
+    revision_extract(revision_id=private.revision.pk)
+    request = answer_request_parse({"query": QUESTION, "selected_sources": [private.document.pk]})
+    run = run_start(user=member, request=request)
+    assert ConversationSource.objects.filter(
+        conversation=run.conversation, document=private.document
+    ).exists()
+    # The user deselects the file while the answer is still being prepared.
+    conversation_sources_set(user=member, conversation=run.conversation, space_ids=[],
+                             file_ids=[])  # fmt: skip
+    body = run_execute(run_id=run.pk, generation=1)
+    assert body["evidence"]["answer_status"] == "abstained"
+    assert "access_denied" in body["quality"]["issues"]
+    assert TEXT not in body["answer"]["text"]
+
+
+def test_a_selected_private_file_answers(member):
+    private = document_upload(user=member, filename="mine.txt", data=TEXT.encode(), private=True)
+    revision_extract(revision_id=private.revision.pk)
+    page, _ = ask(browser(member), files=[private.document.pk])
+    assert f">{TEXT}</blockquote>" in page
+
+
+def test_the_receipt_shows_the_release_hashes_steps_and_the_audit_link(corpus, member):
+    client = browser(member)
+    _, run_id = ask(client)
+    run = AnswerRun.objects.get(pk=run_id)
+    release = run.releases.get()
+    page = client.get(f"/runs/{run_id}/receipt/1/").content.decode()
+    assert str(release.pk) in page
+    for name in ("text_sha256", "citations_sha256", "cards_sha256", "policy_sha256"):
+        assert getattr(release, name) in page
+    assert page.count("matches") >= 4 and "does not match" not in page
+    for fact_id in release.selected_fact_ids:
+        assert fact_id in page
+    assert "<td>retrieval</td>" in page and "<td>recheck</td>" in page
+    assert f'href="/v1/runs/{run_id}/audit"' in page
+    assert client.get(f"/runs/{run_id}/receipt/2/").status_code == 404
+
+
+def test_regenerate_adds_a_generation_and_keeps_the_earlier_one_visible(corpus, member):
+    client = browser(member)
+    _, run_id = ask(client)
+    response = client.post(f"/runs/{run_id}/regenerate/")
+    assert response.status_code == 302
+    page = client.get(response["Location"].split("#")[0]).content.decode()
+    assert "1 earlier generation" in page
+    assert 'data-generation="2"' in page and 'data-generation="1"' in page
+    assert f'href="/runs/{run_id}/receipt/1/"' in page
+    assert f'href="/runs/{run_id}/receipt/2/"' in page
+    assert page.count(f">{TEXT}</blockquote>") == 2
+
+
+def test_an_answer_never_sealed_shows_the_regeneration_notice(corpus, member):
+    request = answer_request_parse({"query": QUESTION})
+    run = run_start(user=member, request=request)
+    run_fail(run_id=run.pk, generation=1, reason="internal_error")
+    page = browser(member).get(f"/c/{run.conversation_id}/").content.decode()
+    assert "This answer was not sealed" in page
+    assert f"/runs/{run.pk}/receipt/" not in page
+    assert "data-regenerate" in page
+
+
+def test_curators_see_the_admin_link_and_readers_do_not(corpus, owner, member):
+    owner.is_staff = True
+    owner.save()
+    assert "data-admin-link" in browser(owner).get("/").content.decode()
+    assert "data-admin-link" not in browser(member).get("/").content.decode()
+
+
+def test_pages_carry_a_content_security_policy_without_inline_script(member):
+    response = browser(member).get("/")
+    policy = response["Content-Security-Policy"]
+    assert "script-src 'self'" in policy and "unsafe-inline" not in policy
+    assert "default-src 'self'" in policy
+
+
+def test_the_language_switch_translates_the_ui_and_the_fixed_texts(corpus, member):
+    client = browser(member)
+    response = client.post("/i18n/setlang/", {"language": "de", "next": "/"})
+    assert response.status_code == 302
+    home = client.get("/").content.decode()
+    assert '<html lang="de">' in home and "Fragen" in home
+    page, _ = ask(client)
+    assert "Aus Ihrer Bibliothek" in page or "Ihrer Bibliothek" in page
+
+
+def test_out_of_range_ids_in_urls_are_404_not_errors(corpus, member):
+    client = browser(member)
+    _, run_id = ask(client)
+    huge = "9" * 30
+    for url in [f"/c/{huge}/", f"/runs/{run_id}/receipt/{huge}/", f"/files/{huge}/status/"]:
+        assert client.get(url).status_code == 404, url
+    response = client.post("/", {"query": QUESTION, "spaces": [huge], "files": ["x"]})
+    assert response.status_code == 422
+
+
+def test_a_quote_whose_revision_was_replaced_since_is_marked_superseded(corpus, owner, member):
+    client = browser(member)
+    page, run_id = ask(client)
+    assert '<span class="badge">current</span>' in page
+    newer = document_upload(
+        user=owner, filename="operations.txt", data=b"The review board owns service reviews.",
+        space=corpus.document.space, document=corpus.document,
+    )  # fmt: skip
+    revision_extract(revision_id=newer.revision.pk)
+    run = AnswerRun.objects.get(pk=run_id)
+    page = client.get(f"/c/{run.conversation_id}/").content.decode()
+    assert "superseded" in page and f">{TEXT}</blockquote>" in page
+
+
+def test_dataset_values_are_cards_with_label_value_snapshot_and_lineage(library, member):
+
+    page, run_id = ask(browser(member), MIXED_QUESTION)
+    body = AnswerRun.objects.get(pk=run_id).response
+    cards = body["answer"]["cards"]
+    assert cards, body["evidence"]
+    assert page.count('class="value-card"') == len(cards)
+    assert "<code>SUM(orders.amount)</code>" in page
+    assert '<p class="value">4000</p>' in page
+    assert "dataset invoices, snapshot 1" in page
+    assert "Lineage:" in page and "<code>orders.amount</code>" in page
+
+
+def test_a_partial_answer_says_which_part_found_nothing(corpus, member):
+    page, run_id = ask(
+        browser(member), "Who owns service reviews, and what colour is the moon rover?"
+    )
+    body = AnswerRun.objects.get(pk=run_id).response
+    assert body["evidence"]["answer_status"] == "partial", body["evidence"]
+    assert "This answer is partial." in page and "Nothing was found for:" in page
+    assert "<ul><li>what colour is the moon rover</li></ul>" in page
+    assert f">{TEXT}</blockquote>" in page
+
+
+def test_a_longer_conversation_costs_no_more_queries(corpus, member):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client = browser(member)
+    _, run_id = ask(client)
+    conversation_id = AnswerRun.objects.get(pk=run_id).conversation_id
+    with CaptureQueriesContext(connection) as one_run:
+        client.get(f"/c/{conversation_id}/")
+    for _ in range(3):
+        client.post(f"/c/{conversation_id}/", {"query": QUESTION, "action": "ask"})
+    client.post(f"/runs/{run_id}/regenerate/")
+    with CaptureQueriesContext(connection) as five_answers:
+        page = client.get(f"/c/{conversation_id}/").content.decode()
+    assert page.count("<blockquote") == 5
+    assert len(one_run) > 0
+    assert len(five_answers) <= len(one_run)
+
+
+def test_a_reader_who_lost_access_sees_the_access_failure_text_not_the_quote(corpus, space, member):
+    from knowledge.services import space_member_remove
+
+    client = browser(member)
+    _, run_id = ask(client)
+    run = AnswerRun.objects.get(pk=run_id)
+    space_member_remove(space=space, username=member.username)
+    page = client.get(f"/c/{run.conversation_id}/").content.decode()
+    assert TEXT not in page and "could not be accessed" in page
+    receipt = client.get(f"/runs/{run_id}/receipt/1/").content.decode()
+    assert "data-no-release" in receipt and TEXT not in receipt
+    assert str(run.releases.get().pk) not in receipt
+    fragment = client.get(f"/runs/{run_id}/answer/").content.decode()
+    assert TEXT not in fragment

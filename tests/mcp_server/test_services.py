@@ -1,0 +1,68 @@
+"""The tool runner in-process: query counts, the audit's bounds, bugs and audit failures."""
+
+import dataclasses
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from mcp_server import tools
+from mcp_server.models import ToolCall
+from mcp_server.services import arguments_for_audit, tool_call_run
+from mcp_server.tools import Caller
+from tests.mcp_server.conftest import ingest
+
+pytestmark = pytest.mark.django_db
+
+
+def run(user, tool: str, **arguments):
+    return tool_call_run(caller=Caller(user=user), tool=tool, arguments=arguments,
+                         transport="stdio")  # fmt: skip
+
+
+def test_list_sources_reads_in_a_fixed_number_of_queries(
+    space, owner, member, django_assert_num_queries
+):
+    ingest(owner, "one.txt", "The first document.", space=space)
+    run(member, "list_sources")  # warms the content-type cache
+    with CaptureQueriesContext(connection) as few:
+        run(member, "list_sources")
+    for number in range(5):
+        ingest(owner, f"more-{number}.txt", f"Document number {number}.", space=space)
+    with django_assert_num_queries(len(few.captured_queries)):
+        outcome = run(member, "list_sources")
+    assert len(outcome.payload["documents"]) == 6 and outcome.result_count == 7
+
+
+def test_the_audit_keeps_arguments_bounded_and_storable():
+    stored = arguments_for_audit(
+        {"query": "a\x00b" + "x" * 1000, "ids": list(range(80)),
+         "deep": {"a": {"b": {"c": {"d": 1}}}}, "k" * 300: True, "lone": "\ud800"}
+    )  # fmt: skip
+    assert stored["query"].startswith("a\ufffdb") and stored["query"].endswith("…[cut]")
+    assert len(stored["query"]) == 500 + len("…[cut]")
+    assert stored["ids"][-1] == "…[cut]" and len(stored["ids"]) == 51
+    assert stored["deep"] == {"a": {"b": {"c": "…[cut]"}}}
+    assert stored["k" * 100] is True and stored["lone"] == "\ufffd"
+
+
+def test_a_bug_in_a_tool_is_an_internal_error_that_reveals_nothing(monkeypatch, member, caplog):
+    def broken(caller, values):
+        raise RuntimeError("secret detail of the failure")
+
+    monkeypatch.setitem(tools.TOOLS, "search", dataclasses.replace(tools.SEARCH, run=broken))
+    outcome = run(member, "search", query="anything")
+    assert outcome.is_error and outcome.payload["error"]["code"] == "internal_error"
+    assert "secret detail" not in str(outcome.payload)
+    assert "secret detail" in caplog.text  # logged with its stack, on the server only
+    assert ToolCall.objects.get().error_code == "internal_error"
+
+
+def test_a_call_that_cannot_be_audited_returns_no_result(monkeypatch, space, member):
+    def refuse(**fields):
+        raise RuntimeError("audit table unavailable")
+
+    monkeypatch.setattr(ToolCall.objects, "create", refuse)
+    outcome = run(member, "list_sources")
+    assert outcome.is_error and outcome.payload["error"]["code"] == "internal_error"
+    assert "spaces" not in outcome.payload
