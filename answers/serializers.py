@@ -33,7 +33,9 @@ class AnswerInput(serializers.Serializer):
     query = serializers.CharField(max_length=MAX_QUERY_CHARS)
     mode = serializers.ChoiceField(choices=MODES, required=False, default="ask")
     stream = serializers.BooleanField(
-        required=False, default=False, help_text="Only false: use the events endpoint to replay."
+        required=False,
+        default=False,
+        help_text="true: the run executes in the worker and the response is its event stream.",
     )
     stream_version = serializers.CharField(required=False, allow_null=True)
     conversation_id = ObjectIdField(required=False, allow_null=True)

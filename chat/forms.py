@@ -38,3 +38,12 @@ class AskForm(forms.Form):
 
 class UploadForm(forms.Form):
     file = forms.FileField(label=_("Private file"))
+
+
+class CorrectionForm(forms.Form):
+    text = forms.CharField(
+        label=_("Correction"),
+        max_length=2000,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text=_("For example: the retention period is in the new policy, not the old one."),
+    )

@@ -19,6 +19,9 @@ urlpatterns = [
     path("runs/<str:run_id>/answer/", views.answer_fragment, name="answer"),
     path("runs/<str:run_id>/receipt/<int:generation>/", views.receipt, name="receipt"),
     path("runs/<str:run_id>/regenerate/", views.regenerate, name="regenerate"),
+    path("runs/<str:run_id>/remember/", views.remember, name="remember"),
+    path("memory/", views.memory, name="memory"),
+    path("memory/<int:entry_id>/revoke/", views.memory_revoke_view, name="memory-revoke"),
     path("files/", views.file_upload, name="file-upload"),
     path("files/<int:document_id>/status/", views.file_status, name="file-status"),
 ]

@@ -29,11 +29,18 @@ from answers.selectors import (
     run_get_for_user,
 )
 from answers.services import conversation_sources_set
-from chat.forms import AskForm, UploadForm
+from chat.forms import AskForm, CorrectionForm, UploadForm
 from chat.presenters import file_state, receipt_view, run_views
 from core.errors import ApiError, NotFoundError
 from knowledge.documents import document_upload
 from knowledge.selectors import private_files_of, spaces_curated_by, spaces_visible_to
+from memory.services import (
+    correction_create,
+    fact_remember,
+    memory_entries_visible_to,
+    memory_entry_get_for_user,
+    memory_revoke,
+)
 
 
 def _not_found_is_404(view: Callable) -> Callable:
@@ -266,3 +273,53 @@ def file_status(request: HttpRequest, document_id: int) -> JsonResponse:
     if document is None:
         raise Http404()
     return JsonResponse({"document": document.pk, **file_state(document)})
+
+
+@login_required
+@require_POST
+@_not_found_is_404
+def remember(request: HttpRequest, run_id: str) -> HttpResponse:
+    """Remember the run's sealed answer in personal memory (its quotes and sources)."""
+    run = run_get_for_user(user=request.user, run_id=run_id)
+    try:
+        fact_remember(user=request.user, run=run, scope="personal")
+        messages.success(request, _("Remembered. It will steer later searches; answers still "
+                                    "come from fresh reads of the sources."))  # fmt: skip
+    except ApiError as error:
+        _form_error(request, error)
+    target = reverse("chat:conversation", args=[run.conversation_id])
+    return redirect(f"{target}#run-{run.pk}")
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def memory(request: HttpRequest) -> HttpResponse:
+    """The user's memory (and the project memory of spaces they curate): list, add a
+    correction, revoke."""
+    form = CorrectionForm(request.POST or None)
+    status = 200
+    if request.method == "POST":
+        if form.is_valid():
+            try:
+                correction_create(user=request.user, text=form.cleaned_data["text"],
+                                  scope="personal")  # fmt: skip
+                messages.success(request, _("Correction saved."))
+                return redirect("chat:memory")
+            except ApiError as error:
+                _form_error(request, error)
+                status = error.status_code
+        else:
+            status = 422
+    entries = memory_entries_visible_to(user=request.user).select_related("user", "space")
+    context = {"entries": entries[:200], "form": form}
+    return _page(request, "chat/memory.html", context, status)
+
+
+@login_required
+@require_POST
+@_not_found_is_404
+def memory_revoke_view(request: HttpRequest, entry_id: int) -> HttpResponse:
+    entry = memory_entry_get_for_user(user=request.user, entry_id=entry_id)
+    memory_revoke(user=request.user, entry=entry)
+    messages.success(request, _("Revoked: it is not used again."))
+    return redirect("chat:memory")

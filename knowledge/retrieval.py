@@ -4,7 +4,9 @@ The permission filter is part of every SQL query (never a post-filter), and a hi
 document is indistinguishable from no document: both give `empty_corpus`.
 """
 
+import time
 from dataclasses import dataclass, field
+from functools import cache
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
@@ -87,6 +89,22 @@ def _scored_rows(queryset: QuerySet[Passage], score: str) -> list[tuple[Candidat
 
 
 MAX_KEYWORDS = 16
+# Keyword search ranks a bounded candidate set: the passages that contain one of the
+# question's *rarer* words (at most KEYWORD_CANDIDATES of them, found through the GIN
+# index), ranked with every word. A word is common when ANALYZE's element statistics of
+# the search vectors (pg_stats.most_common_elems) give it at least COMMON_FRACTION of the
+# rows. Without statistics (a new or tiny corpus) every word counts as rare.
+KEYWORD_CANDIDATES = 2000
+COMMON_FRACTION = 0.01
+STATS_SECONDS = 300.0
+_stats: dict[str, object] = {"at": -STATS_SECONDS, "frequencies": {}}
+
+
+def _word_query(words: list[str]) -> SearchQuery:
+    search = SearchQuery(words[0], search_type="plain", config="english")
+    for word in words[1:]:
+        search |= SearchQuery(word, search_type="plain", config="english")
+    return search
 
 
 def keyword_query(query: str) -> SearchQuery | None:
@@ -96,19 +114,64 @@ def keyword_query(query: str) -> SearchQuery | None:
     (websearch_to_tsquery's AND) misses most relevant passages; the relevance
     threshold and the selector decide what is good enough.
     """
-    words = list(dict.fromkeys(normalised_words(query)))[:MAX_KEYWORDS]
-    if not words:
-        return None
-    search = SearchQuery(words[0], search_type="plain", config="english")
-    for word in words[1:]:
-        search |= SearchQuery(word, search_type="plain", config="english")
-    return search
+    words = keyword_words(query)
+    return _word_query(words) if words else None
+
+
+def keyword_words(query: str) -> list[str]:
+    return list(dict.fromkeys(normalised_words(query)))[:MAX_KEYWORDS]
+
+
+def lexeme_frequencies() -> dict[str, float]:
+    """Share of passages containing each of the most common lexemes, from the planner's
+    statistics (refreshed by ANALYZE / autovacuum), read at most every STATS_SECONDS."""
+    now = time.monotonic()
+    if now - _stats["at"] < STATS_SECONDS:
+        return _stats["frequencies"]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT most_common_elems::text::text[], most_common_elem_freqs FROM pg_stats "
+            "WHERE tablename = %s AND attname = 'search_vector'",
+            [Passage._meta.db_table],
+        )
+        row = cursor.fetchone()
+    frequencies: dict[str, float] = {}
+    if row and row[0] and row[1]:
+        frequencies = dict(zip(row[0], row[1], strict=False))
+    _stats.update(at=now, frequencies=frequencies)
+    return frequencies
+
+
+def rare_words(words: list[str]) -> list[str]:
+    """The words whose lexeme is not among the common ones (English stemming, as the search
+    vectors are built)."""
+    frequencies = lexeme_frequencies()
+    stem = _english_stemmer().stemWord
+    return [w for w in words if frequencies.get(stem(w), 0.0) < COMMON_FRACTION]
+
+
+@cache
+def _english_stemmer():
+    import snowballstemmer  # Porter2, as PostgreSQL's `english` configuration stems
+
+    return snowballstemmer.stemmer("english")
 
 
 def keyword_search(scope: QuerySet[Passage], query: str, limit: int) -> tuple[list, ToolOutcome]:
-    search = keyword_query(query)
-    if search is None:
+    words = keyword_words(query)
+    if not words:
         return [], ToolOutcome(KEYWORD_SEARCH, "succeeded", "no_relevant_hit")
+    search = _word_query(words)
+    rare = rare_words(words)
+    if rare:
+        # The GIN index finds the passages with a rare word; only those are ranked.
+        candidates = scope.filter(search_vector=_word_query(rare)).values("pk")
+        scope = Passage.objects.filter(pk__in=candidates[:KEYWORD_CANDIDATES])
+    else:
+        # Only common words: the passages with all of them, at most as many as above.
+        every = SearchQuery(" ".join(words), search_type="plain", config="english")
+        candidates = scope.filter(search_vector=every).values("pk")
+        scope = Passage.objects.filter(pk__in=candidates[:KEYWORD_CANDIDATES])
     ranked = (
         scope.filter(search_vector=search)
         .annotate(rank=SearchRank(F("search_vector"), search))

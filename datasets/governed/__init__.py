@@ -18,11 +18,13 @@ from datasets.governed.engine import (
     GovernedResult,
     LoadedSnapshot,
     LoadError,
+    connections_clear,
     execute,
     json_safe,
     load_snapshot,
     open_locked_connection,
     result_digest,
+    snapshot_cursor,
 )
 from datasets.governed.lineage import OutputColumn, analyse
 from datasets.governed.parse import GovernedSqlError
@@ -36,9 +38,11 @@ __all__ = [
     "LoadedSnapshot",
     "OutputColumn",
     "analyse",
+    "connections_clear",
     "execute",
     "json_safe",
     "load_snapshot",
     "open_locked_connection",
     "result_digest",
+    "snapshot_cursor",
 ]

@@ -19,11 +19,12 @@ import secrets
 import threading
 import time
 import uuid
+from collections import OrderedDict
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 from datetime import time as time_of_day
 from decimal import Decimal
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -273,6 +274,42 @@ def open_locked_connection(
     return conn
 
 
+# Warm connections, one per snapshot file per process (bounded, least recently used first
+# out). Snapshots are immutable files, and each connection is locked down as above; a query
+# runs on its own cursor (a connection of the same database, which keeps the locked
+# configuration), so concurrent queries never share a cursor. DuckDB refuses a second
+# connection to an open file with another configuration, so the limits are those of the
+# first query (in the app they are process-wide settings).
+CONNECTION_CACHE_SIZE = 8
+_connections: OrderedDict[str, duckdb.DuckDBPyConnection] = OrderedDict()
+_connections_lock = threading.Lock()
+
+
+def snapshot_cursor(
+    path: Path, *, memory_limit: str = "256MB", threads: int = 1
+) -> duckdb.DuckDBPyConnection:
+    """A fresh cursor on the warm, locked, read-only connection of a snapshot."""
+    key = str(path)
+    with _connections_lock:
+        conn = _connections.get(key)
+        if conn is None:
+            conn = open_locked_connection(path, memory_limit=memory_limit, threads=threads)
+            _connections[key] = conn
+            while len(_connections) > CONNECTION_CACHE_SIZE:
+                _, oldest = _connections.popitem(last=False)
+                oldest.close()
+        _connections.move_to_end(key)
+        return conn.cursor()
+
+
+def connections_clear() -> None:
+    """Close every warm connection (tests, and a snapshot file that must be released)."""
+    with _connections_lock:
+        while _connections:
+            _, conn = _connections.popitem()
+            conn.close()
+
+
 class _Watchdog:
     """DuckDB has no statement timeout: interrupt from another thread once time is up.
 
@@ -345,6 +382,17 @@ def _failure(exc: duckdb.Error) -> GovernedSqlError:
     return GovernedSqlError("execution_failed", "the query could not be executed")
 
 
+@lru_cache(maxsize=256)
+def _analysed(
+    sql: str, table: tuple[str, tuple[str, ...]], max_sql_chars: int
+) -> tuple[str, tuple[OutputColumn, ...]]:
+    """`analyse`, remembered: the same SQL on the same columns parses the same (a refused
+    query raises every time: exceptions are not cached)."""
+    normalised, columns = analyse(sql, tables={table[0]: list(table[1])},
+                                  max_sql_chars=max_sql_chars)  # fmt: skip
+    return normalised, tuple(columns)
+
+
 def execute(
     sql: str,
     *,
@@ -359,10 +407,11 @@ def execute(
 
     Raises ``GovernedSqlError``; its ``str()`` never contains DuckDB's text or file paths.
     """
-    tables = {snapshot.table: [column.name for column in snapshot.columns]}
-    normalised, columns = analyse(sql, tables=tables, max_sql_chars=max_sql_chars)
+    names_key = (snapshot.table, tuple(column.name for column in snapshot.columns))
+    normalised, analysed = _analysed(sql, names_key, max_sql_chars)
+    columns = [replace(column, lineage=list(column.lineage)) for column in analysed]
     try:
-        conn = open_locked_connection(snapshot.path, memory_limit=memory_limit, threads=threads)
+        conn = snapshot_cursor(snapshot.path, memory_limit=memory_limit, threads=threads)
     except duckdb.Error as exc:
         raise GovernedSqlError(
             "execution_failed", "the dataset snapshot could not be opened"

@@ -361,3 +361,38 @@ def test_a_reader_who_lost_access_sees_the_access_failure_text_not_the_quote(cor
     assert str(run.releases.get().pk) not in receipt
     fragment = client.get(f"/runs/{run_id}/answer/").content.decode()
     assert TEXT not in fragment
+
+
+def test_memory_page_adds_lists_and_revokes_corrections_and_remembers_an_answer(corpus, member):
+    """Memory in the UI (issue 14): a correction from the form, a sealed answer
+    remembered from its page, both listed, revoked from the list; CSRF on every form."""
+    from memory.models import MemoryEntry
+
+    client = browser(member)
+    _, run_id = ask(client)
+    assert client.post(f"/runs/{run_id}/remember/").status_code == 302
+    response = client.post("/memory/", {"text": "Service reviews are in the handbook"})
+    assert response.status_code == 302
+    page = client.get("/memory/").content.decode()
+    assert "Service reviews are in the handbook" in page
+    assert TEXT in page  # the remembered answer's quote
+    entries = MemoryEntry.objects.filter(user=member)
+    assert sorted(entries.values_list("kind", flat=True)) == ["correction", "fact"]
+    correction = entries.get(kind="correction")
+    assert client.post(f"/memory/{correction.pk}/revoke/").status_code == 302
+    correction.refresh_from_db()
+    assert correction.revoked_at is not None
+    assert "revoked" in client.get("/memory/").content.decode()
+    checked = Client(enforce_csrf_checks=True)
+    checked.force_login(member)
+    assert checked.post("/memory/", {"text": "x"}).status_code == 403
+
+
+def test_another_users_memory_entry_cannot_be_revoked_from_the_page(corpus, member, outsider):
+    from memory.services import correction_create
+
+    entry = correction_create(user=member, text="Service reviews are quarterly", scope="personal")
+    assert browser(outsider).post(f"/memory/{entry.pk}/revoke/").status_code == 404
+    assert "quarterly" not in browser(outsider).get("/memory/").content.decode()
+    entry.refresh_from_db()
+    assert entry.revoked_at is None

@@ -19,9 +19,11 @@ from datasets.governed import (
     LoadedSnapshot,
     LoadError,
     analyse,
+    connections_clear,
     execute,
     load_snapshot,
     open_locked_connection,
+    snapshot_cursor,
 )
 
 INVOICES = b"invoice,amount\nA-1,1250\nA-2,2750\n"
@@ -325,11 +327,19 @@ def test_long_query_is_interrupted(tmp_path: Path) -> None:
         "CREATE TABLE stolen AS SELECT 1",
     ],
 )
+@pytest.mark.parametrize("how", ["connection", "warm cursor"])
 def test_locked_connection_refuses_escapes_even_when_called_directly(
-    orders: LoadedSnapshot, statement: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    orders: LoadedSnapshot,
+    statement: str,
+    how: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.chdir(tmp_path)  # relative paths would land here if anything got written
-    conn = open_locked_connection(orders.path)
+    if how == "connection":
+        conn = open_locked_connection(orders.path)
+    else:  # the cursor a query gets from the warm, cached connection
+        conn = snapshot_cursor(orders.path)
     try:
         with pytest.raises(duckdb.Error):
             conn.execute(statement).fetchall()
@@ -457,3 +467,29 @@ def test_package_does_not_import_django() -> None:
     code = "import sys, datasets.governed; sys.exit('django' in sys.modules)"
     root = Path(__file__).resolve().parents[2]
     assert subprocess.run([sys.executable, "-c", code], cwd=root, check=False).returncode == 0
+
+
+def test_governed_queries_reuse_one_warm_connection_per_snapshot(orders: LoadedSnapshot) -> None:
+    """A query opens no new connection to a snapshot it read before (the cost the issue
+    measured), and the cache stays bounded."""
+    from datasets.governed import engine
+
+    connections_clear()
+    opened = []
+    original = engine.open_locked_connection
+
+    def counting(*args, **kwargs):
+        opened.append(args[0])
+        return original(*args, **kwargs)
+
+    monkeypatch = pytest.MonkeyPatch()
+    monkeypatch.setattr(engine, "open_locked_connection", counting)
+    try:
+        for _ in range(3):
+            result = execute("SELECT SUM(amount) FROM orders", snapshot=orders)
+            assert result.rows == [[4000]]
+        assert opened == [orders.path]
+        assert len(engine._connections) == 1
+    finally:
+        monkeypatch.undo()
+        connections_clear()
