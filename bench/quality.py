@@ -24,8 +24,12 @@ abstention = an `is_impossible` question abstained; verbatim = quotes that are e
 slices of their document's admitted text (must be 1.00); label quotes = quotes that are
 a heading or title on their own (must be 0); judge ms = the judgement steps per answer.
 
+With `--provider openai`: the local model (SmolLM2-135M on llama.cpp, core.llm_server) is
+the provider, next to the extractive one at the default threshold, on `--sample` questions
+per corpus (every k-th); no old selector, no threshold sweep.
+
 Run: .venv/bin/python bench/quality.py [--quick] [--thresholds 0.3,0.5] [--plot PATH]
-     [--corpus both|squad|nq] [--provider extractive|openai]
+     [--corpus both|squad|nq] [--provider extractive|openai] [--sample 40]
 Uses embedded services under var/bench-quality (database recreated each run).
 """
 
@@ -262,49 +266,92 @@ def main() -> None:
         "--provider", choices=("extractive", "openai"), default="extractive",
         help="whose select and judge the new pipeline uses",
     )  # fmt: skip
+    parser.add_argument(
+        "--sample",
+        type=int,
+        default=40,
+        help="with openai: questions per corpus (every k-th, deterministic)",
+    )
     args = parser.parse_args()
-    if args.provider != "extractive":
-        # get_model_provider() fails closed for it: there is nothing to measure yet.
-        parser.exit(2, "the openai model provider is not built yet (issue 13)\n")
     thresholds = [float(t) for t in args.thresholds.split(",")]
-
     with embedded_services(BENCH_DIR) as postgres:
-        recreate_database(postgres, clear_media=True)
-        started = time.perf_counter()
-        corpora = {}
-        if args.corpus in ("both", "squad"):
-            squad = bench_space("SQuAD")
-            corpora["SQuAD 2.0 sample"] = (
-                squad,
-                load_squad(squad.space, squad.curator, args.quick),
-            )
-        if args.corpus in ("both", "nq"):
-            from django.contrib.auth import get_user_model
+        if args.provider == "openai":
+            from tests.services import model_server_process
 
-            nq_space = (
-                _second_space("NQ-open", get_user_model()) if corpora else bench_space("NQ-open")
-            )
-            corpora["NQ-open held-out"] = (nq_space, load_nq(nq_space.space, nq_space.curator,
-                                                             args.quick))  # fmt: skip
-        print(f"ingested in {time.perf_counter() - started:.0f} s")
-        texts = admitted_texts()
-        curves: dict[str, list[tuple[float, dict]]] = {}
-        for name, (bench, asked) in corpora.items():
-            print(f"\n== {name}: {len(asked)} questions")
-            old = measure(bench.reader, bench.space, asked, OldExtractiveProvider, texts).row()
-            print(f"{'pipeline':<22} " + " ".join(f"{k:>13}" for k in old))
-            print(f"{'old selector':<22} " + " ".join(f"{v!s:>13}" for v in old.values()))
-            curves[name] = []
-            for threshold in thresholds:
-                with override_settings(KOINON_JUDGE_THRESHOLD=threshold):
-                    row = measure(bench.reader, bench.space, asked, ExtractiveProvider,
-                                  texts).row()  # fmt: skip
-                curves[name].append((threshold, row))
-                label = f"new, threshold {threshold}"
-                print(f"{label:<22} " + " ".join(f"{v!s:>13}" for v in row.values()))
-        if len(thresholds) > 1:
-            plot(args.plot, curves)
-            print(f"\nplot: {args.plot.name}")
+            BENCH_DIR.mkdir(parents=True, exist_ok=True)
+            with model_server_process(BENCH_DIR / "model-server.log") as url:
+                run_openai(postgres, args, url)
+            return
+        run_extractive(postgres, args, thresholds)
+
+
+def corpora_ingest(args: argparse.Namespace) -> dict:
+    started = time.perf_counter()
+    corpora = {}
+    if args.corpus in ("both", "squad"):
+        squad = bench_space("SQuAD")
+        corpora["SQuAD 2.0 sample"] = (squad, load_squad(squad.space, squad.curator, args.quick))
+    if args.corpus in ("both", "nq"):
+        from django.contrib.auth import get_user_model
+
+        nq_space = _second_space("NQ-open", get_user_model()) if corpora else bench_space("NQ-open")
+        corpora["NQ-open held-out"] = (nq_space, load_nq(nq_space.space, nq_space.curator,
+                                                         args.quick))  # fmt: skip
+    print(f"ingested in {time.perf_counter() - started:.0f} s")
+    return corpora
+
+
+def run_openai(postgres, args: argparse.Namespace, url: str) -> None:
+    """The local model (SmolLM2-135M on llama.cpp) as the new pipeline's provider, next to
+    the extractive one at the default threshold, on a deterministic sample of each corpus.
+    The model is tiny: the figures say what the contract costs and keeps, not what a real
+    model would reach."""
+    from answers.pipeline.llm import ChatClient
+    from answers.pipeline.openai_provider import OpenAIProvider
+
+    def local_model() -> OpenAIProvider:
+        return OpenAIProvider(
+            client=ChatClient(base_url=url, model="local", timeout=120.0, retries=1)
+        )
+
+    recreate_database(postgres, clear_media=True)
+    corpora = corpora_ingest(args)
+    texts = admitted_texts()
+    for name, (bench, asked) in corpora.items():
+        step = max(1, len(asked) // args.sample)
+        sample = asked[::step][: args.sample]
+        print(f"\n== {name}: {len(sample)} of {len(asked)} questions (every {step}th)")
+        header = None
+        for label, factory in (("extractive, default", ExtractiveProvider),
+                               ("openai (SmolLM2-135M)", local_model)):  # fmt: skip
+            row = measure(bench.reader, bench.space, sample, factory, texts).row()
+            if header is None:
+                header = f"{'pipeline':<22} " + " ".join(f"{k:>13}" for k in row)
+                print(header)
+            print(f"{label:<22} " + " ".join(f"{v!s:>13}" for v in row.values()))
+
+
+def run_extractive(postgres, args: argparse.Namespace, thresholds: list[float]) -> None:
+    recreate_database(postgres, clear_media=True)
+    corpora = corpora_ingest(args)
+    texts = admitted_texts()
+    curves: dict[str, list[tuple[float, dict]]] = {}
+    for name, (bench, asked) in corpora.items():
+        print(f"\n== {name}: {len(asked)} questions")
+        old = measure(bench.reader, bench.space, asked, OldExtractiveProvider, texts).row()
+        print(f"{'pipeline':<22} " + " ".join(f"{k:>13}" for k in old))
+        print(f"{'old selector':<22} " + " ".join(f"{v!s:>13}" for v in old.values()))
+        curves[name] = []
+        for threshold in thresholds:
+            with override_settings(KOINON_JUDGE_THRESHOLD=threshold):
+                row = measure(bench.reader, bench.space, asked, ExtractiveProvider,
+                              texts).row()  # fmt: skip
+            curves[name].append((threshold, row))
+            label = f"new, threshold {threshold}"
+            print(f"{label:<22} " + " ".join(f"{v!s:>13}" for v in row.values()))
+    if len(thresholds) > 1:
+        plot(args.plot, curves)
+        print(f"\nplot: {args.plot.name}")
 
 
 def _second_space(name: str, users):

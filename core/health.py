@@ -74,9 +74,32 @@ def check_extractions() -> ComponentStatus:
     return ComponentStatus("extractions", True, "none stale")
 
 
+def check_model() -> ComponentStatus:
+    """The `openai` provider's endpoint answers `GET /models` (the embedded local model
+    included). Only the HTTP status is reported: an endpoint's text never is."""
+    import httpx
+    from django.conf import settings
+
+    headers = {}
+    if settings.KOINON_LLM_API_KEY:
+        headers["Authorization"] = f"Bearer {settings.KOINON_LLM_API_KEY}"
+    url = settings.KOINON_LLM_BASE_URL.rstrip("/") + "/models"
+    try:
+        response = httpx.get(url, headers=headers, timeout=settings.KOINON_HEALTH_TIMEOUT)
+    except httpx.HTTPError:
+        return ComponentStatus("model", False, "unreachable")
+    if response.status_code != 200:
+        return ComponentStatus("model", False, f"HTTP {response.status_code}")
+    return ComponentStatus("model", True, "reachable")
+
+
 def health_check() -> tuple[bool, dict[str, dict]]:
+    from django.conf import settings
+
     components = check_database()
     components.extend(check_redis_and_workers())
     components.append(check_extractions())
+    if settings.KOINON_MODEL_PROVIDER == "openai":
+        components.append(check_model())
     healthy = all(component.ok for component in components)
     return healthy, {component.name: component.as_dict() for component in components}

@@ -1,5 +1,6 @@
 """koinon settings, read entirely from the environment (see README, "Configuration")."""
 
+import os
 import secrets
 from pathlib import Path
 from urllib.parse import quote
@@ -66,6 +67,7 @@ INSTALLED_APPS = [
     "conversations",
     "chat",
     "mcp_server",
+    "worldmodel",
 ]
 
 MIDDLEWARE = [
@@ -235,6 +237,53 @@ KOINON_LLM_BASE_URL = env_str("KOINON_LLM_BASE_URL")
 KOINON_LLM_MODEL = env_str("KOINON_LLM_MODEL")
 KOINON_LLM_API_KEY = env_str("KOINON_LLM_API_KEY")
 KOINON_LLM_TIMEOUT = env_float("KOINON_LLM_TIMEOUT", 30.0)
+KOINON_LLM_RETRIES = env_int("KOINON_LLM_RETRIES", 2)
+KOINON_LLM_MAX_TOKENS = env_int("KOINON_LLM_MAX_TOKENS", 512)
+# A GGUF model file: koinon_up serves it with llama.cpp (xllamacpp) on a loopback port and
+# points the `openai` provider at it.
+KOINON_LLM_GGUF = env_str("KOINON_LLM_GGUF")
+KOINON_LLM_THREADS = env_int("KOINON_LLM_THREADS", 2)
+KOINON_LLM_CONTEXT = env_int("KOINON_LLM_CONTEXT", 4096)
+
+
+def _llm_settings_check() -> None:
+    """Fail at start, naming the variable (never echoing a value: it may be a secret)."""
+    from urllib.parse import urlparse
+
+    if not 0 < KOINON_LLM_TIMEOUT <= 600:
+        raise ImproperlyConfiguredEnv("KOINON_LLM_TIMEOUT must be between 0 and 600 seconds")
+    if not 0 <= KOINON_LLM_RETRIES <= 5:
+        raise ImproperlyConfiguredEnv("KOINON_LLM_RETRIES must be between 0 and 5")
+    if not 32 <= KOINON_LLM_MAX_TOKENS <= 16384:
+        raise ImproperlyConfiguredEnv("KOINON_LLM_MAX_TOKENS must be between 32 and 16384")
+    if not 1 <= KOINON_LLM_THREADS <= 64 or not 512 <= KOINON_LLM_CONTEXT <= 131072:
+        raise ImproperlyConfiguredEnv(
+            "KOINON_LLM_THREADS must be 1-64 and KOINON_LLM_CONTEXT 512-131072"
+        )
+    if KOINON_LLM_BASE_URL:
+        url = urlparse(KOINON_LLM_BASE_URL)
+        if url.scheme not in {"http", "https"} or not url.hostname:
+            raise ImproperlyConfiguredEnv("KOINON_LLM_BASE_URL must be an http(s) URL")
+        if url.username or url.password or url.query or url.fragment:
+            raise ImproperlyConfiguredEnv(
+                "KOINON_LLM_BASE_URL must hold no credentials, query or fragment "
+                "(the key goes in KOINON_LLM_API_KEY)"
+            )
+    if KOINON_LLM_GGUF:
+        if KOINON_LLM_BASE_URL:
+            raise ImproperlyConfiguredEnv("set KOINON_LLM_GGUF or KOINON_LLM_BASE_URL, not both")
+        if os.environ.get("KOINON_MODEL_PROVIDER", "openai") != "openai":
+            raise ImproperlyConfiguredEnv("KOINON_LLM_GGUF needs KOINON_MODEL_PROVIDER=openai")
+        if not Path(KOINON_LLM_GGUF).is_file() or not KOINON_LLM_GGUF.endswith(".gguf"):
+            raise ImproperlyConfiguredEnv("KOINON_LLM_GGUF must name an existing .gguf file")
+    elif KOINON_MODEL_PROVIDER == "openai" and not (KOINON_LLM_BASE_URL and KOINON_LLM_MODEL):
+        raise ImproperlyConfiguredEnv(
+            "KOINON_MODEL_PROVIDER=openai needs KOINON_LLM_BASE_URL and KOINON_LLM_MODEL "
+            "(or KOINON_LLM_GGUF)"
+        )
+
+
+_llm_settings_check()
 KOINON_EMBEDDING_BASE_URL = env_str("KOINON_EMBEDDING_BASE_URL")
 KOINON_EMBEDDING_MODEL = env_str("KOINON_EMBEDDING_MODEL")
 KOINON_EMBEDDING_API_KEY = env_str("KOINON_EMBEDDING_API_KEY")
@@ -331,6 +380,11 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("KOINON_LOG_LEVEL", "INFO")},
-    # The MCP SDK logs every stateless request at INFO ("Terminating session: None").
-    "loggers": {"django.request": {"level": "ERROR"}, "mcp": {"level": "WARNING"}},
+    # httpx logs every request URL at INFO (model and embedding endpoints); the MCP SDK every
+    # stateless request ("Terminating session: None"): warnings only.
+    "loggers": {
+        "django.request": {"level": "ERROR"},
+        "httpx": {"level": "WARNING"},
+        "mcp": {"level": "WARNING"},
+    },
 }

@@ -14,6 +14,7 @@ v1 = [
     path("", include("answers.urls")),
     path("", include("conversations.urls")),
     path("", include("memory.urls")),
+    path("", include("worldmodel.urls")),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     # Swagger UI's script comes from a URL of its own (no inline script); it styles itself
     # inline, which the site-wide policy does not allow.

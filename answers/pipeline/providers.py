@@ -140,13 +140,8 @@ class ExtractiveProvider:
 def get_model_provider() -> ModelProvider:
     from django.conf import settings
 
-    if settings.KOINON_MODEL_PROVIDER == "extractive":
-        return ExtractiveProvider()
-    # The OpenAI-compatible provider is not built yet: fail closed, never guess.
-    from core.errors import ApiError
+    if settings.KOINON_MODEL_PROVIDER == "openai":
+        from answers.pipeline.openai_provider import openai_provider_from_settings
 
-    raise ApiError(
-        "The configured model provider is not available.",
-        code="provider_unavailable",
-        status_code=503,
-    )
+        return openai_provider_from_settings()
+    return ExtractiveProvider()

@@ -35,6 +35,9 @@ class Publication:
     # The permission recheck, run first inside the publication transaction: None to go
     # ahead, else a typed code that cancels the whole publication.
     recheck: Callable[[], str | None] | None = None
+    # Further rows of this output written in the same transaction (a comparison's world
+    # model claims); runs after the recheck.
+    record: Callable[[], None] | None = None
 
 
 class PublicationDenied(Exception):
@@ -74,6 +77,8 @@ def answer_publish(publication: Publication) -> Message:
         publication.steps.append(
             {"step": "recheck", "ms": round((time.perf_counter() - started) * 1000, 2), "ok": True}
         )
+    if publication.record is not None:
+        publication.record()
     message = Message.objects.create(
         conversation_id=run.conversation_id,
         role=Message.Role.ASSISTANT,

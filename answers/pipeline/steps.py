@@ -126,6 +126,7 @@ class Ending:
     cards: tuple[dict, ...] = ()
     selected: tuple[SelectedFact, ...] = ()
     extra: tuple[tuple[str, object], ...] = ()  # inspection output: ("plan", …) or ("results", …)
+    world_claims: tuple[dict, ...] = ()  # a comparison's claims, for the asker's world model
 
 
 @dataclass(frozen=True)
@@ -230,6 +231,8 @@ def select_step(ctx: RunContext, trace: Trace, plan: Plan, found: list) -> Selec
         except SelectionRejected as rejection:
             issues.append(rejection.issue)
             trace.step("validation", started, ok=False, issue=rejection.issue)
+            # The reason goes back as a code (no fact: the whole selection), never as text.
+            rejected += (Rejection("", None, None, rejection.issue),)
             continue
         except DatabaseError:
             raise
@@ -386,22 +389,34 @@ def inspection(trace: Trace, *, answer_status: str, **extra: object) -> Ending:
 
 def decide(ctx: RunContext, trace: Trace) -> Decision:
     """Everything before publication: how this generation ends."""
+    from answers.pipeline.comparison import comparison_decide, general_knowledge_decide
+
     policy = ctx.request.policy
-    if policy.mode == "general_knowledge" and not ctx.provider.can_answer_generally:
-        return Decision(unsupported(ctx, trace, "general_knowledge"))
+    if policy.mode == "general_knowledge":
+        if not ctx.provider.can_answer_generally:
+            return Decision(unsupported(ctx, trace, "general_knowledge"))
+        return general_knowledge_decide(ctx, trace)
     plan = plan_step(ctx, trace)
     if ctx.request.mode == "plan":
         return Decision(inspection(trace, answer_status="unverified", plan=plan.as_dict()))
     if plan.analysis and not ctx.provider.can_analyse:
         return Decision(unsupported(ctx, trace, "analysis"))
-    if plan.comparison and not ctx.provider.can_compare:
-        return Decision(unsupported(ctx, trace, "comparison"))
+    if plan.comparison:
+        if not ctx.provider.can_compare:
+            return Decision(unsupported(ctx, trace, "comparison"))
+        return comparison_decide(ctx, trace, plan)
 
     gathered = gather_step(ctx, trace, plan)
     found = gathered.candidates
     if ctx.request.mode == "raw":
         results = [_raw(fact) for fact in found]
         return Decision(inspection(trace, answer_status="unverified", results=results), found)
+    return gathered_decision(ctx, trace, gathered)
+
+
+def gathered_decision(ctx: RunContext, trace: Trace, gathered: Gathered) -> Decision:
+    """How a generation ends from what the tools found and what was selected from it."""
+    found = gathered.candidates
     issues = gathered.issues
     if gathered.judge_unavailable:
         ending = abstention(ctx, trace, "unsupported", evidence_status="unavailable",
@@ -411,7 +426,7 @@ def decide(ctx: RunContext, trace: Trace) -> Decision:
     support = gathered.support
     selected = list(support.kept) if support is not None else []
     judgement = policy_judge(
-        policy=policy,
+        policy=ctx.request.policy,
         outcomes=trace.outcomes,
         selected_tools=[set(s.fact.contributions) for s in selected],
         unanswered_parts=len(support.unanswered) if support is not None and selected else 0,
@@ -477,7 +492,8 @@ def seal(
     *,
     recheck: Callable[[], str | None] | None = None,
 ) -> dict:
-    """Publish a decision (answer_publish: one transaction) and return its sealed body."""
+    """Publish a decision (answer_publish: one transaction) and return its sealed body.
+    A comparison's claims enter the asker's world model in that transaction."""
     ending = decision.ending
     body = response_body(ctx, trace, decision)
     executed = sorted({c.source["query_id"] for c in decision.candidates if c.kind == "value"})
@@ -498,6 +514,7 @@ def seal(
             sql=[{"planned": q["sql"]} for q in ctx.run.plan.get("dataset_queries", [])]
             + [{"query_id": query_id} for query_id in executed],
             recheck=recheck,
+            record=_world_model_writer(ctx, ending),
         )
     )
     trace.step("publication", started)
@@ -528,6 +545,18 @@ def execute(ctx: RunContext, trace: Trace) -> dict:
         refusal = abstention(ctx, trace, "access_failure", issues=(*decision.issues, denied.code),
                              access_code=denied.code)  # fmt: skip
         return seal(ctx, trace, replace(decision, ending=refusal))
+
+
+def _world_model_writer(ctx: RunContext, ending: Ending) -> Callable[[], None] | None:
+    if ending.kind != "answer" or not ending.world_claims:
+        return None
+    from worldmodel.services import world_claims_record
+
+    def write() -> None:
+        world_claims_record(user=ctx.user, run=ctx.run, generation=ctx.generation.number,
+                            claims=list(ending.world_claims))  # fmt: skip
+
+    return write
 
 
 def _tool_status(outcomes: list[dict]) -> str:

@@ -15,6 +15,13 @@ def introduction(language: str) -> str:
     return _in(language, lambda: _("From your library:"))
 
 
+def general_knowledge_label(language: str) -> str:
+    return _in(
+        language,
+        lambda: _("General knowledge from the model, not from your library (no sources):"),
+    )
+
+
 def explanation(kind: str, language: str) -> str:
     """The fixed text that replaces an answer: no prose, sources or claims."""
     texts = {

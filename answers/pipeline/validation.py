@@ -110,6 +110,26 @@ def quotes_verify_secondary(selected: list[SelectedFact]) -> None:
         raise SelectionRejected("quote_not_in_secondary_extraction")
 
 
+QUOTES_SECONDARY_FAILURES_SQL = """
+SELECT q.n FROM unnest(%s::bigint[], %s::text[]) WITH ORDINALITY AS q(revision_id, qkey, n)
+LEFT JOIN knowledge_extraction e
+       ON e.revision_id = q.revision_id AND e.role = 'secondary' AND e.status = 'admitted'
+WHERE e.id IS NULL OR position(q.qkey IN e.norm_text) = 0
+"""
+
+
+def quotes_secondary_failures(selected: list[SelectedFact]) -> set[int]:
+    """(b) for items judged one by one (a comparison's stances): the indexes of the quotes
+    that are not in the secondary extraction, all found in one SQL statement."""
+    if not selected:
+        return set()
+    revisions = [s.fact.source["revision_id"] for s in selected]
+    keys = [normalised_key(s.quote) for s in selected]
+    with connection.cursor() as cursor:
+        cursor.execute(QUOTES_SECONDARY_FAILURES_SQL, [revisions, keys])
+        return {n - 1 for (n,) in cursor.fetchall()}
+
+
 def values_verify(selected: list[SelectedFact]) -> None:
     """A value comes from a recorded governed query, with eligible lineage, unchanged."""
     for item in selected:

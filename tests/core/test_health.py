@@ -127,3 +127,20 @@ def test_the_live_daphne_server_answers_over_http(live_server_url):
     assert response.headers["content-type"] == "application/json"
     assert response.json()["components"]["database"]["status"] == "ok"
     assert response.json()["components"]["vector"]["status"] == "ok"
+
+
+@pytest.mark.django_db
+def test_health_reports_the_model_endpoint_of_the_openai_provider(settings, fake):
+    settings.KOINON_MODEL_PROVIDER = "openai"
+    settings.KOINON_LLM_BASE_URL = fake.url
+    from core.health import check_model
+
+    assert check_model() == ComponentStatus("model", True, "reachable")
+    fake.models_status = 500
+    assert check_model() == ComponentStatus("model", False, "HTTP 500")
+    settings.KOINON_LLM_BASE_URL = "http://127.0.0.1:9/v1"
+    assert check_model() == ComponentStatus("model", False, "unreachable")
+    response = APIClient().get("/v1/health")
+    assert response.status_code == 503
+    assert response.json()["components"]["model"]["status"] == "failed"
+    assert "SECRET-PROVIDER-DETAIL" not in response.content.decode()

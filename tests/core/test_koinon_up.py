@@ -220,3 +220,34 @@ def wait_quietly(url: str) -> bool:
         return httpx.get(f"{url}/v1/health", timeout=5).status_code == 200
     except httpx.TransportError:
         return False
+
+
+def test_koinon_up_serves_the_embedded_model_and_stops_it(up_data_dir):
+    """KOINON_LLM_GGUF: the model server starts first, the provider points at it, health
+    reports it, and it stops with the rest."""
+    from core.llm_server import packaged_smollm2
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    log_path = up_data_dir.parent / f"{up_data_dir.name}.log"
+    up_data_dir.mkdir(parents=True)
+    env = {**up_env(up_data_dir), "KOINON_LLM_GGUF": str(packaged_smollm2())}
+    with log_path.open("w") as log:
+        process = subprocess.Popen(
+            [sys.executable, "manage.py", "koinon_up", "--port", str(port), "--concurrency", "1"],
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+        try:
+            health = wait_healthy(url, process, timeout=240)
+            assert health["components"]["model"] == {"status": "ok", "detail": "reachable"}
+            model_pid = int((up_data_dir / "run" / "llm.pid").read_text())
+            assert "core.llm_server" in " ".join(psutil.Process(model_pid).cmdline())
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(timeout=90) == 0
+        finally:
+            stop_process(process)
+    output = log_path.read_text()
+    log_path.unlink()
+    assert "model server (embedded llama.cpp) is serving" in output
+    assert str(packaged_smollm2()) not in output  # no machine path in what koinon prints
+    assert not (psutil.pid_exists(model_pid) and psutil.Process(model_pid).status() != "zombie")

@@ -143,7 +143,8 @@ class Command(BaseCommand):
             try:
                 pid = int(pidfile.read_text())
                 process = psutil.Process(pid)
-                if "koinon" in " ".join(process.cmdline()):
+                command = " ".join(process.cmdline())
+                if "koinon" in command or "core.llm_server" in command:
                     self._say(f"stopping a leftover {pidfile.stem} process ({pid})")
                     terminate_tree(pid)
             except (ValueError, psutil.NoSuchProcess, psutil.AccessDenied):
@@ -162,7 +163,10 @@ class Command(BaseCommand):
         self._listener = socket.create_server((host, port), backlog=2048)
         self._listener.set_inheritable(True)
         fd = self._listener.fileno()
-        self._commands = {
+        self._commands = {}
+        if settings.KOINON_LLM_GGUF:
+            self._start_model_server(env)
+        self._commands |= {
             "celery": [
                 sys.executable, "-m", "celery", "-A", "koinon", "--quiet", "worker",
                 "--loglevel=INFO", f"--concurrency={concurrency}", "--hostname=koinon@%h",
@@ -174,16 +178,57 @@ class Command(BaseCommand):
                 sys.executable, "-m", "core.server", "--fd", str(fd), "koinon.asgi:application",
             ]  # fmt: skip
         for name in self._commands:
-            self.children.append((name, self._start_child(name)))
+            if name != "llm":
+                self.children.append((name, self._start_child(name)))
         self._say(f"{self._web_processes} web process(es) on {host}:{port}")
+
+    def _start_model_server(self, env: dict[str, str]) -> None:
+        """The embedded local model (`KOINON_LLM_GGUF`): llama.cpp's OpenAI-compatible server
+        (core.llm_server) on a free loopback port; Daphne and Celery use it as the `openai`
+        provider. Started and healthy before them, stopped after them."""
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        self._commands["llm"] = [
+            sys.executable, "-m", "core.llm_server", "--model", settings.KOINON_LLM_GGUF,
+            "--port", str(port), "--threads", str(settings.KOINON_LLM_THREADS),
+            "--context", str(settings.KOINON_LLM_CONTEXT),
+        ]  # fmt: skip
+        process = self._start_child("llm")
+        self.children.append(("llm", process))
+        deadline = time.monotonic() + 300
+        while not self._stopping:
+            if process.poll() is not None:
+                raise CommandError(
+                    f"the model server exited during start-up ({process.returncode})"
+                )
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise CommandError("the model server did not become healthy within 300 s")
+            time.sleep(0.5)
+        env.pop("KOINON_LLM_GGUF", None)
+        env["KOINON_MODEL_PROVIDER"] = "openai"
+        env["KOINON_LLM_BASE_URL"] = f"http://127.0.0.1:{port}/v1"
+        env["KOINON_LLM_MODEL"] = "local"
+        self._say("model server (embedded llama.cpp) is serving on a loopback port")
 
     def _start_child(self, name: str) -> subprocess.Popen:
         # A session of its own: a terminal's Ctrl-C reaches only us, and we stop the
         # children in order.
+        # llama.cpp logs every request (and the model file's path): to a file of its own.
+        output = (self._run_dir / f"{name}.log").open("ab") if name == "llm" else None
         process = subprocess.Popen(  # noqa: S603 - our own interpreter and arguments
             self._commands[name], env=self._env, cwd=settings.BASE_DIR, start_new_session=True,
             pass_fds=(self._listener.fileno(),) if name.startswith("daphne") else (),
+            stdout=output, stderr=subprocess.STDOUT if output else None,
         )  # fmt: skip
+        if output is not None:
+            output.close()  # the child holds its own copy
         (self._run_dir / f"{name}.pid").write_text(str(process.pid))
         self._say(f"{name} started (pid {process.pid})")
         return process

@@ -1,0 +1,269 @@
+"""Comparisons (SPEC §5) and general-knowledge answers: the steps only a generative provider
+can take.
+
+A comparison: the plan's tools run once; the analyst (`provider.analyse`) returns 3–6 claims,
+each with sources' stances and a quote span; every quote is verified twice (§1.5: in code,
+then all of them in one SQL statement against the secondary extraction) and judged against
+its claim. A claim with any quote that fails is dropped whole; with fewer than three claims
+left the request gets the unsupported-prerequisite text. What is released: the fixed
+introduction with the verbatim quotes (citations), and a `comparison` card whose claims are
+labelled as the model's analysis. The claims are recorded in the asker's world model in the
+publication transaction.
+"""
+
+import logging
+import time
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from django.conf import settings
+
+from answers.judge.features import JudgeItem
+from answers.models import CandidateFact
+from answers.pipeline import texts
+from answers.pipeline.judgement import _quote_parts, quote_context
+from answers.pipeline.llm import ProviderError
+from answers.pipeline.planner import COMPARISON
+from answers.pipeline.policy import policy_judge
+from answers.pipeline.tools import candidate_views
+from answers.pipeline.validation import (
+    SelectedFact,
+    SelectionRejected,
+    quotes_secondary_failures,
+    quotes_verify_primary,
+)
+
+if TYPE_CHECKING:
+    from answers.judge.lexical import TermWeights
+    from answers.pipeline.planner import Plan
+    from answers.pipeline.providers import ModelProvider
+    from answers.pipeline.steps import Decision, RunContext, Trace
+
+logger = logging.getLogger(__name__)
+
+MIN_CLAIMS = 3
+MAX_CLAIMS = 6
+STANCES = ("agrees", "disagrees", "partly")
+
+
+@dataclass(frozen=True)
+class VerifiedClaim:
+    claim: str
+    stances: tuple[tuple[SelectedFact, str], ...]  # (the quote, the source's stance)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    claims: tuple[VerifiedClaim, ...]
+    dropped: int  # claims with a quote that failed a check
+
+
+def _stances(claim: dict, facts: dict[str, CandidateFact]) -> list[tuple[SelectedFact, str]]:
+    """The claim's stances as selected quotes; SelectionRejected for one that cannot be."""
+    stances = []
+    for stance in claim["stances"]:
+        fact = facts.get(stance["fact_id"])
+        start, end = stance["start"], stance["end"]
+        if fact is None or fact.kind != "quote":
+            raise SelectionRejected("selection_unknown_fact")
+        if not 0 <= start < end <= len(fact.text):
+            raise SelectionRejected("selection_span_outside_candidate")
+        if stance["stance"] not in STANCES:
+            raise SelectionRejected("selection_unexpected_content")
+        stances.append((SelectedFact(fact, start, end), stance["stance"]))
+    return stances
+
+
+def comparison_verify(
+    *,
+    provider: "ModelProvider",
+    plan: "Plan",
+    analysis: dict,
+    found: list[CandidateFact],
+    weights: "TermWeights",
+) -> Comparison:
+    """Keep the claims whose every quote passes both checks and the judge.
+
+    Raises JudgeUnavailable (from the provider) when there is no judge."""
+    facts = {fact.fact_id: fact for fact in found}
+    candidates: list[tuple[str, list[tuple[SelectedFact, str]]]] = []
+    dropped = 0
+    for claim in analysis["claims"][:MAX_CLAIMS]:
+        try:
+            stances = _stances(claim, facts)
+            quotes_verify_primary([item for item, _ in stances])
+        except SelectionRejected:
+            dropped += 1
+            continue
+        candidates.append((claim["claim"].strip(), stances))
+    # (b) every remaining quote of the comparison in one statement.
+    flat = [item for _, stances in candidates for item, _ in stances]
+    failing = quotes_secondary_failures(flat)
+    items, owners, position = [], [], 0
+    kept: list[tuple[str, list[tuple[SelectedFact, str]]]] = []
+    parts = max(1, len(plan.searches))
+    texts_of_parts = plan.searches or [plan.standalone]
+    for text, stances in candidates:
+        indexes = range(position, position + len(stances))
+        position += len(stances)
+        if failing & set(indexes):
+            dropped += 1
+            continue
+        kept.append((text, stances))
+        for stance, (item, _) in enumerate(stances):
+            for part in _quote_parts(item, parts):
+                context = quote_context(item.fact)
+                items.append(JudgeItem(texts_of_parts[part], item.quote, context))
+                owners.append((len(kept) - 1, stance))
+    # A stance's quote must answer a part of the question, as any released quote; the
+    # claim's wording is the model's and is labelled so, not judged as evidence.
+    scores = provider.judge(items=items, weights=weights) if items else []
+    best: dict[tuple[int, int], float] = {}
+    for owner, score in zip(owners, scores, strict=True):
+        best[owner] = max(best.get(owner, 0.0), float(score))
+    rejected = {claim for (claim, _), score in best.items()
+                if score < settings.KOINON_JUDGE_THRESHOLD}  # fmt: skip
+    claims = tuple(
+        VerifiedClaim(text, tuple(stances))
+        for index, (text, stances) in enumerate(kept)
+        if index not in rejected
+    )
+    return Comparison(claims, dropped + len(rejected))
+
+
+def comparison_card(comparison: Comparison, citations: list[dict]) -> dict:
+    number = {(c["fact_id"], c["quote"]): c["number"] for c in citations}
+    return {
+        "kind": "comparison",
+        "label": "model_analysis",  # the claims are the model's words; the quotes verbatim
+        "claims": [
+            {
+                "claim": claim.claim,
+                "stances": [
+                    {
+                        "stance": stance,
+                        "citation": number[(item.fact.fact_id, item.quote)],
+                        "document_id": item.fact.source["document_id"],
+                    }
+                    for item, stance in claim.stances
+                ],
+            }
+            for claim in comparison.claims
+        ],
+    }
+
+
+def comparison_decide(ctx: "RunContext", trace: "Trace", plan: "Plan") -> "Decision":
+    """The whole comparison path of `steps.decide`; returns its Decision."""
+    from answers.judge.model import JudgeUnavailable
+    from answers.pipeline.steps import (
+        Decision,
+        abstention,
+        answered,
+        term_weights,
+        tools_step,
+        unsupported,
+    )
+
+    found = tools_step(ctx, trace, plan, 0)
+    policy = ctx.request.policy
+    if not found:
+        judgement = policy_judge(policy=policy, outcomes=trace.outcomes, selected_tools=[],
+                                 unanswered_parts=0)  # fmt: skip
+        return Decision(abstention(ctx, trace, judgement.explanation, judgement=judgement))
+    try:
+        analysis = ctx.provider.analyse(
+            question=ctx.request.query, plan=plan, candidates=candidate_views(found)
+        )
+    except ProviderError as error:
+        if not COMPARISON.search(ctx.request.query):
+            return answer_instead(ctx, trace, plan, found, (error.code, "comparison_not_made"))
+        ending = unsupported(ctx, trace, "comparison")
+        ending = replace(ending, quality={**ending.quality, "issues": sorted(
+            {*ending.quality["issues"], error.code})})  # fmt: skip
+        return Decision(ending, tuple(found), 1, (error.code,))
+    started = time.perf_counter()
+    try:
+        comparison = comparison_verify(
+            provider=ctx.provider,
+            plan=plan,
+            analysis=analysis,
+            found=found,
+            weights=term_weights(ctx, plan),
+        )
+    except JudgeUnavailable:
+        ending = abstention(ctx, trace, "unsupported", evidence_status="unavailable",
+                            issues=("judge_unavailable",))  # fmt: skip
+        return Decision(ending, tuple(found), 1)
+    trace.step("comparison", started, claims=len(comparison.claims),
+               dropped=comparison.dropped)  # fmt: skip
+    issues = ("comparison_claim_dropped",) if comparison.dropped else ()
+    if len(comparison.claims) < MIN_CLAIMS and not COMPARISON.search(ctx.request.query):
+        # Only the model called this a comparison, and none came of it: answer the question
+        # from the same candidates as any other.
+        return answer_instead(ctx, trace, plan, found, (*issues, "comparison_not_made"))
+    if len(comparison.claims) < MIN_CLAIMS:
+        ending = unsupported(ctx, trace, "comparison")
+        ending = replace(ending, quality={**ending.quality, "issues": sorted(
+            {*ending.quality["issues"], *issues, "comparison_too_few_claims"})})  # fmt: skip
+        return Decision(ending, tuple(found), 1, issues)
+    selected = list(dict.fromkeys(item for claim in comparison.claims for item, _ in claim.stances))
+    judgement = policy_judge(
+        policy=policy,
+        outcomes=trace.outcomes,
+        selected_tools=[set(s.fact.contributions) for s in selected],
+        unanswered_parts=0,
+    )
+    if not judgement.publish:
+        ending = abstention(ctx, trace, judgement.explanation, judgement=judgement, issues=issues)
+        return Decision(ending, tuple(found), 1, issues)
+    ending = answered(ctx, trace, selected, judgement, issues)
+    card = comparison_card(comparison, list(ending.citations))
+    claims = tuple(
+        {"claim": claim.claim,
+         "stances": [{"fact": item.fact, "stance": stance, "quote": item.quote}
+                     for item, stance in claim.stances]}
+        for claim in comparison.claims
+    )  # fmt: skip
+    ending = replace(ending, cards=(*ending.cards, card), world_claims=claims)
+    return Decision(ending, tuple(found), 1, issues)
+
+
+def answer_instead(
+    ctx: "RunContext",
+    trace: "Trace",
+    plan: "Plan",
+    found: list[CandidateFact],
+    issues: tuple[str, ...],
+) -> "Decision":
+    """The ordinary selection over the comparison's candidates (the tools are not run again)."""
+    from answers.pipeline.steps import Gathered, gathered_decision, select_step
+
+    plan = replace(plan, comparison=False)
+    selection = select_step(ctx, trace, plan, found)
+    gathered = Gathered(plan, tuple(found), selection.support, (*issues, *selection.issues),
+                        selection.attempts + 1, selection.judge_unavailable)  # fmt: skip
+    return gathered_decision(ctx, trace, gathered)
+
+
+def general_knowledge_decide(ctx: "RunContext", trace: "Trace") -> "Decision":
+    """`general_knowledge` with a generative provider: the model's short answer under a fixed
+    label, no retrieval, no sources or citations; sealed like any answer."""
+    from answers.pipeline.steps import Decision, Ending, abstention
+
+    started = time.perf_counter()
+    try:
+        text = ctx.provider.answer_generally(question=ctx.request.query, language=ctx.language)
+    except ProviderError as error:
+        ending = abstention(ctx, trace, "unsupported", evidence_status="not_requested",
+                            issues=(error.code,))  # fmt: skip
+        return Decision(ending, (), 1, (error.code,))
+    trace.step("general_knowledge", started)
+    ending = Ending(
+        kind="answer",
+        text=f"{texts.general_knowledge_label(ctx.language)}\n{text}",
+        evidence={"status": "not_requested", "answer_status": "general_knowledge",
+                  "sources": [], "outcomes": list(trace.outcomes)},
+        quality={"completeness": "complete", "degraded": False, "issues": []},
+    )  # fmt: skip
+    return Decision(ending, (), 1)
