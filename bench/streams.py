@@ -123,7 +123,11 @@ def row(name: str, values: list[float]) -> str:
     )
 
 
-async def baseline(url: str, key: str, concurrency: int) -> tuple[list[float], int]:
+async def answers_load(
+    url: str, key: str, concurrency: int, requests: int = BASELINE
+) -> tuple[list[float], int, float]:
+    """`requests` stream=false answers at `concurrency`: timings (ms), errors (not 200 or
+    no release), and the seconds they took in all. bench/web.py uses it too."""
     headers = {"Authorization": f"Bearer {key}"}
     gate = asyncio.Semaphore(concurrency)
     timings: list[float] = []
@@ -136,16 +140,17 @@ async def baseline(url: str, key: str, concurrency: int) -> tuple[list[float], i
             try:
                 response = await client.post(f"{url}/v1/answer", json={"query": QUESTION},
                                              headers=headers)  # fmt: skip
-                ok = response.status_code == 200 and response.json()["release"] is not None
+                ok = response.status_code == 200 and response.json().get("release") is not None
             except httpx.HTTPError:
                 ok = False
             timings.append((time.perf_counter() - started) * 1000)
             errors += not ok
 
-    limits = httpx.Limits(max_connections=concurrency)
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    started = time.perf_counter()
     async with httpx.AsyncClient(timeout=120, limits=limits) as client:
-        await asyncio.gather(*(one(client) for _ in range(BASELINE)))
-    return timings, errors
+        await asyncio.gather(*(one(client) for _ in range(requests)))
+    return timings, errors, time.perf_counter() - started
 
 
 @dataclass
@@ -270,7 +275,7 @@ def main() -> None:
                   f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}")  # fmt: skip
             print(f"{'':<34} {'n':>5} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}")
             for concurrency in (1, 16):
-                timings, errors = asyncio.run(baseline(url, key, concurrency))
+                timings, errors, _ = asyncio.run(answers_load(url, key, concurrency))
                 print(row(f"stream=false, concurrency {concurrency}", timings)
                       + f"   errors {errors}")  # fmt: skip
             for size in sizes:

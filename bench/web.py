@@ -19,15 +19,13 @@ import logging
 import os
 import socket
 import sys
-import time
 
-import httpx
 from common.services import embedded_services, recreate_database
 from common.stats import percentile
 from django.core.management import call_command
 from streams import (  # the same bench directory, services and helpers
     BENCH_DIR,
-    QUESTION,
+    answers_load,
     demo_ready,
     row,
     start,
@@ -39,34 +37,6 @@ from streams import (  # the same bench directory, services and helpers
 from core.services import api_key_create
 
 REQUESTS = 200
-
-
-async def load(
-    url: str, key: str, concurrency: int, requests: int
-) -> tuple[list[float], int, float]:
-    headers = {"Authorization": f"Bearer {key}"}
-    gate = asyncio.Semaphore(concurrency)
-    timings: list[float] = []
-    errors = 0
-
-    async def one(client: httpx.AsyncClient) -> None:
-        nonlocal errors
-        async with gate:
-            started = time.perf_counter()
-            try:
-                response = await client.post(f"{url}/v1/answer", json={"query": QUESTION},
-                                             headers=headers)  # fmt: skip
-                ok = response.status_code == 200 and response.json().get("release") is not None
-            except httpx.HTTPError:
-                ok = False
-            timings.append((time.perf_counter() - started) * 1000)
-            errors += not ok
-
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    started = time.perf_counter()
-    async with httpx.AsyncClient(timeout=120, limits=limits) as client:
-        await asyncio.gather(*(one(client) for _ in range(requests)))
-    return timings, errors, time.perf_counter() - started
 
 
 def main() -> None:
@@ -112,9 +82,9 @@ def main() -> None:
                           f"load {os.getloadavg()[0]:.2f}")  # fmt: skip
                     print(f"{'':<34} {'n':>5} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}")
                     for concurrency in (4, 16):
-                        asyncio.run(load(url, key, concurrency, 10))  # warm every process
+                        asyncio.run(answers_load(url, key, concurrency, 10))  # warm every process
                         timings, errors, took = asyncio.run(
-                            load(url, key, concurrency, args.requests)
+                            answers_load(url, key, concurrency, args.requests)
                         )
                         rate = len(timings) / took
                         if concurrency == 16:

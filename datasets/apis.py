@@ -11,7 +11,12 @@ from core.pagination import Pagination
 from core.schema import PAGE_PARAMETERS, paginated
 from datasets.models import Dataset, DatasetSnapshot, GovernedQuery
 from datasets.selectors import dataset_get_for_user, datasets_visible_to, snapshot_of
-from datasets.services import dataset_upload, governed_query_facts, governed_query_run
+from datasets.services import (
+    dataset_upload,
+    governed_query_facts,
+    governed_query_proof,
+    governed_query_run,
+)
 from knowledge.selectors import space_can_manage, space_get_for_user
 
 
@@ -129,17 +134,7 @@ class QueryOutput(serializers.ModelSerializer):
         fields = ["query_id", "columns", "rows", "truncated", "proof"]
 
     def get_proof(self, query: GovernedQuery) -> dict:
-        return {
-            "engine": query.engine,
-            "engine_version": query.engine_version,
-            "snapshot_id": query.snapshot_id,
-            "snapshot_sha256": query.snapshot_sha256,
-            "normalised_sql": query.normalised_sql,
-            "result_sha256": query.result_sha256,
-            "row_count": query.row_count,
-            "duration_ms": query.duration_ms,
-            "executed_at": query.executed_at.isoformat(),
-        }
+        return governed_query_proof(query)
 
 
 class ColumnOutput(serializers.Serializer):

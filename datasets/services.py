@@ -143,6 +143,21 @@ def governed_query_run(
     )
 
 
+def governed_query_proof(query: GovernedQuery) -> dict:
+    """The recorded execution proof of a governed query, as the API and MCP show it."""
+    return {
+        "engine": query.engine,
+        "engine_version": query.engine_version,
+        "snapshot_id": query.snapshot_id,
+        "snapshot_sha256": query.snapshot_sha256,
+        "normalised_sql": query.normalised_sql,
+        "result_sha256": query.result_sha256,
+        "row_count": query.row_count,
+        "duration_ms": query.duration_ms,
+        "executed_at": query.executed_at.isoformat(),
+    }
+
+
 def governed_query_facts(query: GovernedQuery) -> list[dict]:
     """Every eligible cell of a recorded query as a candidate fact.
 

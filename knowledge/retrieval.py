@@ -89,16 +89,17 @@ def _scored_rows(queryset: QuerySet[Passage], score: str) -> list[tuple[Candidat
 
 
 MAX_KEYWORDS = 16
-# Keyword search ranks a bounded candidate set (at most KEYWORD_CANDIDATES passages, found
-# through the GIN index): the passages that contain one of the question's rarer words or
-# all of its common ones, ranked with every word. A word is common when ANALYZE's element
-# statistics of the search vectors (pg_stats.most_common_elems) give it at least
-# COMMON_FRACTION of the rows. Without statistics (a new or tiny corpus) every word counts
-# as rare.
+# Keyword search ranks a bounded candidate set: the passages that contain one of the
+# question's rarest words — as many of them, rarest first, as the planner's statistics
+# (ANALYZE's element frequencies of the search vectors, pg_stats.most_common_elems) say
+# fit in about KEYWORD_CANDIDATES passages; at least the rarest one. Candidates are found
+# through the GIN index and ranked with every word of the question. Without statistics (a
+# new or never analysed corpus) every word is used. KEYWORD_CANDIDATES_MAX caps the set
+# where the statistics are stale.
 KEYWORD_CANDIDATES = 2000
-COMMON_FRACTION = 0.05
+KEYWORD_CANDIDATES_MAX = 5000
 STATS_SECONDS = 300.0
-_stats: dict[str, object] = {"at": -STATS_SECONDS, "frequencies": {}}
+_stats: dict[str, object] = {"at": -STATS_SECONDS, "frequencies": {}, "floor": None, "rows": 0}
 
 
 def _word_query(words: list[str]) -> SearchQuery:
@@ -123,32 +124,50 @@ def keyword_words(query: str) -> list[str]:
     return list(dict.fromkeys(normalised_words(query)))[:MAX_KEYWORDS]
 
 
-def lexeme_frequencies() -> dict[str, float]:
-    """Share of passages containing each of the most common lexemes, from the planner's
-    statistics (refreshed by ANALYZE / autovacuum), read at most every STATS_SECONDS."""
+def lexeme_statistics() -> dict:
+    """The planner's statistics of the search vectors, read at most every STATS_SECONDS:
+    `frequencies` (share of passages containing each of the most common lexemes),
+    `floor` (the lowest listed share: every unlisted lexeme is rarer; None without
+    statistics) and `rows` (the estimated number of passages)."""
     now = time.monotonic()
     if now - _stats["at"] < STATS_SECONDS:
-        return _stats["frequencies"]
+        return _stats
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT most_common_elems::text::text[], most_common_elem_freqs FROM pg_stats "
-            "WHERE tablename = %s AND attname = 'search_vector'",
+            "SELECT s.most_common_elems::text::text[], s.most_common_elem_freqs, c.reltuples "
+            "FROM pg_stats s JOIN pg_class c ON c.relname = s.tablename "
+            "WHERE s.tablename = %s AND s.attname = 'search_vector'",
             [Passage._meta.db_table],
         )
         row = cursor.fetchone()
     frequencies: dict[str, float] = {}
+    floor, rows = None, 0
     if row and row[0] and row[1]:
-        frequencies = dict(zip(row[0], row[1], strict=False))
-    _stats.update(at=now, frequencies=frequencies)
-    return frequencies
+        elements, shares = row[0], row[1]
+        frequencies = dict(zip(elements, shares[: len(elements)], strict=True))
+        floor = min(shares[: len(elements)])
+        rows = max(int(row[2] or 0), 0)
+    _stats.update(at=now, frequencies=frequencies, floor=floor, rows=rows)
+    return _stats
 
 
-def rare_words(words: list[str]) -> list[str]:
-    """The words whose lexeme is not among the common ones (English stemming, as the search
-    vectors are built)."""
-    frequencies = lexeme_frequencies()
+def candidate_words(words: list[str]) -> list[str]:
+    """The rarest words whose passages together fit in about KEYWORD_CANDIDATES (at least
+    one word); every word when there are no statistics."""
+    stats = lexeme_statistics()
+    if stats["floor"] is None or not stats["rows"]:
+        return words
     stem = _english_stemmer().stemWord
-    return [w for w in words if frequencies.get(stem(w), 0.0) < COMMON_FRACTION]
+    share = {w: stats["frequencies"].get(stem(w), stats["floor"]) for w in words}
+    budget = KEYWORD_CANDIDATES / stats["rows"]
+    chosen: list[str] = []
+    total = 0.0
+    for word in sorted(words, key=lambda w: share[w]):
+        if chosen and total + share[word] > budget:
+            break
+        chosen.append(word)
+        total += share[word]
+    return chosen
 
 
 @cache
@@ -163,18 +182,9 @@ def keyword_search(scope: QuerySet[Passage], query: str, limit: int) -> tuple[li
     if not words:
         return [], ToolOutcome(KEYWORD_SEARCH, "succeeded", "no_relevant_hit")
     search = _word_query(words)
-    rare = rare_words(words)
-    common = [w for w in words if w not in rare]
-    # The GIN index finds the candidates; only those are ranked: passages with a rare
-    # word, and passages with every common word (many common words together are rare).
-    found = Q()
-    if rare:
-        found |= Q(search_vector=_word_query(rare))
-    if common:
-        found |= Q(search_vector=SearchQuery(" ".join(common), search_type="plain",
-                                             config="english"))  # fmt: skip
-    candidates = scope.filter(found).values("pk")[:KEYWORD_CANDIDATES]
-    scope = Passage.objects.filter(pk__in=candidates)
+    # The GIN index finds the passages with one of the rarest words; only those are ranked.
+    candidates = scope.filter(search_vector=_word_query(candidate_words(words))).values("pk")
+    scope = Passage.objects.filter(pk__in=candidates[:KEYWORD_CANDIDATES_MAX])
     ranked = (
         scope.filter(search_vector=search)
         .annotate(rank=SearchRank(F("search_vector"), search))

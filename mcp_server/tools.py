@@ -287,7 +287,7 @@ def _own_private_passage(user: AbstractBaseUser, passage_id: int):
 
 def query_dataset_run(caller: Caller, values: dict) -> ToolResult:
     from datasets.selectors import dataset_get_for_user, snapshot_of
-    from datasets.services import governed_query_facts, governed_query_run
+    from datasets.services import governed_query_facts, governed_query_proof, governed_query_run
 
     args = arguments_parse(QUERY_DATASET, values)
     dataset_id = args.object_id("dataset_id")
@@ -309,17 +309,7 @@ def query_dataset_run(caller: Caller, values: dict) -> ToolResult:
         "columns": query.columns,
         "rows": query.rows,
         "truncated": query.truncated,
-        "proof": {
-            "engine": query.engine,
-            "engine_version": query.engine_version,
-            "snapshot_id": query.snapshot_id,
-            "snapshot_sha256": query.snapshot_sha256,
-            "normalised_sql": query.normalised_sql,
-            "result_sha256": query.result_sha256,
-            "row_count": query.row_count,
-            "duration_ms": query.duration_ms,
-            "executed_at": query.executed_at.isoformat(),
-        },
+        "proof": governed_query_proof(query),
         "facts": governed_query_facts(query),
     }
     return ToolResult(payload, query.row_count)

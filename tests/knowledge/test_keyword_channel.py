@@ -1,13 +1,13 @@
 """The keyword channel ranks a bounded candidate set (issue 16): the passages with one of
-the question's rarer words, found through the GIN index; a word is common when the
-planner's element statistics of the search vectors say so."""
+the question's rarest words, as many words (rarest first) as the planner's element
+statistics say fit in about KEYWORD_CANDIDATES passages, found through the GIN index."""
 
 import pytest
 from django.db import connection
 
 from knowledge import retrieval
 from knowledge.models import Passage
-from knowledge.retrieval import KEYWORD_SEARCH, passages_visible_to, rare_words, retrieve
+from knowledge.retrieval import KEYWORD_SEARCH, candidate_words, passages_visible_to, retrieve
 from tests.answers.conftest import ingest
 
 pytestmark = pytest.mark.django_db
@@ -17,9 +17,9 @@ SECTIONS = 40
 
 @pytest.fixture
 def corpus(space, owner, monkeypatch):
-    """Every passage says "maintenance"; one of them also says "zeppelin" (1 in 40: rare
-    at this corpus size once "common" is a fifth of the passages)."""
-    monkeypatch.setattr(retrieval, "COMMON_FRACTION", 0.2)
+    """Every passage says "maintenance"; one of them also says "zeppelin". With a budget
+    of 5 candidates, only the rare word fits."""
+    monkeypatch.setattr(retrieval, "KEYWORD_CANDIDATES", 5)
     parts = []
     for index in range(SECTIONS):
         extra = " The zeppelin hangar is inspected too." if index == 17 else ""
@@ -33,41 +33,32 @@ def corpus(space, owner, monkeypatch):
     retrieval._stats["at"] = -retrieval.STATS_SECONDS
 
 
-def test_the_statistics_tell_common_words_from_rare_ones(corpus):
+def test_the_statistics_choose_the_rare_word_for_the_candidates(corpus):
     assert Passage.objects.count() >= SECTIONS
-    assert rare_words(["maintenance", "zeppelin"]) == ["zeppelin"]
+    assert retrieval.lexeme_statistics()["rows"] >= SECTIONS
+    assert candidate_words(["maintenance", "zeppelin"]) == ["zeppelin"]
 
 
-def test_the_passage_with_the_rare_word_ranks_first(corpus, member):
-    result = retrieve(user=member, query="zeppelin maintenance", tools=(KEYWORD_SEARCH,))
+def test_only_the_rare_words_passages_are_ranked_and_the_right_one_wins(corpus, member):
+    result = retrieve(user=member, query="maintenance zeppelin", tools=(KEYWORD_SEARCH,))
     assert [o.code for o in result.outcomes] == ["matched"]
+    assert len(result.candidates) == 1
     assert "zeppelin" in result.candidates[0].text
 
 
-def test_candidates_are_the_rare_word_passages_and_those_with_every_common_word(
-    corpus, member, monkeypatch
-):
-    """A rare word alone: only the passages with it are ranked. With common words too, the
-    passages that have every common word are candidates as well."""
+def test_the_candidate_set_is_bounded_even_for_common_words(corpus, member, monkeypatch):
+    monkeypatch.setattr(retrieval, "KEYWORD_CANDIDATES_MAX", 3)
     scope = passages_visible_to(user=member)
-    scored, _ = retrieval.keyword_search(scope, "zeppelin", limit=50)
-    assert len(scored) == 1  # a rare word alone: only its passages are ranked
-    scored, _ = retrieval.keyword_search(scope, "zeppelin maintenance weekday", limit=50)
-    assert len(scored) == SECTIONS  # every passage has all the common words
-
-
-def test_the_candidate_set_is_bounded(corpus, member, monkeypatch):
-    monkeypatch.setattr(retrieval, "KEYWORD_CANDIDATES", 3)
-    scope = passages_visible_to(user=member)
-    # Only common words: the passages with all of them, at most KEYWORD_CANDIDATES.
+    # Only common words: the rarest one is still used, and the set is capped.
     scored, outcome = retrieval.keyword_search(scope, "routine maintenance", limit=10)
     assert outcome.code == "matched"
     assert len(scored) == 3
 
 
-def test_without_statistics_every_word_counts_as_rare(space, owner, member, monkeypatch):
+def test_without_statistics_every_word_is_used(space, owner, member, monkeypatch):
     ingest(owner, space, "one.txt", "The zeppelin hangar is inspected every spring.")
-    monkeypatch.setattr(retrieval, "lexeme_frequencies", dict)  # a corpus never analysed
-    assert rare_words(["zeppelin", "hangar"]) == ["zeppelin", "hangar"]
+    never_analysed = {"at": 0.0, "frequencies": {}, "floor": None, "rows": 0}
+    monkeypatch.setattr(retrieval, "lexeme_statistics", lambda: never_analysed)
+    assert candidate_words(["zeppelin", "hangar"]) == ["zeppelin", "hangar"]
     result = retrieve(user=member, query="zeppelin hangar", tools=(KEYWORD_SEARCH,))
     assert len(result.candidates) == 1
