@@ -40,7 +40,7 @@ logger = logging.getLogger(__name__)
 POLL_SECONDS = 0.25
 # Between two reads of the store while live events flow: a safety net for a lost
 # `sealed` message, rare enough that a thousand open streams cost little (bench/streams.py).
-LIVE_WAIT_SECONDS = 15.0
+LIVE_WAIT_SECONDS = 60.0
 KEEPALIVE_SECONDS = 15.0
 FINAL_EVENTS = frozenset({"completed", "failed"})
 
@@ -169,7 +169,7 @@ async def event_stream(
     comment every 15 s.
 
     Subscribes to the run's group first, then reads the stored events, then forwards live
-    tool activity as it arrives; a `sealed` message (or, as a fallback, every 5 s)
+    tool activity as it arrives; a `sealed` message (or, as a fallback, every 60 s)
     reads the stored events after the cursor again. Live and stored events share their
     sequence numbers, so nothing is sent twice. A client that goes away cancels this
     (CancelledError): the run, executing elsewhere, is not affected. `first` is a frame
@@ -216,15 +216,24 @@ async def event_stream(
             if channel is None or layer_failed:
                 await asyncio.sleep(POLL_SECONDS)
                 continue
-            # Forward live events until the run is sealed or LIVE_WAIT_SECONDS pass.
-            wait_until = loop.time() + LIVE_WAIT_SECONDS
-            while loop.time() < wait_until:
+            # Forward live events until the run is sealed or LIVE_WAIT_SECONDS pass, with
+            # a keep-alive when nothing was sent for KEEPALIVE_SECONDS; no store read
+            # in between (a thousand waiting streams cost the database nothing).
+            read_at = loop.time() + LIVE_WAIT_SECONDS
+            while True:
+                now = loop.time()
+                if now >= read_at or now >= deadline:
+                    break
+                if now - last_sent >= KEEPALIVE_SECONDS:
+                    yield ": keep-alive\n\n"
+                    last_sent = now
+                wake = min(read_at, last_sent + KEEPALIVE_SECONDS, deadline)
                 try:
                     message = await asyncio.wait_for(
-                        layer.receive(channel), timeout=wait_until - loop.time()
+                        layer.receive(channel), timeout=max(0.01, wake - now)
                     )
                 except TimeoutError:
-                    break
+                    continue
                 except Exception:  # the layer failed (e.g. Redis timed out): poll instead
                     logger.warning("live events lost for run %s", run_id, exc_info=True)
                     channel_gap = True

@@ -364,3 +364,61 @@ def test_a_channel_layer_that_fails_mid_stream_falls_back_to_the_store(member, m
     finally:
         streaming._READER.submit(lambda: connection.close()).result()  # the reader's connection
     assert [parse(f)[0]["event"] for f in frames] == ["started", "failed"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_waiting_stream_sends_keep_alives_without_reading_the_store(member, monkeypatch):
+    """While live events can come, a waiting stream wakes for keep-alives only: it reads
+    the store again on `sealed` or after LIVE_WAIT_SECONDS (a thousand waiting streams
+    cost the database nothing in between)."""
+    import asyncio
+
+    from django.db import connection
+
+    from answers import streaming
+    from answers.pipeline.request import answer_request_parse
+    from answers.pipeline.run import run_start
+    from tests.answers.providers import ScriptedProvider
+
+    class SilentLayer:
+        async def new_channel(self):
+            return "specific.test!2"
+
+        async def group_add(self, group, channel):
+            return None
+
+        async def group_discard(self, group, channel):
+            return None
+
+        async def receive(self, channel):
+            await asyncio.sleep(3600)
+
+    reads = []
+    stored = streaming._stored
+
+    async def counting(**kwargs):
+        reads.append(kwargs["cursor"])
+        return await stored(**kwargs)
+
+    monkeypatch.setattr("channels.layers.get_channel_layer", lambda: SilentLayer())
+    monkeypatch.setattr(streaming, "KEEPALIVE_SECONDS", 0.2)
+    monkeypatch.setattr(streaming, "_stored", counting)
+    run = run_start(user=member, request=answer_request_parse({"query": QUESTION}),
+                    provider=ScriptedProvider([]))  # fmt: skip
+
+    async def collect() -> list[str]:
+        frames = []
+        async for chunk in streaming.event_stream(user=member, run_id=run.pk, cursor=None,
+                                                  version="1"):  # fmt: skip
+            frames.append(chunk)
+            if sum(f.startswith(":") for f in frames) == 3:
+                break
+        return frames
+
+    try:
+        frames = asyncio.run(asyncio.wait_for(collect(), timeout=20))
+    finally:
+        streaming._READER.submit(lambda: connection.close()).result()
+    assert frames[0].startswith("id: ") and "event: started" in frames[0]
+    assert frames[1:] == [": keep-alive\n\n"] * 3
+    assert len(reads) == 1  # the first read only
