@@ -4,9 +4,7 @@ The permission filter is part of every SQL query (never a post-filter), and a hi
 document is indistinguishable from no document: both give `empty_corpus`.
 """
 
-import time
 from dataclasses import dataclass, field
-from functools import cache
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
@@ -89,24 +87,6 @@ def _scored_rows(queryset: QuerySet[Passage], score: str) -> list[tuple[Candidat
 
 
 MAX_KEYWORDS = 16
-# Keyword search ranks a bounded candidate set: the passages that contain one of the
-# question's rarest words — as many of them, rarest first, as the planner's statistics
-# (ANALYZE's element frequencies of the search vectors, pg_stats.most_common_elems) say
-# fit in about KEYWORD_CANDIDATES passages; at least the rarest one. Candidates are found
-# through the GIN index and ranked with every word of the question. Without statistics (a
-# new or never analysed corpus) every word is used. KEYWORD_CANDIDATES_MAX caps the set
-# where the statistics are stale.
-KEYWORD_CANDIDATES = 2000
-KEYWORD_CANDIDATES_MAX = 5000
-STATS_SECONDS = 300.0
-_stats: dict[str, object] = {"at": -STATS_SECONDS, "frequencies": {}, "floor": None, "rows": 0}
-
-
-def _word_query(words: list[str]) -> SearchQuery:
-    search = SearchQuery(words[0], search_type="plain", config="english")
-    for word in words[1:]:
-        search |= SearchQuery(word, search_type="plain", config="english")
-    return search
 
 
 def keyword_query(query: str) -> SearchQuery | None:
@@ -116,75 +96,19 @@ def keyword_query(query: str) -> SearchQuery | None:
     (websearch_to_tsquery's AND) misses most relevant passages; the relevance
     threshold and the selector decide what is good enough.
     """
-    words = keyword_words(query)
-    return _word_query(words) if words else None
-
-
-def keyword_words(query: str) -> list[str]:
-    return list(dict.fromkeys(normalised_words(query)))[:MAX_KEYWORDS]
-
-
-def lexeme_statistics() -> dict:
-    """The planner's statistics of the search vectors, read at most every STATS_SECONDS:
-    `frequencies` (share of passages containing each of the most common lexemes),
-    `floor` (the lowest listed share: every unlisted lexeme is rarer; None without
-    statistics) and `rows` (the estimated number of passages)."""
-    now = time.monotonic()
-    if now - _stats["at"] < STATS_SECONDS:
-        return _stats
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT s.most_common_elems::text::text[], s.most_common_elem_freqs, c.reltuples "
-            "FROM pg_stats s JOIN pg_class c ON c.relname = s.tablename "
-            "WHERE s.tablename = %s AND s.attname = 'search_vector'",
-            [Passage._meta.db_table],
-        )
-        row = cursor.fetchone()
-    frequencies: dict[str, float] = {}
-    floor, rows = None, 0
-    if row and row[0] and row[1]:
-        elements, shares = row[0], row[1]
-        frequencies = dict(zip(elements, shares[: len(elements)], strict=True))
-        floor = min(shares[: len(elements)])
-        rows = max(int(row[2] or 0), 0)
-    _stats.update(at=now, frequencies=frequencies, floor=floor, rows=rows)
-    return _stats
-
-
-def candidate_words(words: list[str]) -> list[str]:
-    """The rarest words whose passages together fit in about KEYWORD_CANDIDATES (at least
-    one word); every word when there are no statistics."""
-    stats = lexeme_statistics()
-    if stats["floor"] is None or not stats["rows"]:
-        return words
-    stem = _english_stemmer().stemWord
-    share = {w: stats["frequencies"].get(stem(w), stats["floor"]) for w in words}
-    budget = KEYWORD_CANDIDATES / stats["rows"]
-    chosen: list[str] = []
-    total = 0.0
-    for word in sorted(words, key=lambda w: share[w]):
-        if chosen and total + share[word] > budget:
-            break
-        chosen.append(word)
-        total += share[word]
-    return chosen
-
-
-@cache
-def _english_stemmer():
-    import snowballstemmer  # Porter2, as PostgreSQL's `english` configuration stems
-
-    return snowballstemmer.stemmer("english")
+    words = list(dict.fromkeys(normalised_words(query)))[:MAX_KEYWORDS]
+    if not words:
+        return None
+    search = SearchQuery(words[0], search_type="plain", config="english")
+    for word in words[1:]:
+        search |= SearchQuery(word, search_type="plain", config="english")
+    return search
 
 
 def keyword_search(scope: QuerySet[Passage], query: str, limit: int) -> tuple[list, ToolOutcome]:
-    words = keyword_words(query)
-    if not words:
+    search = keyword_query(query)
+    if search is None:
         return [], ToolOutcome(KEYWORD_SEARCH, "succeeded", "no_relevant_hit")
-    search = _word_query(words)
-    # The GIN index finds the passages with one of the rarest words; only those are ranked.
-    candidates = scope.filter(search_vector=_word_query(candidate_words(words))).values("pk")
-    scope = Passage.objects.filter(pk__in=candidates[:KEYWORD_CANDIDATES_MAX])
     ranked = (
         scope.filter(search_vector=search)
         .annotate(rank=SearchRank(F("search_vector"), search))
