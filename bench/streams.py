@@ -124,10 +124,11 @@ def row(name: str, values: list[float]) -> str:
 
 
 async def answers_load(
-    url: str, key: str, concurrency: int, requests: int = BASELINE
+    url: str, key: str, concurrency: int, requests: int = BASELINE, keepalive: bool = True
 ) -> tuple[list[float], int, float]:
     """`requests` stream=false answers at `concurrency`: timings (ms), errors (not 200 or
-    no release), and the seconds they took in all. bench/web.py uses it too."""
+    no release), and the seconds they took in all. bench/web.py uses it too (without
+    keep-alive: a connection kept open stays with the process that accepted it)."""
     headers = {"Authorization": f"Bearer {key}"}
     gate = asyncio.Semaphore(concurrency)
     timings: list[float] = []
@@ -146,7 +147,8 @@ async def answers_load(
             timings.append((time.perf_counter() - started) * 1000)
             errors += not ok
 
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    limits = httpx.Limits(max_connections=concurrency,
+                          max_keepalive_connections=concurrency if keepalive else 0)  # fmt: skip
     started = time.perf_counter()
     async with httpx.AsyncClient(timeout=120, limits=limits) as client:
         await asyncio.gather(*(one(client) for _ in range(requests)))

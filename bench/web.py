@@ -4,8 +4,10 @@ The web processes are started as `koinon_up --web-processes N` starts them: one 
 socket bound here, handed to N Daphne processes (`python -m core.server --fd`). Embedded
 PostgreSQL and Redis under var/bench-streams (shared with bench/streams.py; the database
 is recreated), the demo corpus, reader's API key, loopback only. For each N: REQUESTS
-answers at concurrency 4 and at concurrency 16; throughput (answers per second), p50/p95,
-errors (non-200 or no release). The two runs are in the same process, one after the other.
+answers at concurrency 4 and at concurrency 16, a new connection per request (a kept-alive
+connection stays with the process that accepted it: behind a proxy or with many clients
+the kernel spreads new connections); throughput (answers per second), p50/p95, errors
+(non-200 or no release). The two runs are in the same process, one after the other.
 
 Goals (issue 16): 2 processes >= 1.7x the throughput of 1 at concurrency 16, 0 errors;
 p95 at concurrency 4 <= 300 ms.
@@ -82,9 +84,11 @@ def main() -> None:
                           f"load {os.getloadavg()[0]:.2f}")  # fmt: skip
                     print(f"{'':<34} {'n':>5} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}")
                     for concurrency in (4, 16):
-                        asyncio.run(answers_load(url, key, concurrency, 10))  # warm every process
+                        asyncio.run(
+                            answers_load(url, key, concurrency, 10, keepalive=False)
+                        )  # warm every process
                         timings, errors, took = asyncio.run(
-                            answers_load(url, key, concurrency, args.requests)
+                            answers_load(url, key, concurrency, args.requests, keepalive=False)
                         )
                         rate = len(timings) / took
                         if concurrency == 16:
