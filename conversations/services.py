@@ -11,12 +11,13 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
-from django.db.models import Max, Q, QuerySet
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from answers.boundary import sealed_answer_read
+from answers.boundary import sealed_answer_read, sealed_answers_read
 from answers.models import AnswerRun, Conversation, Message
 from answers.pipeline import texts
+from answers.selectors import conversation_get_for_user as owner_conversation_get
 from answers.selectors import run_capture_current
 from audit.models import OutputRelease
 from audit.services import body_hashes, canonical_json, sha256_hex
@@ -45,11 +46,13 @@ def conversations_visible_to(*, user: AbstractBaseUser) -> QuerySet[Conversation
 def conversation_get_for_user(
     *, user: AbstractBaseUser, conversation_id: object, owner: bool = False
 ) -> Conversation:
-    """A conversation the user may read (`owner`: only their own); NotFoundError
-    whether missing, someone else's or not shared with them."""
+    """A conversation the user may read (`owner`: only their own, the answers selector);
+    NotFoundError whether missing, someone else's or not shared with them."""
+    if owner:
+        return owner_conversation_get(user=user, conversation_id=conversation_id)
     pk = object_id_parse(conversation_id)
     found = conversations_visible_to(user=user).filter(pk=pk).first() if pk else None
-    if found is None or (owner and found.user_id != user.pk):
+    if found is None:
         raise NotFoundError("Conversation not found.")
     return found
 
@@ -57,18 +60,12 @@ def conversation_get_for_user(
 # --- reading messages ----------------------------------------------------------------
 
 
-def _current_generations(conversation: Conversation) -> dict:
-    """Per run: the newest generation that was sealed (its answer is the current one)."""
-    rows = (
-        OutputRelease.objects.filter(run__conversation=conversation)
-        .values("run_id")
-        .annotate(top=Max("message__generation__number"))
-    )
-    return {row["run_id"]: row["top"] for row in rows}
-
-
-def message_view(*, user: AbstractBaseUser, message: Message, current: dict, language: str) -> dict:
-    """One message as `user` may read it now."""
+def message_view(
+    *, message: Message, released: set[int], current: dict, bodies: dict, language: str
+) -> dict:
+    """One message as its reader may read it now. `released`: the ids of messages with a
+    release; `current`: per run, its newest released generation; `bodies`: the sealed
+    bodies through the boundary for this reader (`sealed_answers_read`)."""
     if message.role == Message.Role.USER:
         return {"id": message.pk, "role": "user", "text": message.text,
                 "run_id": str(message.run_id) if message.run_id else None,
@@ -77,32 +74,32 @@ def message_view(*, user: AbstractBaseUser, message: Message, current: dict, lan
     view = {"id": message.pk, "role": "assistant",
             "run_id": str(message.run_id) if message.run_id else None,
             "generation": generation, "created_at": message.created_at.isoformat()}  # fmt: skip
-    sealed = (
-        message.run_id is not None
-        and generation is not None
-        and current.get(message.run_id) == generation
-        and OutputRelease.objects.filter(message=message).exists()
-    )
+    newest = current.get(message.run_id) or 0
+    sealed = message.pk in released and generation is not None and newest == generation
     if not sealed:
-        superseded = message.run_id is not None and (current.get(message.run_id) or 0) > (
-            generation or 0
-        )
-        notice = "superseded" if superseded else "unsealed"
+        notice = "superseded" if newest > (generation or 0) else "unsealed"
         return {**view, "state": notice, "text": texts.regeneration_notice(language),
                 "body": None}  # fmt: skip
-    body = sealed_answer_read(user=user, run=message.run)
+    body = bodies[(message.run_id, generation)]
     state = "sealed" if body.get("release") else "access_failure"
     return {**view, "state": state, "text": body["answer"]["text"], "body": body}
 
 
 def conversation_messages(*, user: AbstractBaseUser, conversation: Conversation) -> list[dict]:
-    """The messages in order, each as `user` may read it now. Precondition: the
-    conversation came from `conversation_get_for_user`."""
-    current = _current_generations(conversation)
+    """The messages in order, each as `user` may read it now, in a fixed number of
+    queries. Precondition: the conversation came from `conversation_get_for_user`."""
+    releases = OutputRelease.objects.filter(run__conversation=conversation).values_list(
+        "message_id", "run_id", "message__generation__number"
+    )  # fmt: skip
+    released, current = set(), {}
+    for message_id, run_id, number in releases:
+        released.add(message_id)
+        current[run_id] = max(current.get(run_id, 0), number or 0)
+    bodies = sealed_answers_read(user=user, runs=list(conversation.runs.all()))
     language = conversation.language or settings.KOINON_RESPONSE_LANGUAGE
-    messages = conversation.messages.select_related("run", "generation").order_by("id")
-    return [message_view(user=user, message=m, current=current, language=language)
-            for m in messages]  # fmt: skip
+    messages = conversation.messages.select_related("generation").order_by("id")
+    return [message_view(message=m, released=released, current=current, bodies=bodies,
+                         language=language) for m in messages]  # fmt: skip
 
 
 def conversation_create(*, user: AbstractBaseUser, title: str, language: str = "") -> Conversation:

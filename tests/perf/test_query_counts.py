@@ -114,3 +114,23 @@ def test_an_answer_costs_a_fixed_number_of_queries(space, owner, member):
 
 
 EXACT_ANSWER = 74  # see docs/performance.md for what they are
+
+
+def test_a_conversation_reads_in_the_same_queries_for_one_answer_and_for_three(
+    space, owner, member
+):
+    ingest(owner, space, "ops.txt", "The platform operations team owns service reviews.")
+    client = client_for(member)
+    first = client.post("/v1/answer", {"query": "Who owns service reviews?"}, format="json")
+    conversation_id = AnswerRun.objects.get(pk=first.json()["run_id"]).conversation_id
+    path = f"/v1/conversations/{conversation_id}"
+    client.get(path)
+    one = count(client, path)
+    for _ in range(2):
+        client.post("/v1/answer", {"query": "Who owns service reviews?",
+                                   "conversation_id": conversation_id}, format="json")  # fmt: skip
+    assert len(client.get(path).json()["messages"]) == 6
+    assert count(client, path) == one == EXACT_CONVERSATION
+
+
+EXACT_CONVERSATION = 7  # key, conversation, releases, runs, events, documents, messages
