@@ -4,13 +4,18 @@ The permission filter is part of every SQL query (never a post-filter), and a hi
 document is indistinguishable from no document: both give `empty_corpus`.
 """
 
+import os
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from itertools import combinations
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.contrib.postgres.search import SearchQuery, SearchRank
+from django.contrib.postgres.search import SearchQuery, SearchQueryField, SearchRank
 from django.db import connection, transaction
-from django.db.models import F, Q, QuerySet
+from django.db.models import BooleanField, F, Func, Q, QuerySet, Value
+from django.db.models.functions import Cast
 from pgvector.django import CosineDistance
 
 from knowledge.models import EmbeddingStatus, Passage
@@ -87,35 +92,91 @@ def _scored_rows(queryset: QuerySet[Passage], score: str) -> list[tuple[Candidat
 
 
 MAX_KEYWORDS = 16
+# The filter of a large corpus: passages that share at least COORDINATION of the query's
+# first FILTER_LEXEMES distinct lexemes (at least two when it has two or three).
+COORDINATION = 3
+FILTER_LEXEMES = 8
 
 
-def keyword_query(query: str) -> SearchQuery | None:
-    """Any of the query's words, ranked by how many match and how often (ts_rank).
-
-    A natural question rarely has every word in one passage, so requiring all of them
-    (websearch_to_tsquery's AND) misses most relevant passages; the relevance
-    threshold and the selector decide what is good enough.
-    """
+def query_lexemes(query: str) -> list[str]:
+    """The query's distinct search lexemes in query order: English stemming without stop
+    words, exactly as the passages' search vectors were made."""
     words = list(dict.fromkeys(normalised_words(query)))[:MAX_KEYWORDS]
     if not words:
-        return None
-    search = SearchQuery(words[0], search_type="plain", config="english")
-    for word in words[1:]:
-        search |= SearchQuery(word, search_type="plain", config="english")
-    return search
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT lexeme FROM unnest(to_tsvector('english', %s)) ORDER BY positions[1]",
+            [" ".join(words)],
+        )
+        return [lexeme for (lexeme,) in cursor.fetchall()]
+
+
+def _quoted(lexeme: str) -> str:
+    """A tsquery operand: quotes doubled and backslashes escaped inside single quotes."""
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def _tsquery(lexemes: tuple[str, ...] | list[str], operator: str) -> str:
+    """A tsquery's text of lexemes taken as they are (cast, never parsed or stemmed again)."""
+    return f" {operator} ".join(_quoted(lexeme) for lexeme in lexemes)
+
+
+class _MatchesAny(Func):
+    """`search_vector @@ q1 OR search_vector @@ q2 …`: one GIN index condition per tsquery,
+    which PostgreSQL combines in a bitmap (BitmapOr). One node however many queries, so
+    that building and compiling it costs next to nothing."""
+
+    output_field = BooleanField()
+
+    def __init__(self, tsqueries: list[str]) -> None:
+        super().__init__(F("search_vector"))
+        self.tsqueries = tsqueries
+
+    def as_sql(self, compiler, connection, **extra):
+        vector, params = compiler.compile(self.get_source_expressions()[0])
+        conditions = " OR ".join(f"{vector} @@ %s::tsquery" for _ in self.tsqueries)
+        return f"({conditions})", (*params, *self.tsqueries)
+
+
+def _coordination_filters(lexemes: list[str]) -> list[_MatchesAny]:
+    """Filters from the most to the least selective, for passages that share several of
+    the query's lexemes.
+
+    Ranking every passage that shares any word costs as many rows as match; passages that
+    share three (then two) of the words are few, and each group of words is a GIN
+    condition of its own that PostgreSQL combines in a bitmap, so the candidate set is
+    found in the index and only its rows are ranked.
+    """
+    lexemes = lexemes[:FILTER_LEXEMES]
+    levels = [COORDINATION, 2] if len(lexemes) > COORDINATION else [2]
+    return [
+        _MatchesAny([_tsquery(group, "&") for group in combinations(lexemes, size)])
+        for size in levels
+        if len(lexemes) >= size
+    ]
 
 
 def keyword_search(scope: QuerySet[Passage], query: str, limit: int) -> tuple[list, ToolOutcome]:
-    search = keyword_query(query)
-    if search is None:
+    """Passages ranked by ts_rank against any of the query's words.
+
+    A natural question rarely has every word in one passage, so requiring all of them
+    (websearch_to_tsquery's AND) misses most relevant passages. The top of that ranking
+    is almost always among the passages that share several of the words, so those are
+    ranked first (`_coordination_filters`) and the full ranking of every passage with any
+    of the words runs only when they are fewer than `limit`; the relevance threshold and
+    the selector decide what is good enough.
+    """
+    lexemes = query_lexemes(query)
+    if not lexemes:
         return [], ToolOutcome(KEYWORD_SEARCH, "succeeded", "no_relevant_hit")
-    ranked = (
-        scope.filter(search_vector=search)
-        .annotate(rank=SearchRank(F("search_vector"), search))
-        .filter(rank__gt=settings.KOINON_KEYWORD_MIN_RANK)
-        .order_by("-rank", "pk")[:limit]
-    )
-    scored = _scored_rows(ranked, "rank")
+    search = _tsquery(lexemes, "|")
+    rank = SearchRank(F("search_vector"), Cast(Value(search), SearchQueryField()))
+    ranked = scope.annotate(rank=rank).filter(rank__gt=settings.KOINON_KEYWORD_MIN_RANK)
+    for condition in [*_coordination_filters(lexemes), _MatchesAny([search])]:
+        scored = _scored_rows(ranked.filter(condition).order_by("-rank", "pk")[:limit], "rank")
+        if len(scored) >= limit:
+            break
     code = "matched" if scored else "no_relevant_hit"
     return scored, ToolOutcome(KEYWORD_SEARCH, "succeeded", code, len(scored))
 
@@ -153,6 +214,56 @@ def vector_search(scope: QuerySet[Passage], query: str, limit: int) -> tuple[lis
     return scored, ToolOutcome(VECTOR_SEARCH, "succeeded", code, len(scored))
 
 
+class _ChannelThread:
+    """The thread (one per process) that runs the keyword channel while the calling thread
+    embeds the query and runs the vector channel: hybrid retrieval then costs about the
+    slower channel, not both. The thread keeps its own database connection.
+
+    Made again in a forked child (a Celery prefork worker), where the parent's thread
+    does not exist.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pid: int | None = None
+        self._executor: ThreadPoolExecutor | None = None
+
+    def submit(self, function, /, *args: object) -> Future:
+        with self._lock:
+            if self._executor is None or self._pid != os.getpid():
+                self._executor = ThreadPoolExecutor(1, thread_name_prefix="keyword-channel")
+                self._pid = os.getpid()
+            return self._executor.submit(function, *args)
+
+    def close_connection(self) -> None:
+        """Close the thread's database connection (tests, before the database goes)."""
+        if self._executor is not None and self._pid == os.getpid():
+            self._executor.submit(lambda: connection.close()).result()  # the thread's own
+
+
+CHANNEL_THREAD = _ChannelThread()
+
+
+def _keyword_in_thread(
+    scope: QuerySet[Passage], query: str, limit: int
+) -> tuple[list, ToolOutcome]:
+    # Nothing closes this thread's connection between calls: check it as a request would.
+    if connection.connection is not None and not connection.is_usable():
+        connection.close()
+    return keyword_search(scope, query, limit)
+
+
+def _concurrent(wanted: list[str]) -> bool:
+    """Whether the keyword channel may run on its own connection: never inside a
+    transaction, whose uncommitted rows another connection cannot see."""
+    return (
+        settings.KOINON_RETRIEVAL_CONCURRENT
+        and KEYWORD_SEARCH in wanted
+        and len(wanted) > 1
+        and not connection.in_atomic_block
+    )
+
+
 def retrieve(
     *,
     user: AbstractBaseUser,
@@ -164,7 +275,9 @@ def retrieve(
 ) -> RetrievalResult:
     """Candidates for query from each allowed tool, fused by reciprocal rank fusion.
 
-    Each candidate keeps every tool's rank and score; each tool reports an outcome.
+    Each candidate keeps every tool's rank and score; each tool reports an outcome. With
+    both tools the keyword channel runs concurrently (`_ChannelThread`) outside a
+    transaction; the result is the same either way.
     """
     scope = passages_visible_to(user=user, space_ids=space_ids, selected_sources=selected_sources)
     wanted = [tool for tool in RETRIEVAL_TOOLS if tool in tools]
@@ -172,11 +285,21 @@ def retrieve(
         return RetrievalResult(
             [], [ToolOutcome(tool, "succeeded", "empty_corpus") for tool in wanted]
         )
+    keyword: Future | None = None
+    if _concurrent(wanted):
+        keyword = CHANNEL_THREAD.submit(_keyword_in_thread, scope.all(), query, limit * 2)
     runners = {KEYWORD_SEARCH: keyword_search, VECTOR_SEARCH: vector_search}
+    channels = {
+        tool: runners[tool](scope, query, limit * 2)
+        for tool in wanted
+        if not (keyword and tool == KEYWORD_SEARCH)
+    }
+    if keyword is not None:
+        channels[KEYWORD_SEARCH] = keyword.result()
     fused: dict[int, Candidate] = {}
     outcomes = []
     for tool in wanted:
-        scored, outcome = runners[tool](scope, query, limit * 2)
+        scored, outcome = channels[tool]
         outcomes.append(outcome)
         for rank, (candidate, score) in enumerate(scored, start=1):
             entry = fused.setdefault(candidate.passage_id, candidate)

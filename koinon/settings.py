@@ -305,6 +305,8 @@ if not 0.0 < KOINON_JUDGE_THRESHOLD < 1.0:
     raise ImproperlyConfiguredEnv("KOINON_JUDGE_THRESHOLD must be between 0 and 1 (exclusive)")
 KOINON_VECTOR_MIN_SIMILARITY = env_float("KOINON_VECTOR_MIN_SIMILARITY", 0.3)
 KOINON_KEYWORD_MIN_RANK = env_float("KOINON_KEYWORD_MIN_RANK", 0.0)
+# Hybrid retrieval runs the keyword channel on a second connection while the query embeds.
+KOINON_RETRIEVAL_CONCURRENT = env_bool("KOINON_RETRIEVAL_CONCURRENT", True)
 KOINON_EXTRACT_MAX_PAGES = env_int("KOINON_EXTRACT_MAX_PAGES", 2000)
 KOINON_EXTRACT_MAX_CHARS = env_int("KOINON_EXTRACT_MAX_CHARS", 5_000_000)
 KOINON_EMBEDDING_DIMENSION = env_int("KOINON_EMBEDDING_DIMENSION", 0) or None

@@ -36,6 +36,10 @@ def embedded_services() -> Iterator[None]:
 def django_db_setup(embedded_services, django_db_setup):
     """pytest-django's test database, created once the embedded services run."""
     yield
+    # The keyword channel's thread has a connection of its own: closed before the drop.
+    from knowledge.retrieval import CHANNEL_THREAD
+
+    CHANNEL_THREAD.close_connection()
 
 
 @pytest.fixture(scope="session")

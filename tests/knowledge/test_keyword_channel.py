@@ -1,0 +1,234 @@
+"""The keyword channel ranks only the passages that share several of the query's words
+when there are enough of them, and every passage with any of the words otherwise.
+
+Ranking every passage that shares any word with the question costs as many rows as match,
+which grows with the corpus; `knowledge.retrieval.keyword_search` first asks the GIN index
+for the passages sharing three (then two) of the words. These tests read the executed plan
+to see how many rows were ranked, and check the fallbacks and the odd queries.
+"""
+
+import json
+import multiprocessing
+
+import numpy as np
+import pytest
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import connection, transaction
+from django.test import override_settings
+from django.test.utils import CaptureQueriesContext
+
+from knowledge.embeddings import get_embedding_provider
+from knowledge.models import Space
+from knowledge.retrieval import CHANNEL_THREAD, _quoted, query_lexemes, retrieve
+from tests.knowledge.test_vector_filter import load_passages
+
+pytestmark = pytest.mark.django_db
+
+QUERY = "Which harbour pilots inspect the lighthouse lanterns?"
+SHARED = 40  # passages that share three of the query's words
+ONE_WORD = 400  # passages that share one word only, many times
+
+
+def _load(space: Space, user: AbstractBaseUser, texts: list[str]) -> None:
+    vectors = np.random.default_rng(3).normal(size=(len(texts), 384)).tolist()
+    load_passages([space], user, texts, vectors, get_embedding_provider().model_id)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE knowledge_passage")
+
+
+def _keyword(user: AbstractBaseUser, query: str, limit: int = 10):
+    with CaptureQueriesContext(connection) as queries:
+        result = retrieve(user=user, query=query, tools=("keyword_search",), limit=limit)
+    ranked = [q["sql"] for q in queries.captured_queries if "ts_rank" in q["sql"]]
+    return result, ranked
+
+
+def _rows_read(sql: str) -> int:
+    """Rows of knowledge_passage that the executed plan produced (what was ranked)."""
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql)
+        (plan,) = cursor.fetchone()
+    plan = json.loads(plan) if isinstance(plan, str) else plan
+
+    def walk(node: dict) -> int:
+        own = node["Actual Rows"] * node["Actual Loops"]
+        rows = own if node.get("Relation Name") == "knowledge_passage" else 0
+        return rows + sum(walk(child) for child in node.get("Plans", []))
+
+    return walk(plan[0]["Plan"])
+
+
+def test_only_passages_sharing_three_words_are_ranked_when_there_are_enough(
+    space: Space, staff: AbstractBaseUser, member: AbstractBaseUser
+) -> None:
+    shared = [f"Harbour pilots inspect the lanterns of berth {n}." for n in range(SHARED)]
+    one_word = [f"Lighthouse {n}: lighthouse, lighthouse and lighthouse." for n in range(ONE_WORD)]
+    _load(space, staff, shared + one_word)
+
+    result, ranked = _keyword(member, QUERY)
+
+    # limit 10 asks each channel for 20: the three-word passages are enough
+    assert result.outcomes[0].result_count == 20
+    assert all("pilots inspect the lanterns" in c.text for c in result.candidates)
+    (sql,) = ranked  # one ranked query: no fallback ran
+    assert _rows_read(sql) == SHARED  # not SHARED + ONE_WORD
+
+
+def test_two_shared_words_are_the_next_filter(
+    space: Space, staff: AbstractBaseUser, member: AbstractBaseUser
+) -> None:
+    three = [f"Harbour pilots inspect berth {n}." for n in range(5)]
+    two = [f"Harbour pilots rest at berth {n}." for n in range(30)]
+    one = [f"Lighthouse keeper number {n}." for n in range(100)]
+    _load(space, staff, three + two + one)
+
+    result, ranked = _keyword(member, QUERY)
+
+    assert len(ranked) == 2  # three words: too few; two words: enough
+    assert _rows_read(ranked[-1]) == 35
+    texts = [c.text for c in result.candidates]
+    assert all("inspect" in text for text in texts[:5])  # three shared words rank first
+    assert not any("keeper" in t for t in texts)
+
+
+def test_every_passage_with_any_word_is_ranked_when_few_share_more(
+    space: Space, staff: AbstractBaseUser, member: AbstractBaseUser
+) -> None:
+    few = ["Harbour pilots inspect the quay.", "Lighthouse lanterns burn oil."]
+    one = [f"The lighthouse of bay {n}." for n in range(12)]
+    _load(space, staff, [*few, *one, "Nothing in common here."])
+
+    result, ranked = _keyword(member, QUERY)
+
+    assert len(ranked) == 3  # three words, two words, then any word
+    assert _rows_read(ranked[-1]) == 14
+    assert result.outcomes[0].result_count == 14
+    assert {c.text for c in result.candidates[:2]} == set(few)
+
+
+def test_a_hidden_passage_is_never_ranked_by_the_filter(
+    space: Space, staff: AbstractBaseUser, member: AbstractBaseUser
+) -> None:
+    from knowledge.services import space_create
+
+    hidden = space_create(name="Hidden", created_by=staff)
+    vectors = np.random.default_rng(5).normal(size=(SHARED, 384)).tolist()
+    texts = [f"Harbour pilots inspect the lanterns of pier {n}." for n in range(SHARED)]
+    load_passages([hidden], staff, texts, vectors, get_embedding_provider().model_id)
+    _load(space, staff, ["Harbour pilots inspect one lighthouse."])
+
+    result, _ = _keyword(member, QUERY)
+
+    assert [c.text for c in result.candidates] == ["Harbour pilots inspect one lighthouse."]
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["the of and which", "", "¿?!", "pilot pilots piloting", "O'Neil's \\ lantern'; DROP --"],
+)
+def test_odd_queries_are_answered_without_error(
+    space: Space, staff: AbstractBaseUser, member: AbstractBaseUser, query: str
+) -> None:
+    _load(space, staff, ["Harbour pilots inspect the lanterns.", "O'Neil owns a lantern."])
+    result, _ = _keyword(member, query)
+    (outcome,) = result.outcomes
+    assert outcome.state == "succeeded"
+    assert outcome.code in {"matched", "no_relevant_hit"}
+
+
+def test_query_lexemes_are_the_search_vectors_lexemes() -> None:
+    assert query_lexemes("Which pilots, piloting the pilot boats, inspect?") == [
+        "pilot",
+        "boat",
+        "inspect",
+    ]
+    assert query_lexemes("the of and") == []
+    assert query_lexemes("") == []
+
+
+@pytest.mark.parametrize("lexeme", ["o'neil", "back\\slash", "plain", "''"])
+def test_a_quoted_operand_means_its_lexeme_verbatim(lexeme: str) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT array_to_tsvector(ARRAY[%s]) @@ %s::tsquery, "
+            "array_to_tsvector(ARRAY['other']) @@ %s::tsquery",
+            [lexeme, _quoted(lexeme), _quoted(lexeme)],
+        )
+        assert cursor.fetchone() == (True, False)
+
+
+HYBRID = ("vector_search", "keyword_search")
+
+
+def _fused(result) -> list[tuple[int, dict]]:
+    return [(c.passage_id, c.contributions) for c in result.candidates]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_hybrid_runs_the_keyword_channel_on_its_own_connection(
+    space: Space, staff: AbstractBaseUser, member: AbstractBaseUser
+) -> None:
+    texts = [f"Harbour pilots inspect the lanterns of berth {n}." for n in range(30)]
+    _load(space, staff, [*texts, "The lighthouse lanterns are inspected at dawn."])
+
+    with CaptureQueriesContext(connection) as here:
+        concurrent = retrieve(user=member, query=QUERY, tools=HYBRID)
+    with override_settings(KOINON_RETRIEVAL_CONCURRENT=False):
+        sequential = retrieve(user=member, query=QUERY, tools=HYBRID)
+
+    # This thread ran the vector channel only; the keyword channel ran elsewhere ...
+    assert not [q for q in here.captured_queries if "ts_rank" in q["sql"]]
+    assert [q for q in here.captured_queries if "<=>" in q["sql"]]
+    # ... and the answer is the same as one connection gives.
+    assert [o.as_dict() for o in concurrent.outcomes] == [o.as_dict() for o in sequential.outcomes]
+    assert _fused(concurrent) == _fused(sequential)
+    assert concurrent.outcomes[1].code == "matched"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_dropped_connection_of_the_channel_thread_is_replaced(
+    space: Space, staff: AbstractBaseUser, member: AbstractBaseUser
+) -> None:
+    _load(space, staff, ["Harbour pilots inspect the lanterns."])
+    retrieve(user=member, query=QUERY, tools=HYBRID)
+
+    def backend_pid() -> int:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_backend_pid()")
+            return cursor.fetchone()[0]
+
+    before = CHANNEL_THREAD.submit(backend_pid).result()
+    with connection.cursor() as cursor:  # as a restarted server or a proxy would
+        cursor.execute("SELECT pg_terminate_backend(%s)", [before])
+
+    result = retrieve(user=member, query=QUERY, tools=HYBRID)
+
+    assert result.outcomes[1].code == "matched"
+    assert CHANNEL_THREAD.submit(backend_pid).result() != before
+
+
+def test_inside_a_transaction_both_channels_use_its_connection(
+    space: Space, staff: AbstractBaseUser, member: AbstractBaseUser
+) -> None:
+    # Rows not yet committed: another connection could not see them.
+    with transaction.atomic():
+        _load(space, staff, ["Harbour pilots inspect the lanterns."])
+        with CaptureQueriesContext(connection) as here:
+            result = retrieve(user=member, query=QUERY, tools=HYBRID)
+    assert [q for q in here.captured_queries if "ts_rank" in q["sql"]]
+    assert result.outcomes[1].code == "matched"
+
+
+def _submit_in_child(queue) -> None:
+    queue.put(CHANNEL_THREAD.submit(lambda: "ran").result(timeout=10))
+
+
+def test_a_forked_child_gets_a_channel_thread_of_its_own() -> None:
+    assert CHANNEL_THREAD.submit(lambda: "parent").result() == "parent"  # the thread exists
+    context = multiprocessing.get_context("fork")  # as Celery's prefork pool does
+    queue = context.Queue()
+    child = context.Process(target=_submit_in_child, args=(queue,))
+    child.start()
+    child.join(30)
+    assert child.exitcode == 0
+    assert queue.get(timeout=1) == "ran"
