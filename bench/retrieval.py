@@ -10,7 +10,8 @@ way); hybrid-1 is the baseline with both channels on one connection. A diagnosti
 (vector*) runs vector-only with sorting priced out so that the HNSW index is used even where
 the planner would pick an exact scan and sort.
 
-Run: .venv/bin/python bench/retrieval.py [--quick]   (sizes 10k and 100k; --quick 2k and 10k)
+Run: .venv/bin/python bench/retrieval.py [--quick | --sizes 1000000]
+     (sizes 10k and 100k; --quick 2k and 10k)
 Uses its own embedded PostgreSQL and Redis under var/bench; the database is recreated.
 """
 
@@ -201,11 +202,16 @@ def report(size: int, real: int, figures: dict[str, dict], embed_ms: float) -> N
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="sizes 2k and 10k")
+    parser.add_argument(
+        "--sizes", help="comma-separated corpus sizes instead, e.g. 1000000 (~25 min, ~15 GB)"
+    )
     args = parser.parse_args()
     if not NQ_FILE.exists():
         print(f"skipped: {NQ_FILE} is absent (see ../shared/data/README.md)")
         return
     sizes = [2_000, 10_000] if args.quick else [10_000, 100_000]
+    if args.sizes:
+        sizes = sorted(int(size) for size in args.sizes.split(","))
     with embedded_services(BENCH_DIR) as postgres:
         run(sizes, postgres)
 

@@ -41,7 +41,7 @@ LOAD_BATCH = 2000  # rows per INSERT of the bulk load
 HNSW_INDEX = "passage_embedding_hnsw"
 # Without enough memory the HNSW build spills out of RAM and slows several-fold; this is
 # the standard pgvector advice for a bulk build, applied to the build statement only.
-BUILD_MAINTENANCE_WORK_MEM = "1GB"
+BUILD_MAINTENANCE_WORK_MEM = "4GB"  # 1M passages: ~2.2 GB of graph
 # The embedding cache is invalid when the passage text recipe changes, not just the file.
 TEXT_RECIPE = "title-newline-text-v1"
 EMBEDDING_DIMENSION = 384  # of the filler vectors: the local model's
