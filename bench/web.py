@@ -9,10 +9,16 @@ connection stays with the process that accepted it: behind a proxy or with many 
 the kernel spreads new connections); throughput (answers per second), p50/p95, errors
 (non-200 or no release). The two runs are in the same process, one after the other.
 
-Goals (issue 16): 2 processes >= 1.7x the throughput of 1 at concurrency 16, 0 errors;
-p95 at concurrency 4 <= 300 ms.
+`--passages N` adds N filler passages to the demo space first (text drawn from the NQ
+passages' words, random vectors), so retrieval and judging work on a corpus of that size.
+For each level the CPU it cost is read from /proc: the web processes, PostgreSQL (the
+postmaster's tree, with the backends of closed connections), the worker and this load
+generator; per answer, and the ceiling that gives on this machine's cores.
 
-Run: .venv/bin/python bench/web.py [--requests 200]
+Goals (issue 16): 2 processes >= 1.7x the throughput of 1 at concurrency 16, 0 errors;
+p95 at concurrency 4 <= 300 ms at 10k passages.
+
+Run: .venv/bin/python bench/web.py [--requests 200] [--passages 10000]
 """
 
 import argparse
@@ -22,6 +28,7 @@ import os
 import socket
 import sys
 
+from common.cpu import own_cpu, tree_cpu
 from common.services import embedded_services, recreate_database
 from common.stats import percentile
 from django.core.management import call_command
@@ -44,6 +51,7 @@ REQUESTS = 200
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=REQUESTS)
+    parser.add_argument("--passages", type=int, default=0, help="filler passages to add")
     args = parser.parse_args()
     logging.getLogger("httpx").setLevel(logging.WARNING)
     with embedded_services(BENCH_DIR) as postgres:
@@ -53,6 +61,9 @@ def main() -> None:
         from django.db import connections
 
         key = api_key_create(user=get_user_model().objects.get(username="reader")).secret
+        connections.close_all()
+        if args.passages:
+            add_filler(args.passages)
         connections.close_all()
         worker = start_worker()  # extracts the demo corpus
         listener = socket.create_server(("127.0.0.1", 0), backlog=2048)
@@ -87,14 +98,21 @@ def main() -> None:
                         asyncio.run(
                             answers_load(url, key, concurrency, 10, keepalive=False)
                         )  # warm every process
+                        trees = {"web": [web.pid for web in webs], "PostgreSQL": [postgres.pid()],
+                                 "worker": [worker.pid]}  # fmt: skip
+                        before = {name: tree_cpu(pids) for name, pids in trees.items()}
+                        before["load generator"] = own_cpu()
                         timings, errors, took = asyncio.run(
                             answers_load(url, key, concurrency, args.requests, keepalive=False)
                         )
+                        cpu = {name: tree_cpu(pids) - before[name] for name, pids in trees.items()}
+                        cpu["load generator"] = own_cpu() - before["load generator"]
                         rate = len(timings) / took
                         if concurrency == 16:
                             throughput[processes] = rate
                         print(row(f"concurrency {concurrency}", timings)
                               + f"   {rate:.1f} answers/s, errors {errors}")  # fmt: skip
+                        print(cpu_line(cpu, len(timings), took))
                         if concurrency == 4:
                             p95 = percentile(timings, 0.95)
                             verdict = "met" if p95 <= 300 else "NOT met"
@@ -109,6 +127,34 @@ def main() -> None:
         finally:
             stop(worker)
             listener.close()
+
+
+def cpu_line(cpu: dict[str, float], answers: int, took: float) -> str:
+    """CPU ms per answer by process tree, how busy the cores were, and the throughput the
+    whole CPU cost per answer allows on this machine's cores."""
+    parts = ", ".join(f"{name} {seconds / answers * 1000:.1f}" for name, seconds in cpu.items())
+    total = sum(cpu.values())
+    cores = os.cpu_count() or 1
+    return (f"  CPU ms per answer: {parts}; total {total / answers * 1000:.1f} "
+            f"({total / took:.2f} of {cores} cores busy; ceiling {cores * answers / total:.1f} "
+            f"answers/s)")  # fmt: skip
+
+
+def add_filler(count: int) -> None:
+    """`count` passages in the demo space: NQ words, random unit vectors (bench/common)."""
+    import numpy as np
+    from common.corpus import filler, groups_of, load_passages, read_nq
+
+    from knowledge.models import Space
+
+    passages, _ = read_nq()
+    texts, vectors = filler(count, passages, np.random.default_rng(16))
+    space = Space.objects.get(name="Demo")
+    curator = space.created_by
+    groups = groups_of(0, count, 50)
+    titles = [f"filler {n}" for n in range(len(groups))]
+    load_passages(space, curator, groups, titles, texts, vectors)
+    print(f"{count:,} filler passages added to the demo space")
 
 
 if __name__ == "__main__":

@@ -191,11 +191,6 @@ def vector_search(scope: QuerySet[Passage], query: str, limit: int) -> tuple[lis
         retryable = error.code == "embedding_unavailable"
         return [], ToolOutcome(VECTOR_SEARCH, "failed", error.code, 0, retryable)
     embedded = scope.filter(embedding_status=EmbeddingStatus.EMBEDDED)
-    if not embedded.filter(embedding_model=provider.model_id).exists():
-        if embedded.exists():
-            # Vectors of another model are not comparable: refuse rather than mislead.
-            return [], ToolOutcome(VECTOR_SEARCH, "failed", "embedding_configuration_invalid")
-        return [], ToolOutcome(VECTOR_SEARCH, "failed", "embedding_unavailable", 0, True)
     nearest = (
         embedded.filter(embedding_model=provider.model_id)
         .annotate(distance=CosineDistance("embedding", vector))
@@ -203,9 +198,18 @@ def vector_search(scope: QuerySet[Passage], query: str, limit: int) -> tuple[lis
     )
     with transaction.atomic(), connection.cursor() as cursor:
         # A filtered HNSW scan stops at ef_search rows unless it may continue (pgvector 0.8).
-        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        cursor.execute("SET LOCAL hnsw.ef_search = %s", [max(100, limit * 4)])
+        cursor.execute(
+            "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+            "set_config('hnsw.ef_search', %s, true)",
+            [str(max(100, limit * 4))],
+        )
         rows = _scored_rows(nearest, "distance")
+    if not rows and not embedded.filter(embedding_model=provider.model_id).exists():
+        # Why nothing came back (checked only then, not on every search):
+        if embedded.exists():
+            # Vectors of another model are not comparable: refuse rather than mislead.
+            return [], ToolOutcome(VECTOR_SEARCH, "failed", "embedding_configuration_invalid")
+        return [], ToolOutcome(VECTOR_SEARCH, "failed", "embedding_unavailable", 0, True)
     # relaxed_order may return rows slightly out of order: sort them.
     rows.sort(key=lambda item: (item[1], item[0].passage_id))
     scored = [(row, 1 - distance) for row, distance in rows
