@@ -223,21 +223,45 @@ class _ChannelThread:
     embeds the query and runs the vector channel: hybrid retrieval then costs about the
     slower channel, not both. The thread keeps its own database connection.
 
-    Made again in a forked child (a Celery prefork worker), where the parent's thread
-    does not exist.
+    It is borrowed only when free: under load (many requests of one process at once) the
+    others run their keyword channel themselves rather than queue for it. Made again in a
+    forked child (a Celery prefork worker), where the parent's thread does not exist.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._pid: int | None = None
         self._executor: ThreadPoolExecutor | None = None
+        self._busy = False
+
+    def _ready(self) -> ThreadPoolExecutor:
+        if self._executor is None or self._pid != os.getpid():
+            self._executor = ThreadPoolExecutor(1, thread_name_prefix="keyword-channel")
+            self._pid = os.getpid()
+            self._busy = False
+        return self._executor
 
     def submit(self, function, /, *args: object) -> Future:
+        """Run `function` on the thread (queued behind what it runs now)."""
         with self._lock:
-            if self._executor is None or self._pid != os.getpid():
-                self._executor = ThreadPoolExecutor(1, thread_name_prefix="keyword-channel")
-                self._pid = os.getpid()
-            return self._executor.submit(function, *args)
+            return self._ready().submit(function, *args)
+
+    def borrow(self, function, /, *args: object) -> Future | None:
+        """Run `function` on the thread if it is free; None (run it yourself) if not."""
+        with self._lock:
+            executor = self._ready()
+            if self._busy:
+                return None
+            self._busy = True
+
+            def run() -> object:
+                try:
+                    return function(*args)
+                finally:  # free before the result is seen, so the caller's next call finds it
+                    with self._lock:
+                        self._busy = False
+
+            return executor.submit(run)
 
     def close_connection(self) -> None:
         """Close the thread's database connection (tests, before the database goes)."""
@@ -291,7 +315,7 @@ def retrieve(
         )
     keyword: Future | None = None
     if _concurrent(wanted):
-        keyword = CHANNEL_THREAD.submit(_keyword_in_thread, scope.all(), query, limit * 2)
+        keyword = CHANNEL_THREAD.borrow(_keyword_in_thread, scope.all(), query, limit * 2)
     runners = {KEYWORD_SEARCH: keyword_search, VECTOR_SEARCH: vector_search}
     channels = {
         tool: runners[tool](scope, query, limit * 2)

@@ -9,6 +9,7 @@ to see how many rows were ranked, and check the fallbacks and the odd queries.
 
 import json
 import multiprocessing
+import threading
 
 import numpy as np
 import pytest
@@ -186,6 +187,28 @@ def test_hybrid_runs_the_keyword_channel_on_its_own_connection(
 
 
 @pytest.mark.django_db(transaction=True)
+def test_while_the_channel_thread_is_busy_the_caller_runs_the_keyword_channel(
+    space: Space, staff: AbstractBaseUser, member: AbstractBaseUser
+) -> None:
+    _load(space, staff, ["Harbour pilots inspect the lanterns."])
+    release = threading.Event()
+    busy = CHANNEL_THREAD.borrow(release.wait, 30)  # another request's keyword channel
+    assert busy is not None
+    try:
+        with CaptureQueriesContext(connection) as here:
+            result = retrieve(user=member, query=QUERY, tools=HYBRID)
+    finally:
+        release.set()
+    busy.result(timeout=30)
+    assert [q for q in here.captured_queries if "ts_rank" in q["sql"]]  # not queued: here
+    assert result.outcomes[1].code == "matched"
+    # Free again: the next hybrid search borrows it.
+    with CaptureQueriesContext(connection) as here:
+        retrieve(user=member, query=QUERY, tools=HYBRID)
+    assert not [q for q in here.captured_queries if "ts_rank" in q["sql"]]
+
+
+@pytest.mark.django_db(transaction=True)
 def test_a_dropped_connection_of_the_channel_thread_is_replaced(
     space: Space, staff: AbstractBaseUser, member: AbstractBaseUser
 ) -> None:
@@ -223,6 +246,8 @@ def _submit_in_child(queue) -> None:
     queue.put(CHANNEL_THREAD.submit(lambda: "ran").result(timeout=10))
 
 
+# Forking a process with threads is what this test is about (Celery's prefork pool does it).
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
 def test_a_forked_child_gets_a_channel_thread_of_its_own() -> None:
     assert CHANNEL_THREAD.submit(lambda: "parent").result() == "parent"  # the thread exists
     context = multiprocessing.get_context("fork")  # as Celery's prefork pool does
