@@ -52,7 +52,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=REQUESTS)
     parser.add_argument("--passages", type=int, default=0, help="filler passages to add")
+    parser.add_argument("--pool", type=int, help="KOINON_DB_POOL of the web processes "
+                        "(default: core.server's; 0 = a new connection per request)")  # fmt: skip
     args = parser.parse_args()
+    if args.pool is not None:
+        os.environ["KOINON_DB_POOL"] = str(args.pool)  # the web processes' environment
     logging.getLogger("httpx").setLevel(logging.WARNING)
     with embedded_services(BENCH_DIR) as postgres:
         recreate_database(postgres, clear_media=True)
@@ -91,8 +95,9 @@ def main() -> None:
                     for web in webs:
                         wait_healthy(url, web)
                     demo_ready(url, key)
+                    pool = os.environ.get("KOINON_DB_POOL", "default")
                     print(f"\n{processes} web process(es), {os.cpu_count()} cores, "
-                          f"load {os.getloadavg()[0]:.2f}")  # fmt: skip
+                          f"load {os.getloadavg()[0]:.2f}, KOINON_DB_POOL {pool}")  # fmt: skip
                     print(f"{'':<34} {'n':>5} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}")
                     for concurrency in (4, 16):
                         asyncio.run(
@@ -102,17 +107,21 @@ def main() -> None:
                                  "worker": [worker.pid]}  # fmt: skip
                         before = {name: tree_cpu(pids) for name, pids in trees.items()}
                         before["load generator"] = own_cpu()
+                        sessions = database_sessions()
                         timings, errors, took = asyncio.run(
                             answers_load(url, key, concurrency, args.requests, keepalive=False)
                         )
                         cpu = {name: tree_cpu(pids) - before[name] for name, pids in trees.items()}
                         cpu["load generator"] = own_cpu() - before["load generator"]
+                        sessions = database_sessions() - sessions
                         rate = len(timings) / took
                         if concurrency == 16:
                             throughput[processes] = rate
                         print(row(f"concurrency {concurrency}", timings)
                               + f"   {rate:.1f} answers/s, errors {errors}")  # fmt: skip
-                        print(cpu_line(cpu, len(timings), took))
+                        print(cpu_line(cpu, len(timings), took)
+                              + f"; {sessions / len(timings):.2f} new database connections "
+                              "per answer")  # fmt: skip
                         if concurrency == 4:
                             p95 = percentile(timings, 0.95)
                             verdict = "met" if p95 <= 300 else "NOT met"
@@ -127,6 +136,15 @@ def main() -> None:
         finally:
             stop(worker)
             listener.close()
+
+
+def database_sessions() -> int:
+    """Sessions (connections) PostgreSQL has opened on this database so far."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT sessions FROM pg_stat_database WHERE datname = current_database()")
+        return cursor.fetchone()[0]
 
 
 def cpu_line(cpu: dict[str, float], answers: int, took: float) -> str:

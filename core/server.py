@@ -9,6 +9,7 @@ koinon.asgi:application`.
 """
 
 import json
+import os
 
 from daphne import server as daphne_server
 from daphne.cli import CommandLineInterface
@@ -93,7 +94,12 @@ class BoundedHTTPFactory(HTTPFactory):
         return protocol
 
 
+# Connections a web process keeps (koinon.settings): KOINON_DB_POOL=0 turns the pool off.
+WEB_POOL_SIZE = 32
+
+
 def main() -> None:
+    os.environ.setdefault("KOINON_DB_POOL", str(WEB_POOL_SIZE))  # before Django's settings
     # daphne.server.Server builds its factory from this module-level name.
     daphne_server.HTTPFactory = BoundedHTTPFactory
     CommandLineInterface.entrypoint()

@@ -149,6 +149,19 @@ _default_db["NAME"] = env_str("KOINON_DATABASE_NAME", _default_db["NAME"])
 _default_db["USER"] = env_str("KOINON_DATABASE_USER", _default_db["USER"])
 _default_db["CONN_MAX_AGE"] = env_int("KOINON_DB_CONN_MAX_AGE", 0)
 _default_db["CONN_HEALTH_CHECKS"] = True
+# Web processes (core.server) keep a pool of at most KOINON_DB_POOL connections: under
+# ASGI every request runs in a thread of its own, so without a pool each one would start
+# (and warm) a new PostgreSQL backend. 0 (the default elsewhere: Celery, manage.py, the
+# test process) opens a connection per request or task, as Django does.
+KOINON_DB_POOL = env_int("KOINON_DB_POOL", 0)
+if KOINON_DB_POOL < 0:
+    raise ImproperlyConfiguredEnv("KOINON_DB_POOL must be 0 (no pool) or a pool size")
+if KOINON_DB_POOL:
+    _default_db["CONN_MAX_AGE"] = 0  # the pool keeps the connections; Django refuses both
+    _default_db["OPTIONS"] = {
+        **_default_db.get("OPTIONS", {}),
+        "pool": {"min_size": 1, "max_size": KOINON_DB_POOL, "timeout": 30},
+    }
 DATABASES = {"default": _default_db}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
