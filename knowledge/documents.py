@@ -259,7 +259,8 @@ def _claim(extraction: Extraction) -> bool:
         heartbeat_at=timezone.now(),
     )
     if claimed:
-        extraction.refresh_from_db()
+        # What the UPDATE wrote, without reading the row back: `attempts` is not read here.
+        extraction.status, extraction.progress = ExtractionStatus.RUNNING, 5
     return bool(claimed)
 
 
@@ -315,7 +316,13 @@ def revision_extract(*, revision_id: int) -> None:
                 finished_at=timezone.now(),
             )
             continue
+        primary = extraction.role == ExtractionRole.PRIMARY
         with transaction.atomic():
+            if primary:
+                extraction.text = result.text  # saved below, with the rest
+                passages_create(extraction=extraction, revision=revision, segments=result.segments)
+            # One UPDATE: inside the transaction no one sees a step in between. The
+            # secondary is done; the primary's passages still have to be embedded.
             _set(
                 extraction,
                 extractor=result.extractor,
@@ -323,15 +330,12 @@ def revision_extract(*, revision_id: int) -> None:
                 text=result.text,
                 text_sha256=hashlib.sha256(result.text.encode()).hexdigest(),
                 norm_text=normalised_key(result.text),
-                progress=30,
+                status=ExtractionStatus.ADMITTED,
+                finished_at=timezone.now(),
+                progress=30 if primary else 100,
             )
-            if extraction.role == ExtractionRole.PRIMARY:
-                passages_create(extraction=extraction, revision=revision, segments=result.segments)
-            _set(extraction, status=ExtractionStatus.ADMITTED, finished_at=timezone.now())
-        if extraction.role == ExtractionRole.PRIMARY:
+        if primary:
             admitted_primary = extraction
-        else:
-            _set(extraction, progress=100)
     if admitted_primary is not None:
         document_point_to(revision=revision)
         passages_embed(extraction=admitted_primary)
