@@ -1,6 +1,6 @@
 """The fork server: one long-lived helper per worker process, a fresh child per role.
 
-No database: these talk to knowledge.extraction.forkserver and isolated directly.
+Most talk to knowledge.extraction.forkserver and isolated directly, without the database.
 """
 
 import json
@@ -133,6 +133,40 @@ def test_a_fork_server_killed_mid_parse_takes_its_child_along_and_the_work_is_re
         wait_until_gone(pid)  # PR_SET_PDEATHSIG: no parse outlives its server
 
 
+def test_an_interrupt_mid_extraction_discards_the_server_and_its_child():
+    """A task's soft time limit arrives as an exception in the worker, often mid-wait."""
+    from celery.exceptions import SoftTimeLimitExceeded
+
+    ask(b"Warm up.")
+    interrupted = server.pid
+    children = []
+
+    def time_limit() -> None:
+        children.extend(child.pid for child in psutil.Process(interrupted).children())
+        raise SoftTimeLimitExceeded()
+
+    with pytest.raises(SoftTimeLimitExceeded):
+        ask(slow_pdf(), fmt="pdf", roles=["primary"], on_wait=time_limit)
+    assert children, "the parse ended before the time limit came"
+    wait_until_gone(interrupted)
+    for pid in children:
+        wait_until_gone(pid)
+    assert ask(b"Next revision.")["primary"]["text"] == "Next revision."
+    assert server.pid != interrupted
+
+
+def test_a_fork_server_that_keeps_dying_falls_back_to_spawned_children(monkeypatch):
+    def always_gone(*args, **kwargs):
+        raise forkserver_module.ForkServerGone()
+
+    monkeypatch.setattr(server, "request", always_gone)
+    result = extract_isolated(
+        "text", b"Read anyway.", roles=["primary", "secondary"],
+        limits=LIMITS, timeout=30, memory_bytes=MEMORY,
+    )  # fmt: skip
+    assert result["primary"].text == result["secondary"].text == "Read anyway."
+
+
 def test_the_heartbeat_is_called_while_a_child_parses():
     beats = []
     answers = ask(slow_pdf(), fmt="pdf", roles=["primary"], on_wait=lambda: beats.append(1))
@@ -218,3 +252,28 @@ def test_both_isolation_modes_read_every_role(isolation):
     )  # fmt: skip
     assert result["primary"].text == result["secondary"].text == "Title\n\nSome text."
     assert result["primary"].extractor != result["secondary"].extractor
+
+
+@pytest.mark.django_db
+def test_revision_extract_reads_through_the_fork_server_not_new_interpreters(
+    space, owner, monkeypatch
+):
+    from knowledge.documents import document_upload, revision_extract
+    from knowledge.models import Extraction
+
+    ask(b"Warm up.")
+    server_pid = server.pid
+
+    def no_new_interpreter(*args, **kwargs):
+        raise AssertionError("an extraction started an interpreter")
+
+    monkeypatch.setattr(subprocess, "Popen", no_new_interpreter)
+    result = document_upload(
+        user=owner, filename="notes.txt", data=b"Read by forked children.", space=space
+    )
+    revision_extract(revision_id=result.revision.pk)
+    extractions = Extraction.objects.filter(revision=result.revision)
+    assert {(e.role, e.status, e.progress) for e in extractions} == {
+        ("primary", "admitted", 100), ("secondary", "admitted", 100),
+    }  # fmt: skip
+    assert server.pid == server_pid
