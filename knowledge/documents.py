@@ -259,7 +259,8 @@ def _claim(extraction: Extraction) -> bool:
         heartbeat_at=timezone.now(),
     )
     if claimed:
-        extraction.refresh_from_db()
+        # What the UPDATE wrote, without reading the row back: `attempts` is not read here.
+        extraction.status, extraction.progress = ExtractionStatus.RUNNING, 5
     return bool(claimed)
 
 
@@ -276,40 +277,52 @@ def revision_extract(*, revision_id: int) -> None:
     """Run both extractions of a revision, then passages and embeddings of the primary.
 
     Only pending extractions are claimed (atomically), so a duplicate message for
-    the same revision does nothing twice. Each extraction runs in a child process
-    bounded by KOINON_EXTRACT_TIMEOUT and KOINON_EXTRACT_MEMORY_BYTES
-    (knowledge.extraction.isolated); while it runs, the rows get heartbeats.
+    the same revision does nothing twice. The claimed roles are read from one payload,
+    each in its own child process bounded by KOINON_EXTRACT_TIMEOUT and
+    KOINON_EXTRACT_MEMORY_BYTES (knowledge.extraction.isolated, the way chosen by
+    KOINON_EXTRACT_ISOLATION); while they run, the rows get heartbeats. Each role's
+    failure is recorded on its own row. Both rows are finished before the primary's
+    passages are embedded, so the secondary never waits on the embedding.
     """
     try:
         revision = DocumentRevision.objects.select_related("document").get(pk=revision_id)
     except DocumentRevision.DoesNotExist:
         raise NotFoundError("Revision not found.") from None
+    claimed = [e for e in revision.extractions.order_by("role") if _claim(e)]
+    if not claimed:
+        return
     with revision.file.open("rb") as handle:
         data = handle.read()
-    for extraction in revision.extractions.order_by("role"):
-        if not _claim(extraction):
-            continue
-        try:
-            result = extract_isolated(
-                revision.document.kind,
-                data,
-                role=extraction.role,
-                limits=_limits(),
-                timeout=settings.KOINON_EXTRACT_TIMEOUT,
-                memory_bytes=settings.KOINON_EXTRACT_MEMORY_BYTES,
-                on_wait=lambda: _heartbeat(revision_id),
-                wait_interval=settings.KOINON_WORKER_HEARTBEAT_INTERVAL,
-            )
-        except ExtractionError as error:
+    outcomes = extract_isolated(
+        revision.document.kind,
+        data,
+        roles=[extraction.role for extraction in claimed],
+        limits=_limits(),
+        timeout=settings.KOINON_EXTRACT_TIMEOUT,
+        memory_bytes=settings.KOINON_EXTRACT_MEMORY_BYTES,
+        isolation=settings.KOINON_EXTRACT_ISOLATION,
+        on_wait=lambda: _heartbeat(revision_id),
+        wait_interval=settings.KOINON_WORKER_HEARTBEAT_INTERVAL,
+    )
+    admitted_primary = None
+    for extraction in claimed:
+        result = outcomes[extraction.role]
+        if isinstance(result, ExtractionError):
             _set(
                 extraction,
                 status=ExtractionStatus.FAILED,
-                error_code=error.code,
+                error_code=result.code,
                 progress=100,
                 finished_at=timezone.now(),
             )
             continue
+        primary = extraction.role == ExtractionRole.PRIMARY
         with transaction.atomic():
+            if primary:
+                extraction.text = result.text  # saved below, with the rest
+                passages_create(extraction=extraction, revision=revision, segments=result.segments)
+            # One UPDATE: inside the transaction no one sees a step in between. The
+            # secondary is done; the primary's passages still have to be embedded.
             _set(
                 extraction,
                 extractor=result.extractor,
@@ -317,15 +330,16 @@ def revision_extract(*, revision_id: int) -> None:
                 text=result.text,
                 text_sha256=hashlib.sha256(result.text.encode()).hexdigest(),
                 norm_text=normalised_key(result.text),
-                progress=30,
+                status=ExtractionStatus.ADMITTED,
+                finished_at=timezone.now(),
+                progress=30 if primary else 100,
             )
-            if extraction.role == ExtractionRole.PRIMARY:
-                passages_create(extraction=extraction, revision=revision, segments=result.segments)
-            _set(extraction, status=ExtractionStatus.ADMITTED, finished_at=timezone.now())
-        if extraction.role == ExtractionRole.PRIMARY:
-            document_point_to(revision=revision)
-            passages_embed(extraction=extraction)
-        _set(extraction, progress=100)
+        if primary:
+            admitted_primary = extraction
+    if admitted_primary is not None:
+        document_point_to(revision=revision)
+        passages_embed(extraction=admitted_primary)
+        _set(admitted_primary, progress=100)
 
 
 def passages_create(*, extraction: Extraction, revision: DocumentRevision, segments: list) -> None:

@@ -5,6 +5,7 @@ Nothing here imports Django: extraction runs in workers and tests without settin
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import re
 import unicodedata
@@ -130,8 +131,12 @@ class TextBuilder:
         return ExtractionResult(text, list(self._segments), extractor, extractor_version)
 
 
+@functools.cache
 def dist_version(distribution: str) -> str:
-    """A distribution's installed version from package metadata: docx2txt has no __version__."""
+    """A distribution's installed version from package metadata: docx2txt has no __version__.
+
+    Cached: the fork server looks the versions up once, before it forks any child.
+    """
     try:
         return importlib.metadata.version(distribution)
     except importlib.metadata.PackageNotFoundError:

@@ -81,7 +81,9 @@ def test_a_docx_of_eight_million_empty_paragraphs_is_too_large_not_a_memory_hog(
     assert time.monotonic() - started < 60
 
 
-def test_extraction_runs_under_a_memory_limit(space, owner, settings):
+@pytest.mark.parametrize("isolation", ["forkserver", "spawn"])
+def test_extraction_runs_under_a_memory_limit(space, owner, settings, isolation):
+    settings.KOINON_EXTRACT_ISOLATION = isolation
     # With the element count check lifted, the address-space limit of the child stops it.
     settings.KOINON_EXTRACT_MAX_ELEMENTS = 10**9
     settings.KOINON_EXTRACT_MEMORY_BYTES = 256 * 1024 * 1024
@@ -99,8 +101,10 @@ def test_a_small_pdf_with_a_300_mb_stream_is_too_large_for_both_extractors(space
     assert outcome == {"primary": ("admitted", ""), "secondary": ("admitted", "")}
 
 
-def test_an_extraction_past_its_time_limit_fails_with_timeout(space, owner, settings):
-    # Far below what starting the child interpreter alone takes, on any machine.
+@pytest.mark.parametrize("isolation", ["forkserver", "spawn"])
+def test_an_extraction_past_its_time_limit_fails_with_timeout(space, owner, settings, isolation):
+    settings.KOINON_EXTRACT_ISOLATION = isolation
+    # Far below what parsing 400 pages takes (or starting an interpreter), on any machine.
     settings.KOINON_EXTRACT_TIMEOUT = 0.001
     pages = [f"Page {n} of a long report about nothing in particular." for n in range(400)]
     outcome = extract_upload(owner, space, "long.pdf", pdf_bytes(pages))
