@@ -13,6 +13,7 @@ import threading
 
 import numpy as np
 import pytest
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection, transaction
 from django.test import override_settings
@@ -257,3 +258,30 @@ def test_a_forked_child_gets_a_channel_thread_of_its_own() -> None:
     child.join(30)
     assert child.exitcode == 0
     assert queue.get(timeout=1) == "ran"
+
+
+def test_document_frequencies_count_visible_passages_only_in_one_statement(
+    space: Space, staff: AbstractBaseUser, member: AbstractBaseUser, monkeypatch
+) -> None:
+    import knowledge.retrieval
+    from knowledge.retrieval import document_frequencies
+    from knowledge.services import space_create
+
+    _load(space, staff, ["Harbour pilots inspect lanterns.", "Pilots rest.", "Quiet bay."])
+    hidden = space_create(name="Hidden", created_by=staff)
+    vectors = np.random.default_rng(7).normal(size=(5, 384)).tolist()
+    load_passages([hidden], staff, ["Pilots of the hidden space."] * 5, vectors, "m")
+
+    with CaptureQueriesContext(connection) as queries:
+        counts, total = document_frequencies(
+            user=member, words=["pilots", "lanterns", "pilots", "the", "zeppelin"]
+        )
+    assert len(queries) == 1
+    assert counts == {"pilots": 2, "lanterns": 1, "the": 0, "zeppelin": 0}
+    assert total == 3
+    monkeypatch.setattr(knowledge.retrieval, "DOCUMENT_FREQUENCY_CAP", 1)
+    assert document_frequencies(user=member, words=["pilots"]) == ({"pilots": 1}, 3)
+    # Someone who sees no space: nothing counts, and nothing fails.
+    outsider = get_user_model().objects.create_user("nobody-here")
+    assert document_frequencies(user=outsider, words=["pilots"]) == ({"pilots": 0}, 0)
+    assert document_frequencies(user=member, words=[]) == ({}, 3)
