@@ -366,13 +366,15 @@ def document_frequencies(
     """
     scope = passages_visible_to(user=user, space_ids=space_ids, selected_sources=selected_sources)
     unique = list(dict.fromkeys(words))
-    counted = [
-        scope.filter(search_vector=SearchQuery(word, search_type="plain", config="english")).values(
-            "pk"
-        )[:DOCUMENT_FREQUENCY_CAP]
+    # Counted without the model's ordering (a sort of every visible passage otherwise).
+    unordered = scope.order_by().values("pk")
+    capped = [
+        unordered.filter(search_vector=SearchQuery(word, search_type="plain", config="english"))[
+            :DOCUMENT_FREQUENCY_CAP
+        ]
         for word in unique
     ]
-    parts = [_counted(queryset) for queryset in [*counted, scope.values("pk")]]
+    parts = [_counted(queryset) for queryset in [*capped, unordered]]
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT " + ", ".join(sql for sql, _ in parts),
