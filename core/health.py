@@ -5,7 +5,7 @@ from dataclasses import dataclass
 import redis
 from django.db import connection
 
-from core.worker import heartbeat_client, workers_alive
+from core.worker import redis_client, workers_alive
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ def check_redis_and_workers() -> list[ComponentStatus]:
     the keys the workers write (core.worker), over a connection of its own.
     """
     try:
-        client = heartbeat_client()
+        client = redis_client()
         try:
             client.ping()
             alive = workers_alive(client)

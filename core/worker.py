@@ -1,10 +1,12 @@
-"""What every Celery worker does besides tasks: a heartbeat and the extraction sweeper.
+"""What every Celery worker does besides tasks: a heartbeat and the sweeper.
 
 A thread of the worker's main process writes `koinon:worker:<hostname>` to Redis
 (its own connection, not the broker pool) so that `/v1/health` reads a key instead
 of broadcasting a ping; the same thread re-queues extraction work that was lost
-(see knowledge.documents.extractions_recover). Several workers may sweep at once:
-the sweep locks the rows it changes and skips locked ones.
+(see knowledge.documents.extractions_recover) and queues the embedding again of
+passages whose vectors came from another model (embeddings_refresh_schedule).
+Several workers may sweep at once: the sweep locks the rows it changes and skips
+locked ones.
 """
 
 import contextlib
@@ -21,7 +23,8 @@ logger = logging.getLogger(__name__)
 HEARTBEAT_PREFIX = "koinon:worker:"
 
 
-def heartbeat_client() -> redis.Redis:
+def redis_client() -> redis.Redis:
+    """A connection of its own (not the broker pool), with the health timeout."""
     timeout = settings.KOINON_HEALTH_TIMEOUT
     return redis.Redis.from_url(
         settings.REDIS_URL, socket_timeout=timeout, socket_connect_timeout=timeout
@@ -40,7 +43,7 @@ class WorkerMaintenance(threading.Thread):
         self.stopped = threading.Event()
 
     def run(self) -> None:
-        client = heartbeat_client()
+        client = redis_client()
         next_sweep = 0.0
         while not self.stopped.is_set():
             try:
@@ -58,13 +61,15 @@ class WorkerMaintenance(threading.Thread):
     def sweep(self) -> None:
         from django.db import connection
 
-        from knowledge.documents import extractions_recover
+        from knowledge.documents import embeddings_refresh_schedule, extractions_recover
 
         try:
-            extractions_recover()
-        except Exception:
-            # The sweeper must outlive a database or broker outage; it tries again later.
-            logger.exception("extraction sweep failed")
+            for step in (extractions_recover, embeddings_refresh_schedule):
+                try:
+                    step()
+                except Exception:
+                    # The sweeper must outlive a database or broker outage; it tries again.
+                    logger.exception("sweep step %s failed", step.__name__)
         finally:
             connection.close()
 

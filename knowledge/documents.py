@@ -2,6 +2,7 @@
 
 import hashlib
 import logging
+import time
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import PurePath
@@ -35,7 +36,7 @@ from knowledge.models import (
     Space,
 )
 from knowledge.normalise import normalised_key
-from knowledge.selectors import extractions_stale
+from knowledge.selectors import extractions_stale, passages_embedded_by_another_model
 
 logger = logging.getLogger(__name__)
 
@@ -418,3 +419,91 @@ def passages_embed(*, extraction: Extraction) -> None:
         extraction.passages.exclude(embedding_status=EmbeddingStatus.EMBEDDED).update(
             embedding_status=EmbeddingStatus.UNAVAILABLE
         )
+
+
+def passages_embed_stale(*, limit: int = EMBED_BATCH) -> int:
+    """Embed again up to `limit` passages whose vector came from another model.
+
+    Returns how many were embedded. Rows that another worker is embedding are skipped
+    (locked until its transaction ends), so several workers share the work. An
+    unavailable provider raises EmbeddingError and changes nothing: the old vectors stay.
+    """
+    from knowledge.embeddings import get_embedding_provider
+
+    provider = get_embedding_provider()
+    with transaction.atomic():
+        batch = list(
+            passages_embedded_by_another_model(model_id=provider.model_id)
+            .select_for_update(skip_locked=True)
+            .only("pk", "text")
+            .order_by("pk")[:limit]
+        )
+        if not batch:
+            return 0
+        vectors = provider.embed([passage.text for passage in batch])
+        for passage, vector in zip(batch, vectors, strict=True):
+            passage.embedding = vector
+            passage.embedding_model = provider.model_id
+            passage.embedding_dimension = provider.dimension
+        Passage.objects.bulk_update(batch, ["embedding", "embedding_model", "embedding_dimension"])
+    return len(batch)
+
+
+EMBEDDINGS_REFRESH_KEY = "koinon:embeddings-refresh"
+
+
+def embeddings_refresh_schedule() -> bool:
+    """Queue one refresh of stale vectors, unless none are stale or one is queued or running.
+
+    Called by every worker's sweeper. A Redis key (set if absent, with an expiry that
+    outlives a refresh) keeps it to one at a time; a worker that dies mid-refresh leaves
+    the key to expire and a later sweep queues the refresh again. Returns whether it queued.
+    """
+    from core.worker import redis_client
+    from knowledge.embeddings import get_embedding_provider
+    from knowledge.tasks import refresh_embeddings
+
+    model_id = get_embedding_provider().model_id
+    if not passages_embedded_by_another_model(model_id=model_id).exists():
+        return False
+    client = redis_client()
+    expiry = int(settings.KOINON_EMBEDDINGS_REFRESH_SECONDS + 2 * settings.KOINON_SWEEP_INTERVAL)
+    if not client.set(EMBEDDINGS_REFRESH_KEY, model_id, nx=True, ex=max(expiry, 60)):
+        return False
+    try:
+        task_enqueue(refresh_embeddings)
+    except QueueUnavailable:
+        client.delete(EMBEDDINGS_REFRESH_KEY)
+        return False
+    return True
+
+
+def embeddings_refresh() -> int:
+    """Embed stale passages for up to KOINON_EMBEDDINGS_REFRESH_SECONDS, then make way.
+
+    When time runs out with work left, the refresh queues itself again behind the tasks
+    that arrived meanwhile (uploads are not held up for hours by a model change).
+    Returns how many passages were embedded.
+    """
+    from core.worker import redis_client
+    from knowledge.embeddings import EmbeddingError
+
+    deadline = time.monotonic() + settings.KOINON_EMBEDDINGS_REFRESH_SECONDS
+    done, left = 0, True
+    try:
+        while time.monotonic() < deadline:
+            count = passages_embed_stale()
+            done += count
+            if not count:
+                left = False
+                break
+    except EmbeddingError as error:
+        logger.warning("embeddings refresh stopped: %s", error.code)
+        left = False  # the next sweep tries again
+    finally:
+        redis_client().delete(EMBEDDINGS_REFRESH_KEY)
+    if done:
+        logger.info("embeddings refresh: %d passage(s) embedded with the current model", done)
+    if left:
+        embeddings_refresh_schedule()
+    return done

@@ -14,10 +14,12 @@ from core.inputs import object_id_parse
 from knowledge.models import (
     Document,
     DocumentRevision,
+    EmbeddingStatus,
     Extraction,
     ExtractionRole,
     ExtractionStatus,
     KnowledgeProposal,
+    Passage,
     Space,
 )
 
@@ -205,4 +207,11 @@ def extractions_stale(*, now: datetime | None = None) -> QuerySet[Extraction]:
     ).filter(
         Q(status=ExtractionStatus.PENDING, queued__lt=pending_before)
         | Q(status=ExtractionStatus.RUNNING, alive__lt=running_before)
+    )
+
+
+def passages_embedded_by_another_model(*, model_id: str) -> QuerySet[Passage]:
+    """Embedded passages whose vector is not the current provider's (retrieval ignores them)."""
+    return Passage.objects.filter(embedding_status=EmbeddingStatus.EMBEDDED).exclude(
+        embedding_model=model_id
     )

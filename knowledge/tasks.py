@@ -32,3 +32,15 @@ def embed_extraction(extraction_id: int) -> None:
     if extraction is not None:
         passages_embed(extraction=extraction)
         Extraction.objects.filter(pk=extraction_id).update(progress=100)
+
+
+@shared_task(
+    name="knowledge.refresh_embeddings",
+    autoretry_for=(OperationalError,),
+    max_retries=3,
+    ignore_result=True,
+)
+def refresh_embeddings() -> None:
+    from knowledge.documents import embeddings_refresh
+
+    embeddings_refresh()

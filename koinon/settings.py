@@ -339,6 +339,9 @@ KOINON_ENQUEUE_TIMEOUT = env_float("KOINON_ENQUEUE_TIMEOUT", 3.0)
 KOINON_WORKER_HEARTBEAT_INTERVAL = env_float("KOINON_WORKER_HEARTBEAT_INTERVAL", 5.0)
 KOINON_WORKER_STALE_AFTER = env_int("KOINON_WORKER_STALE_AFTER", 30)
 KOINON_SWEEP_INTERVAL = env_float("KOINON_SWEEP_INTERVAL", 30.0)
+# How long one refresh of vectors from another embedding model runs before it queues
+# itself again behind other work (knowledge.documents.embeddings_refresh).
+KOINON_EMBEDDINGS_REFRESH_SECONDS = env_float("KOINON_EMBEDDINGS_REFRESH_SECONDS", 20.0)
 # Pending rows not picked up this long are queued again; running rows whose heartbeat
 # is this old belong to a dead worker.
 KOINON_EXTRACT_REQUEUE_AFTER = env_int("KOINON_EXTRACT_REQUEUE_AFTER", 120)

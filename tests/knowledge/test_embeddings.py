@@ -32,10 +32,6 @@ def cosine(a: list[float], b: list[float]) -> float:
     return sum(x * y for x, y in zip(a, b, strict=True)) / (norm(a) * norm(b))
 
 
-def max_difference(a: list[float], b: list[float]) -> float:
-    return max(abs(x - y) for x, y in zip(a, b, strict=True))
-
-
 # --- local provider ---------------------------------------------------------------
 
 
@@ -54,22 +50,21 @@ def fresh_model() -> Iterator[None]:
 
 def test_local_provider_satisfies_the_protocol(local: LocalMiniLMProvider) -> None:
     assert isinstance(local, EmbeddingProvider)
-    assert local.model_id == "local:all-MiniLM-L6-v2-int8"
+    assert local.model_id == "local:all-MiniLM-L6-v2-int8-kernels"
     assert local.dimension == 384
     assert local.embed([]) == []
 
 
-def test_local_batch_crosses_the_batch_size_and_keeps_input_order(
+def test_local_many_texts_keep_input_order_and_each_vector_is_the_text_alone(
     local: LocalMiniLMProvider,
 ) -> None:
-    # Lengths vary so that length-sorted batching actually reorders the texts internally.
     texts = [f"Sentence number {i} " + "about gardens and rivers " * (i % 7) for i in range(40)]
     vectors = local.embed(texts)
     assert len(vectors) == 40
     for text, vector in zip(texts, vectors, strict=True):
         assert len(vector) == 384
         assert abs(norm(vector) - 1.0) < 1e-3
-        assert max_difference(vector, local.embed([text])[0]) < 1e-4
+        assert vector == local.embed([text])[0]
 
 
 def test_local_semantics(local: LocalMiniLMProvider) -> None:
@@ -92,8 +87,72 @@ def test_local_is_deterministic_and_padding_does_not_change_vectors(
     long_texts = ["A much longer neighbour in the same batch, with many more tokens " * 3]
     beyond_limit = " ".join(["overflow"] * 600)  # truncated to 256 tokens, must not fail
     batched = local.embed([*long_texts, text, beyond_limit])
-    assert max_difference(batched[1], alone) < 1e-4
+    # Exactly: int8 kernels quantise a batch with one scale, so neighbours must not share one.
+    assert batched[1] == alone
     assert abs(norm(batched[2]) - 1.0) < 1e-3
+
+
+def test_the_weight_matmuls_run_on_int8_kernels_with_the_pinned_weights() -> None:
+    import onnx
+    from onnx import numpy_helper
+
+    pinned = embeddings._read_pinned(
+        embeddings.MODEL_PACKAGE, embeddings.MODEL_FILE, embeddings.MODEL_SHA256
+    )
+    stored, converted = (
+        onnx.load_from_string(pinned),
+        onnx.load_from_string(embeddings._int8_kernels(pinned)),
+    )
+    kernels = [node for node in converted.graph.node if node.op_type == "DynamicQuantizeMatMul"]
+    assert len(kernels) == embeddings.INT8_MATMULS == 36
+    # No MatMul multiplies by a weight turned back into floats any more (the embedding
+    # tables, which are gathered and not multiplied, still are).
+    initializers = {tensor.name: tensor for tensor in converted.graph.initializer}
+    producer = {output: node for node in converted.graph.node for output in node.output}
+
+    def from_int8_weight(name: str, depth: int = 3) -> bool:
+        tensor = initializers.get(name)
+        if tensor is not None:
+            return tensor.data_type == onnx.TensorProto.INT8
+        node = producer.get(name)
+        return bool(depth and node) and any(from_int8_weight(i, depth - 1) for i in node.input)
+
+    matmuls = [node for node in converted.graph.node if node.op_type == "MatMul"]
+    assert not [node for node in matmuls if from_int8_weight(node.input[1])]
+    stored_matmuls = [node for node in stored.graph.node if node.op_type == "MatMul"]
+    assert len(stored_matmuls) - len(matmuls) == 36  # the 12 left multiply activations
+    # The kernels read the very int8 weights that were pinned, unchanged.
+    pinned_weights = {
+        tensor.name: numpy_helper.to_array(tensor)
+        for tensor in stored.graph.initializer
+        if tensor.data_type == onnx.TensorProto.INT8
+    }
+    for node in kernels:
+        weight = numpy_helper.to_array(initializers[node.input[1]])
+        assert (weight == pinned_weights[node.input[1]]).all()
+
+
+@pytest.mark.usefixtures("fresh_model")
+def test_int8_kernel_vectors_stay_close_to_the_fp32_graph(monkeypatch: pytest.MonkeyPatch) -> None:
+    texts = [
+        "The first Nobel Prize in Physics was awarded in 1901 to Wilhelm Conrad Röntgen.",
+        "Quarterly revenue grew by ten percent.",
+        "A kitten is sitting on a rug",
+    ]
+    kernels = LocalMiniLMProvider().embed(texts)
+    clear_embedding_caches()
+    monkeypatch.setattr(embeddings, "_int8_kernels", lambda data: data)
+    fp32 = LocalMiniLMProvider().embed(texts)
+    for a, b in zip(kernels, fp32, strict=True):
+        assert 0.97 < cosine(a, b) < 0.99999  # close, and not the same graph
+
+
+@pytest.mark.usefixtures("fresh_model")
+def test_a_graph_that_is_not_fully_converted_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(embeddings, "INT8_MATMULS", 37)
+    with pytest.raises(EmbeddingError) as caught:
+        LocalMiniLMProvider().embed(["hello"])
+    assert caught.value.code == "embedding_unavailable"
 
 
 @pytest.mark.usefixtures("fresh_model")
