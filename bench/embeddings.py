@@ -16,9 +16,11 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("KOINON_EMBEDDING_THREADS", "1")  # before the model loads
 
 import numpy as np
+from common.fp32_embedding import fp32_embed
 
 from knowledge import embeddings
 from knowledge.embeddings import LocalMiniLMProvider
@@ -48,28 +50,16 @@ def timed(embed, texts: list[str]) -> tuple[float, np.ndarray]:
     return statistics.median(runs), np.asarray(vectors)
 
 
-def fp32_baseline(texts: list[str], batch: int) -> list[list[float]]:
-    """The pre-int8-kernel provider: length-sorted batches through the stored graph."""
-    provider, runtime = LocalMiniLMProvider(), embeddings._local_runtime
-    encodings = runtime.tokenizer.encode_batch(texts)
-    order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
-    result = np.empty((len(texts), provider.dimension), dtype=np.float32)
-    for start in range(0, len(order), batch):
-        chunk = order[start : start + batch]
-        result[chunk] = provider._run(runtime, [encodings[i] for i in chunk])
-    return result / np.linalg.norm(result, axis=1, keepdims=True)
-
-
 def main() -> None:
     texts = sentences(512)
     provider = LocalMiniLMProvider()
     print(f"threads {os.environ['KOINON_EMBEDDING_THREADS']}, cpus {os.cpu_count()}")
     kernels = embeddings._int8_kernels
     embeddings._int8_kernels = lambda data: data  # the graph exactly as pinned
-    provider.embed(["warm-up"])
+    fp32_embed(["warm-up"])
     rows, reference = [], None
     for batch in (2, 32):
-        seconds, vectors = timed(lambda t, b=batch: fp32_baseline(t, b), texts)
+        seconds, vectors = timed(lambda t, b=batch: fp32_embed(t, b), texts)
         reference = vectors if reference is None else reference
         rows.append((f"fp32 MatMuls, batches of {batch} (baseline)", seconds))
     embeddings._int8_kernels = kernels

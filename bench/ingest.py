@@ -11,7 +11,11 @@ One run measures, each on a freshly created database: the old way to isolate ext
 baseline, then the fork server with each of --processes; the load average is printed
 because another bench on the same cores skews absolute figures (compare ratios).
 
+With --fp32-baseline it also measures the fork server with the embedding of before the
+int8 kernels (fp32 MatMuls, length-sorted batches), in the same run.
+
 Run: .venv/bin/python bench/ingest.py [--quick] [--processes 1 2] [--no-baseline]
+[--fp32-baseline]
 (500 documents; --quick 50). Uses its own embedded PostgreSQL and Redis under var/bench.
 """
 
@@ -127,6 +131,10 @@ def ingesting_process(count: int, of: int, share: int, space_id: int) -> None:
     """
     documents = build_documents(count)[share::of]
     space = Space.objects.select_related("created_by").get(pk=space_id)
+    if os.environ.get("BENCH_FP32_MATMULS") == "1":
+        from common.fp32_embedding import use_fp32_matmuls
+
+        use_fp32_matmuls()
     get_embedding_provider().embed(["warm-up"])  # model load and hash check, not ingest
     from knowledge.extraction import Limits
     from knowledge.extraction.isolated import extract_isolated
@@ -177,10 +185,13 @@ def cpu_seconds() -> dict[str, float]:
     }
 
 
-def measure(count: int, isolation: str, processes: int) -> dict:
+def measure(count: int, isolation: str, processes: int, fp32: bool = False) -> dict:
     """Ingest `count` documents with `processes` parallel ingesting processes."""
     space = space_create(name=f"Bench ingest {isolation} x{processes}", created_by=bench_curator())
-    environ = os.environ | {"KOINON_EXTRACT_ISOLATION": isolation}
+    environ = os.environ | {
+        "KOINON_EXTRACT_ISOLATION": isolation,
+        "BENCH_FP32_MATMULS": "1" if fp32 else "0",
+    }
     command = [sys.executable, __file__, "--ingesting-process", str(count), str(processes)]
     children = []
     for share in range(processes):
@@ -208,7 +219,8 @@ def measure(count: int, isolation: str, processes: int) -> dict:
     seconds = max(r["ended"] for r in reports) - min(r["began"] for r in reports)
     passages = Passage.objects.filter(document__space=space)
     return {
-        "label": f"{isolation}, {processes} process{'es' if processes > 1 else ''}",
+        "label": f"{isolation}{', fp32 MatMuls' if fp32 else ''}, {processes} "
+        f"process{'es' if processes > 1 else ''}",
         "seconds": seconds,
         "passages": passages.count(),
         "embedded": passages.filter(embedding_status=EmbeddingStatus.EMBEDDED).count(),
@@ -233,6 +245,10 @@ def main() -> None:
         "--no-baseline", action="store_true",
         help="skip the spawn-per-extraction baseline (1 process)",
     )  # fmt: skip
+    parser.add_argument(
+        "--fp32-baseline", action="store_true",
+        help="also the fork server with the fp32 MatMuls of before the int8 kernels",
+    )  # fmt: skip
     parser.add_argument("--ingesting-process", nargs=4, type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.ingesting_process:
@@ -242,8 +258,10 @@ def main() -> None:
         print(f"skipped: {SHARED_DATA} (NQ and SQuAD files) is absent; see its README.md")
         return
     count = 50 if args.quick else 500
-    runs = [] if args.no_baseline else [("spawn", 1)]
-    runs += [("forkserver", processes) for processes in args.processes]
+    runs = [] if args.no_baseline else [("spawn", 1, False)]
+    if args.fp32_baseline:
+        runs += [("forkserver", processes, True) for processes in args.processes]
+    runs += [("forkserver", processes, False) for processes in args.processes]
     with embedded_services(BENCH_DIR) as postgres:
         documents = build_documents(count)
         print(
@@ -252,10 +270,10 @@ def main() -> None:
             + " ".join(f"{x:.2f}" for x in os.getloadavg())
         )
         results = []
-        for isolation, processes in runs:
+        for isolation, processes, fp32 in runs:
             connections.close_all()  # the drop below would cut this process's connection
             recreate_database(postgres, clear_media=True)
-            results.append(measure(count, isolation, processes))
+            results.append(measure(count, isolation, processes, fp32))
             report(documents, results[-1])
         summary(results)
 
