@@ -321,7 +321,7 @@ def summary(results: list[dict]) -> None:
         rate = result["passages"] / result["seconds"]
         cpu_ms = sum(result["cpu"].values()) / result["passages"] * 1000
         print(
-            f"  {result['label']:<26} {rate:8.1f}  {rate / baseline:5.1f}x {results[0]['label']}"
+            f"  {result['label']:<38} {rate:8.1f}  {rate / baseline:5.1f}x {results[0]['label']}"
             f"  {cpu_ms:6.1f} ms CPU"
         )
 

@@ -272,8 +272,17 @@ def main() -> None:
         default=40,
         help="with openai: questions per corpus (every k-th, deterministic)",
     )
+    parser.add_argument(
+        "--fp32-embeddings", action="store_true",
+        help="embed as before the int8 kernels (fp32 MatMuls): the baseline of that change",
+    )  # fmt: skip
     args = parser.parse_args()
     thresholds = [float(t) for t in args.thresholds.split(",")]
+    if args.fp32_embeddings:
+        from common.fp32_embedding import use_fp32_matmuls
+
+        use_fp32_matmuls()
+        print("embeddings: fp32 MatMuls, length-sorted batches (before the int8 kernels)")
     with embedded_services(BENCH_DIR) as postgres:
         if args.provider == "openai":
             from tests.services import model_server_process
