@@ -10,6 +10,7 @@ from knowledge import embeddings
 from knowledge.embeddings import LocalMiniLMProvider
 
 OLD_BATCH = 32
+OLD_MODEL_ID = "local:all-MiniLM-L6-v2-int8"  # what the provider was called then
 
 
 def use_fp32_matmuls() -> None:
@@ -17,6 +18,8 @@ def use_fp32_matmuls() -> None:
     embeddings._int8_kernels = lambda data: data
     embeddings.clear_embedding_caches()
     LocalMiniLMProvider.embed = lambda self, texts: fp32_embed(texts).tolist()
+    # Its own id: cached bench embeddings and stored rows never mix the two.
+    LocalMiniLMProvider.model_id = OLD_MODEL_ID
 
 
 def fp32_embed(texts: list[str], batch: int = OLD_BATCH) -> np.ndarray:
