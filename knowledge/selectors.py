@@ -37,9 +37,19 @@ def spaces_visible_to(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Spa
         return Space.objects.none()
     if user.is_superuser:
         return Space.objects.all()
-    return get_objects_for_user(
-        user, "knowledge.view_space", klass=Space, accept_global_perms=False
-    )
+    # Built once per user object: guardian's queryset is SQL only (the permission rows are
+    # read when it runs, every time), and an answer uses it about five times. A clone each
+    # call, so nobody shares a result cache.
+    built = user.__dict__.get(_VISIBLE_SPACES)
+    if built is None:
+        built = get_objects_for_user(
+            user, "knowledge.view_space", klass=Space, accept_global_perms=False
+        )
+        user.__dict__[_VISIBLE_SPACES] = built
+    return built.all()
+
+
+_VISIBLE_SPACES = "_koinon_spaces_visible_queryset"
 
 
 def spaces_curated_by(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Space]:

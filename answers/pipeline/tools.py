@@ -19,10 +19,16 @@ from knowledge.retrieval import RETRIEVAL_TOOLS, retrieve
 DEPTH = {"quick": 3, "ask": 5, "agent": 5, "pro": 8, "deep": 12, "debug": 5, "raw": 10, "plan": 0}
 
 
+def _queryable_datasets(*, user: AbstractBaseUser, space_ids: list[int]):
+    """Datasets in scope that the user may read and that have a snapshot to query."""
+    datasets = datasets_visible_to(user=user).filter(current_snapshot__isnull=False)
+    return datasets.filter(space_id__in=space_ids) if space_ids else datasets
+
+
 def visible_datasets(*, user: AbstractBaseUser, space_ids: list[int]) -> list[DatasetInfo]:
-    datasets = datasets_visible_to(user=user).select_related("current_snapshot")
-    if space_ids:
-        datasets = datasets.filter(space_id__in=space_ids)
+    datasets = _queryable_datasets(user=user, space_ids=space_ids).select_related(
+        "current_snapshot"
+    )
     return [
         DatasetInfo(
             d.pk,
@@ -32,7 +38,6 @@ def visible_datasets(*, user: AbstractBaseUser, space_ids: list[int]) -> list[Da
             d.current_snapshot.schema,
         )
         for d in datasets
-        if d.current_snapshot_id
     ]
 
 
@@ -140,11 +145,8 @@ def _dataset_tool(
     *, run: AnswerRun, user: AbstractBaseUser, plan: Plan, first_number: int
 ) -> tuple[list, list]:
     if not plan.dataset_queries:
-        code = (
-            "no_relevant_hit"
-            if visible_datasets(user=user, space_ids=run.space_ids)
-            else "empty_corpus"
-        )
+        queryable = _queryable_datasets(user=user, space_ids=run.space_ids).exists()
+        code = "no_relevant_hit" if queryable else "empty_corpus"
         return [], [
             {
                 "tool": "dataset_query",
