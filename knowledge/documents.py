@@ -25,6 +25,7 @@ from knowledge.chunking import chunk
 from knowledge.display import title_clean
 from knowledge.extraction import ExtractionError, Limits, detect_format
 from knowledge.extraction.isolated import extract_isolated
+from knowledge.frequencies import lexeme_frequencies_shift
 from knowledge.models import (
     Document,
     DocumentRevision,
@@ -382,7 +383,9 @@ def document_set_current(*, document: Document, revision: DocumentRevision) -> N
     Precondition: the caller holds the document's row lock. The flag duplicates
     `document.current_revision` so that retrieval filters on one column of the
     passage table, which lets PostgreSQL use the HNSW index for filtered queries.
+    The space's lexeme counts (knowledge.frequencies) move with it.
     """
+    lexeme_frequencies_shift(document=document, revision=revision)
     Passage.objects.filter(document=document, is_current=True).exclude(revision=revision).update(
         is_current=False
     )

@@ -237,6 +237,28 @@ class Passage(models.Model):
         return f"{self.revision} #{self.ordinal}"
 
 
+class LexemeFrequency(models.Model):
+    """How many current passages of a space contain a lexeme (English stemming, as in their
+    search vectors): the document frequencies behind the selector's IDF weights, read per
+    answer without counting passages. The lexeme "" counts the space's current passages.
+
+    Kept in step with `Passage.is_current` by knowledge.documents.document_set_current, in
+    the same transaction; private files (no space) are counted live instead.
+    """
+
+    space = models.ForeignKey(Space, on_delete=models.CASCADE, related_name="+")
+    lexeme = models.TextField()
+    passages = models.IntegerField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["space", "lexeme"], name="lexeme_frequency_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.space_id}:{self.lexeme or '(passages)'}={self.passages}"
+
+
 class KnowledgeEntry(models.Model):
     """A curated topic of a space. Its text lives in immutable numbered versions.
 

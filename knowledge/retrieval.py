@@ -12,8 +12,7 @@ from itertools import combinations
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.contrib.postgres.search import SearchQuery, SearchQueryField, SearchRank
-from django.core.exceptions import EmptyResultSet
+from django.contrib.postgres.search import SearchQueryField, SearchRank
 from django.db import connection, transaction
 from django.db.models import BooleanField, F, Func, Q, QuerySet, Value
 from django.db.models.functions import Cast
@@ -336,49 +335,3 @@ def retrieve(
             entry.score += 1 / (RRF_K + rank)
     candidates = sorted(fused.values(), key=lambda c: (-c.score, c.passage_id))[:limit]
     return RetrievalResult(candidates, outcomes)
-
-
-DOCUMENT_FREQUENCY_CAP = 5000  # past this a word is common; counting further costs only time
-
-
-def _counted(queryset: QuerySet) -> tuple[str, tuple]:
-    """A scalar subquery counting the queryset's rows (0 for one that can match nothing)."""
-    try:
-        sql, params = queryset.query.sql_with_params()
-    except EmptyResultSet:
-        return "0", ()
-    # Django compiled the SQL; every value in it is a parameter.
-    return f"(SELECT count(*) FROM ({sql}) AS matching)", params  # noqa: S608
-
-
-def document_frequencies(
-    *,
-    user: AbstractBaseUser,
-    words: list[str],
-    space_ids: list[int] | None = None,
-    selected_sources: list[int] | None = None,
-) -> tuple[dict[str, int], int]:
-    """How many visible passages contain each word (English stemming, as the search vectors
-    do), and how many visible passages there are: the IDF weights of "the visible corpus".
-
-    Counts are capped at DOCUMENT_FREQUENCY_CAP so that a common word costs a bounded scan;
-    a hidden passage never counts (the same scope as retrieval). One statement for all.
-    """
-    scope = passages_visible_to(user=user, space_ids=space_ids, selected_sources=selected_sources)
-    unique = list(dict.fromkeys(words))
-    # Counted without the model's ordering (a sort of every visible passage otherwise).
-    unordered = scope.order_by().values("pk")
-    capped = [
-        unordered.filter(search_vector=SearchQuery(word, search_type="plain", config="english"))[
-            :DOCUMENT_FREQUENCY_CAP
-        ]
-        for word in unique
-    ]
-    parts = [_counted(queryset) for queryset in [*capped, unordered]]
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT " + ", ".join(sql for sql, _ in parts),
-            [param for _, params in parts for param in params],
-        )
-        *counts, total = cursor.fetchone()
-    return dict(zip(unique, counts, strict=True)), total

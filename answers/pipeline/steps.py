@@ -40,7 +40,7 @@ from answers.pipeline.validation import (
 )
 from audit.services import audit_step_append
 from core.models import ApiKey
-from knowledge.retrieval import document_frequencies
+from knowledge.frequencies import document_frequencies
 from memory.services import memories_for_plan, plan_with_memory
 
 logger = logging.getLogger(__name__)

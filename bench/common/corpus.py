@@ -24,6 +24,7 @@ from django.db.models import Index
 
 from common.bootstrap import NQ_FILE, ROOT
 from knowledge.embeddings import get_embedding_provider
+from knowledge.frequencies import lexeme_frequencies_rebuild
 from knowledge.models import (
     Document,
     DocumentRevision,
@@ -305,7 +306,10 @@ def load_passages(
                 )
             )
             start += len(texts[i]) + 1
-    return Passage.objects.bulk_create(rows, batch_size=LOAD_BATCH)
+    created = Passage.objects.bulk_create(rows, batch_size=LOAD_BATCH)
+    # is_current was set here, not by document_set_current: count the space's lexemes.
+    lexeme_frequencies_rebuild(space_id=space.pk)
+    return created
 
 
 # --- the HNSW index ----------------------------------------------------------------

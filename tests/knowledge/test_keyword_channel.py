@@ -263,8 +263,8 @@ def test_a_forked_child_gets_a_channel_thread_of_its_own() -> None:
 def test_document_frequencies_count_visible_passages_only_in_one_statement(
     space: Space, staff: AbstractBaseUser, member: AbstractBaseUser, monkeypatch
 ) -> None:
-    import knowledge.retrieval
-    from knowledge.retrieval import document_frequencies
+    import knowledge.frequencies
+    from knowledge.frequencies import document_frequencies
     from knowledge.services import space_create
 
     _load(space, staff, ["Harbour pilots inspect lanterns.", "Pilots rest.", "Quiet bay."])
@@ -279,7 +279,7 @@ def test_document_frequencies_count_visible_passages_only_in_one_statement(
     assert len(queries) == 1
     assert counts == {"pilots": 2, "lanterns": 1, "the": 0, "zeppelin": 0}
     assert total == 3
-    monkeypatch.setattr(knowledge.retrieval, "DOCUMENT_FREQUENCY_CAP", 1)
+    monkeypatch.setattr(knowledge.frequencies, "DOCUMENT_FREQUENCY_CAP", 1)
     assert document_frequencies(user=member, words=["pilots"]) == ({"pilots": 1}, 3)
     # Someone who sees no space: nothing counts, and nothing fails.
     outsider = get_user_model().objects.create_user("nobody-here")

@@ -18,6 +18,7 @@ from django.test.utils import CaptureQueriesContext
 from pgvector.django import CosineDistance
 
 from knowledge.embeddings import get_embedding_provider
+from knowledge.frequencies import lexeme_frequencies_rebuild
 from knowledge.models import (
     Document,
     DocumentRevision,
@@ -111,6 +112,8 @@ def load_passages(
             )
             start += len(texts[i]) + 1
     Passage.objects.bulk_create(rows, batch_size=1000)
+    for space in spaces:  # set is_current itself: count the spaces' lexemes as a bulk load does
+        lexeme_frequencies_rebuild(space_id=space.pk)
 
 
 @pytest.fixture
