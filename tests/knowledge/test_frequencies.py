@@ -121,3 +121,22 @@ def test_a_spaces_kept_counts_are_its_current_passages_lexemes(space, owner):
     )
     first.document.refresh_from_db()
     assert first.document.current_revision_id == first.pk
+
+
+def test_the_migration_counts_what_is_current(space, owner, staff):
+    """The backfill of an existing installation gives what the kept counts would be."""
+    import importlib
+
+    migration = importlib.import_module("knowledge.migrations.0007_lexeme_frequency")
+    (backfill,) = [op for op in migration.Migration.operations if hasattr(op, "sql")]
+    other = space_create(name="Other", created_by=staff)
+    space_member_set(space=other, username=owner.username, role="curator")
+    first = ingest(owner, space, "pilots.txt", "Harbour pilots inspect lanterns.\n\nPilots rest.")
+    ingest(owner, space, "pilots.txt", "Tides and e-mail.", document=first.document)
+    ingest(owner, other, "tides.txt", "Tides turn.")
+    ingest(owner, None, "mine.txt", "My own pilots.", private=True)
+    kept = kept_rows()
+    LexemeFrequency.objects.all().delete()
+    with connection.cursor() as cursor:
+        cursor.execute(backfill.sql)
+    assert kept_rows() == kept and kept
