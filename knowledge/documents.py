@@ -37,7 +37,11 @@ from knowledge.models import (
     Space,
 )
 from knowledge.normalise import normalised_key
-from knowledge.selectors import extractions_stale, passages_embedded_by_another_model
+from knowledge.selectors import (
+    embeddings_of_another_model_exist,
+    extractions_stale,
+    passages_embedded_by_another_model,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -467,7 +471,7 @@ def embeddings_refresh_schedule() -> bool:
     from knowledge.tasks import refresh_embeddings
 
     model_id = get_embedding_provider().model_id
-    if not passages_embedded_by_another_model(model_id=model_id).exists():
+    if not embeddings_of_another_model_exist(model_id=model_id):
         return False
     client = redis_client()
     expiry = int(settings.KOINON_EMBEDDINGS_REFRESH_SECONDS + 2 * settings.KOINON_SWEEP_INTERVAL)

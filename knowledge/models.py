@@ -231,6 +231,13 @@ class Passage(models.Model):
             models.Index(
                 fields=["space"], condition=models.Q(is_current=True), name="passage_current_idx"
             ),
+            # Finds vectors of another model without a scan (one value almost everywhere:
+            # btree deduplication keeps it small).
+            models.Index(
+                fields=["embedding_model"],
+                condition=models.Q(embedding_status=EmbeddingStatus.EMBEDDED),
+                name="passage_embedding_model_idx",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -225,3 +225,16 @@ def passages_embedded_by_another_model(*, model_id: str) -> QuerySet[Passage]:
     return Passage.objects.filter(embedding_status=EmbeddingStatus.EMBEDDED).exclude(
         embedding_model=model_id
     )
+
+
+def embeddings_of_another_model_exist(*, model_id: str) -> bool:
+    """Whether any passage has a vector of another model: every worker's sweeper asks.
+
+    Two range probes of the partial index on embedding_model (below and above the id), so
+    that "none" is known without reading the passage table (`<>` would scan it).
+    """
+    embedded = Passage.objects.filter(embedding_status=EmbeddingStatus.EMBEDDED)
+    return (
+        embedded.filter(embedding_model__lt=model_id).exists()
+        or embedded.filter(embedding_model__gt=model_id).exists()
+    )

@@ -40,3 +40,57 @@ def test_another_user_object_gets_its_own(space, member, outsider):
     assert list(spaces_visible_to(user=outsider)) == []
     member.is_active = False
     assert list(spaces_visible_to(user=member)) == []  # the checks before it still run
+
+
+def test_vectors_of_another_model_are_found_through_the_index(space, owner):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from knowledge.documents import document_upload
+    from knowledge.models import Extraction, Passage
+    from knowledge.selectors import (
+        embeddings_of_another_model_exist,
+        passages_embedded_by_another_model,
+    )
+
+    revision = document_upload(user=owner, filename="a.txt", data=b"One.", space=space).revision
+    extraction = Extraction.objects.get(revision=revision, role="primary")
+    common = {"extraction": extraction, "revision": revision, "document": revision.document}
+    rows = {
+        (model, status): Passage.objects.create(
+            **common,
+            ordinal=i,
+            char_start=i,
+            char_end=i + 1,
+            text="x",
+            embedding_model=model,
+            embedding_status=status,
+        )
+        for i, (model, status) in enumerate(
+            [
+                ("m-old", "embedded"),
+                ("m-now", "embedded"),
+                ("z-other", "embedded"),
+                ("", "pending"),
+                ("m-old", "unavailable"),
+            ]
+        )
+    }
+    stale = passages_embedded_by_another_model(model_id="m-now")
+    assert set(stale) == {rows[("m-old", "embedded")], rows[("z-other", "embedded")]}
+    assert embeddings_of_another_model_exist(model_id="m-now")
+    assert embeddings_of_another_model_exist(model_id="m-old")
+    Passage.objects.exclude(pk=rows[("m-now", "embedded")].pk).update(embedding_model="m-now")
+    assert not embeddings_of_another_model_exist(model_id="m-now")
+
+    # The sweeper's "anything stale?" reads the partial index by range, never the table.
+    with CaptureQueriesContext(connection) as probes:
+        embeddings_of_another_model_exist(model_id="m-now")
+    assert len(probes) == 2
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")  # the table is tiny here
+        for probe in probes.captured_queries:
+            cursor.execute("EXPLAIN " + probe["sql"])
+            plan = "\n".join(row[0] for row in cursor.fetchall())
+            assert "passage_embedding_model_idx" in plan, plan
+            assert "Index Cond: (embedding_model " in plan, plan
