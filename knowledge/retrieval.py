@@ -13,12 +13,14 @@ from itertools import combinations
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.contrib.postgres.search import SearchQueryField, SearchRank
+from django.core.exceptions import EmptyResultSet
 from django.db import connection, transaction
 from django.db.models import BooleanField, F, Func, Q, QuerySet, Value
+from django.db.models.expressions import RawSQL
 from django.db.models.functions import Cast
 from pgvector.django import CosineDistance
 
-from knowledge.models import EmbeddingStatus, Passage
+from knowledge.models import EmbeddingStatus, LexemeFrequency, Passage
 from knowledge.normalise import normalised_words
 from knowledge.selectors import spaces_visible_to
 
@@ -71,10 +73,30 @@ def passages_visible_to(
     Space passages: spaces the user can view (narrowed to space_ids when given).
     Private passages: the user's own files, and only those in selected_sources.
     """
+    return _passages_in(
+        _spaces_sql(user=user, space_ids=space_ids), user=user, selected_sources=selected_sources
+    )
+
+
+def _spaces_sql(*, user: AbstractBaseUser, space_ids: list[int] | None) -> tuple | None:
+    """The SQL (and its parameters) of the ids of the spaces the user may read in this scope,
+    compiled once: a retrieval's every statement embeds it, and compiling the permission
+    subquery anew for each of them cost more Python than the rest of the statement. None
+    when the scope names no space the user could read."""
     spaces = spaces_visible_to(user=user)
     if space_ids:
         spaces = spaces.filter(pk__in=space_ids)
-    scope = Q(space__in=spaces.values("pk"))
+    try:
+        return spaces.values("pk").query.sql_with_params()
+    except EmptyResultSet:
+        return None
+
+
+def _passages_in(
+    spaces: tuple | None, *, user: AbstractBaseUser, selected_sources: list[int] | None
+) -> QuerySet[Passage]:
+    # The SQL the ORM compiled from the selector's queryset, with its own parameters.
+    scope = Q(space_id__in=RawSQL(*spaces)) if spaces else Q(pk__in=[])  # noqa: S611
     if selected_sources:
         scope |= Q(owner=user, document_id__in=selected_sources)
     return Passage.objects.filter(scope, is_current=True)
@@ -96,20 +118,49 @@ MAX_KEYWORDS = 16
 # first FILTER_LEXEMES distinct lexemes (at least two when it has two or three).
 COORDINATION = 3
 FILTER_LEXEMES = 8
+# A lexeme in at most this share of the visible passages is rare: groups with a rare lexeme
+# are tried before the groups of common lexemes only (`_coordination_filters`).
+COMMON_SHARE = 0.02
+
+_FREQUENCIES = LexemeFrequency._meta.db_table
 
 
-def query_lexemes(query: str) -> list[str]:
-    """The query's distinct search lexemes in query order: English stemming without stop
-    words, exactly as the passages' search vectors were made."""
+@dataclass(frozen=True)
+class QueryLexemes:
+    """The query's lexemes in query order, with how many visible passages hold each and how
+    many visible passages there are (spaces' kept counts; private files not counted)."""
+
+    lexemes: list[str]
+    passages_with: dict[str, int] = field(default_factory=dict)
+    passages: int = 0
+
+    def rare(self, lexeme: str) -> bool:
+        """In a few of the visible passages (not in none: a word the counts have not seen
+        says nothing of its cost, and may be in a private file)."""
+        return 0 < self.passages_with.get(lexeme, 0) <= COMMON_SHARE * self.passages
+
+
+def query_lexemes(query: str, spaces: tuple | None = None) -> QueryLexemes:
+    """The query's distinct search lexemes in query order (English stemming without stop
+    words, exactly as the passages' search vectors were made), and their document
+    frequencies in `spaces` (SQL and parameters of space ids), read in the same statement."""
     words = list(dict.fromkeys(normalised_words(query)))[:MAX_KEYWORDS]
     if not words:
-        return []
+        return QueryLexemes([])
+    in_spaces, space_params = ("false", ())
+    if spaces:
+        in_spaces, space_params = f"f.space_id IN ({spaces[0]})", spaces[1]
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT lexeme FROM unnest(to_tsvector('english', %s)) ORDER BY positions[1]",
-            [" ".join(words)],
+            # "" (position 0, first) is the passage count: LexemeFrequency's convention.
+            "SELECT t.lexeme, coalesce((SELECT sum(f.passages) "  # noqa: S608
+            f"FROM {_FREQUENCIES} f WHERE f.lexeme = t.lexeme AND {in_spaces}), 0) "
+            "FROM (SELECT lexeme, positions[1] AS at FROM unnest(to_tsvector('english', %s)) "
+            "UNION ALL SELECT '', 0) AS t ORDER BY t.at",
+            [*space_params, " ".join(words)],
         )
-        return [lexeme for (lexeme,) in cursor.fetchall()]
+        (_, passages), *rows = cursor.fetchall()
+    return QueryLexemes([lexeme for lexeme, _ in rows], dict(rows), passages)
 
 
 def _quoted(lexeme: str) -> str:
@@ -139,25 +190,34 @@ class _MatchesAny(Func):
         return f"({conditions})", (*params, *self.tsqueries)
 
 
-def _coordination_filters(lexemes: list[str]) -> list[_MatchesAny]:
+def _coordination_filters(query: QueryLexemes) -> list[_MatchesAny]:
     """Filters from the most to the least selective, for passages that share several of
     the query's lexemes.
 
     Ranking every passage that shares any word costs as many rows as match; passages that
     share three (then two) of the words are few, and each group of words is a GIN
     condition of its own that PostgreSQL combines in a bitmap, so the candidate set is
-    found in the index and only its rows are ranked.
+    found in the index and only its rows are ranked. Within a level the groups with a
+    rarer lexeme come first: a group of common words only costs the most to find (long
+    posting lists) and is the weakest evidence, so it joins only when the others give
+    too few passages.
     """
-    lexemes = lexemes[:FILTER_LEXEMES]
+    lexemes = query.lexemes[:FILTER_LEXEMES]
     levels = [COORDINATION, 2] if len(lexemes) > COORDINATION else [2]
-    return [
-        _MatchesAny([_tsquery(group, "&") for group in combinations(lexemes, size)])
-        for size in levels
-        if len(lexemes) >= size
-    ]
+    filters = []
+    for size in levels:
+        groups = list(combinations(lexemes, size))
+        rarer = [group for group in groups if any(map(query.rare, group))]
+        if rarer and len(rarer) < len(groups):
+            filters.append(_MatchesAny([_tsquery(group, "&") for group in rarer]))
+        if groups:
+            filters.append(_MatchesAny([_tsquery(group, "&") for group in groups]))
+    return filters
 
 
-def keyword_search(scope: QuerySet[Passage], query: str, limit: int) -> tuple[list, ToolOutcome]:
+def keyword_search(
+    scope: QuerySet[Passage], query: str, limit: int, spaces: tuple | None = None
+) -> tuple[list, ToolOutcome]:
     """Passages ranked by ts_rank against any of the query's words.
 
     A natural question rarely has every word in one passage, so requiring all of them
@@ -165,12 +225,13 @@ def keyword_search(scope: QuerySet[Passage], query: str, limit: int) -> tuple[li
     is almost always among the passages that share several of the words, so those are
     ranked first (`_coordination_filters`) and the full ranking of every passage with any
     of the words runs only when they are fewer than `limit`; the relevance threshold and
-    the selector decide what is good enough.
+    the selector decide what is good enough. `spaces` (the scope's space ids as SQL) gives
+    the words' document frequencies, which order the groups of words.
     """
-    lexemes = query_lexemes(query)
-    if not lexemes:
+    lexemes = query_lexemes(query, spaces)
+    if not lexemes.lexemes:
         return [], ToolOutcome(KEYWORD_SEARCH, "succeeded", "no_relevant_hit")
-    search = _tsquery(lexemes, "|")
+    search = _tsquery(lexemes.lexemes, "|")
     rank = SearchRank(F("search_vector"), Cast(Value(search), SearchQueryField()))
     ranked = scope.annotate(rank=rank).filter(rank__gt=settings.KOINON_KEYWORD_MIN_RANK)
     for condition in [*_coordination_filters(lexemes), _MatchesAny([search])]:
@@ -196,14 +257,19 @@ def vector_search(scope: QuerySet[Passage], query: str, limit: int) -> tuple[lis
         .annotate(distance=CosineDistance("embedding", vector))
         .order_by("distance", "pk")[:limit]
     )
-    with transaction.atomic(), connection.cursor() as cursor:
-        # A filtered HNSW scan stops at ef_search rows unless it may continue (pgvector 0.8).
-        cursor.execute(
-            "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-            "set_config('hnsw.ef_search', %s, true)",
-            [str(max(100, limit * 4))],
-        )
+    if limit * 4 <= settings.HNSW_EF_SEARCH:
+        # The connection's own settings (koinon.settings: HNSW_EF_SEARCH, iterative scan).
         rows = _scored_rows(nearest, "distance")
+    else:
+        with transaction.atomic(), connection.cursor() as cursor:
+            # A filtered HNSW scan stops at ef_search rows unless it may continue (pgvector
+            # 0.8): continue, and look at more candidates for a longer list.
+            cursor.execute(
+                "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+                "set_config('hnsw.ef_search', %s, true)",
+                [str(limit * 4)],
+            )
+            rows = _scored_rows(nearest, "distance")
     if not rows and not embedded.filter(embedding_model=provider.model_id).exists():
         # Why nothing came back (checked only then, not on every search):
         if embedded.exists():
@@ -273,12 +339,12 @@ CHANNEL_THREAD = _ChannelThread()
 
 
 def _keyword_in_thread(
-    scope: QuerySet[Passage], query: str, limit: int
+    scope: QuerySet[Passage], query: str, limit: int, spaces: tuple | None
 ) -> tuple[list, ToolOutcome]:
     # Nothing closes this thread's connection between calls: check it as a request would.
     if connection.connection is not None and not connection.is_usable():
         connection.close()
-    return keyword_search(scope, query, limit)
+    return keyword_search(scope, query, limit, spaces)
 
 
 def _concurrent(wanted: list[str]) -> bool:
@@ -307,23 +373,29 @@ def retrieve(
     both tools the keyword channel runs concurrently (`_ChannelThread`) outside a
     transaction; the result is the same either way.
     """
-    scope = passages_visible_to(user=user, space_ids=space_ids, selected_sources=selected_sources)
+    spaces = _spaces_sql(user=user, space_ids=space_ids)
+    scope = _passages_in(spaces, user=user, selected_sources=selected_sources)
     wanted = [tool for tool in RETRIEVAL_TOOLS if tool in tools]
-    if not scope.exists():
-        return RetrievalResult(
-            [], [ToolOutcome(tool, "succeeded", "empty_corpus") for tool in wanted]
-        )
     keyword: Future | None = None
     if _concurrent(wanted):
-        keyword = CHANNEL_THREAD.borrow(_keyword_in_thread, scope.all(), query, limit * 2)
-    runners = {KEYWORD_SEARCH: keyword_search, VECTOR_SEARCH: vector_search}
+        keyword = CHANNEL_THREAD.borrow(_keyword_in_thread, scope.all(), query, limit * 2, spaces)
     channels = {
-        tool: runners[tool](scope, query, limit * 2)
+        tool: (
+            keyword_search(scope, query, limit * 2, spaces)
+            if tool == KEYWORD_SEARCH
+            else vector_search(scope, query, limit * 2)
+        )
         for tool in wanted
         if not (keyword and tool == KEYWORD_SEARCH)
     }
     if keyword is not None:
         channels[KEYWORD_SEARCH] = keyword.result()
+    # Asked only when nothing came back (a scope with passages usually gives some): no
+    # passage at all in scope is `empty_corpus` whatever each channel said.
+    if not any(channels[tool][0] for tool in wanted) and not scope.exists():
+        return RetrievalResult(
+            [], [ToolOutcome(tool, "succeeded", "empty_corpus") for tool in wanted]
+        )
     fused: dict[int, Candidate] = {}
     outcomes = []
     for tool in wanted:

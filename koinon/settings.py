@@ -147,6 +147,22 @@ else:
 _default_db["NAME"] = env_str("KOINON_DATABASE_NAME", _default_db["NAME"])
 # koinon_up runs Daphne and Celery as a role that owns nothing (docs/releases.md).
 _default_db["USER"] = env_str("KOINON_DATABASE_USER", _default_db["USER"])
+# Every connection starts with the vector search's HNSW settings (pgvector 0.8: a filtered
+# scan continues past ef_search candidates until LIMIT rows pass the permission filter), so
+# a search needs no transaction of its own to SET LOCAL them (docs/decisions.md). A pooler
+# in front of PostgreSQL must pass the `options` startup parameter through.
+HNSW_EF_SEARCH = 100
+_default_db["OPTIONS"] = {
+    **_default_db.get("OPTIONS", {}),
+    "options": " ".join(
+        part
+        for part in (
+            _default_db.get("OPTIONS", {}).get("options", ""),
+            f"-c hnsw.ef_search={HNSW_EF_SEARCH} -c hnsw.iterative_scan=relaxed_order",
+        )
+        if part
+    ),
+}
 _default_db["CONN_MAX_AGE"] = env_int("KOINON_DB_CONN_MAX_AGE", 0)
 _default_db["CONN_HEALTH_CHECKS"] = True
 # Web processes (core.server) keep a pool of at most KOINON_DB_POOL connections: under
@@ -339,6 +355,8 @@ KOINON_ENQUEUE_TIMEOUT = env_float("KOINON_ENQUEUE_TIMEOUT", 3.0)
 KOINON_WORKER_HEARTBEAT_INTERVAL = env_float("KOINON_WORKER_HEARTBEAT_INTERVAL", 5.0)
 KOINON_WORKER_STALE_AFTER = env_int("KOINON_WORKER_STALE_AFTER", 30)
 KOINON_SWEEP_INTERVAL = env_float("KOINON_SWEEP_INTERVAL", 30.0)
+# A worker sweeps once as it starts (work lost by the worker it replaces), then each interval.
+KOINON_SWEEP_AT_START = True
 # How long one refresh of vectors from another embedding model runs before it queues
 # itself again behind other work (knowledge.documents.embeddings_refresh).
 KOINON_EMBEDDINGS_REFRESH_SECONDS = env_float("KOINON_EMBEDDINGS_REFRESH_SECONDS", 20.0)

@@ -21,7 +21,7 @@ from django.test.utils import CaptureQueriesContext
 
 from knowledge.embeddings import get_embedding_provider
 from knowledge.models import Space
-from knowledge.retrieval import CHANNEL_THREAD, _quoted, query_lexemes, retrieve
+from knowledge.retrieval import CHANNEL_THREAD, _quoted, _spaces_sql, query_lexemes, retrieve
 from tests.knowledge.test_vector_filter import load_passages
 
 pytestmark = pytest.mark.django_db
@@ -139,13 +139,54 @@ def test_odd_queries_are_answered_without_error(
 
 
 def test_query_lexemes_are_the_search_vectors_lexemes() -> None:
-    assert query_lexemes("Which pilots, piloting the pilot boats, inspect?") == [
+    assert query_lexemes("Which pilots, piloting the pilot boats, inspect?").lexemes == [
         "pilot",
         "boat",
         "inspect",
     ]
-    assert query_lexemes("the of and") == []
-    assert query_lexemes("") == []
+    assert query_lexemes("the of and").lexemes == []
+    assert query_lexemes("").lexemes == []
+
+
+def test_query_lexemes_carry_the_scopes_document_frequencies(
+    space: Space, staff: AbstractBaseUser, member: AbstractBaseUser
+) -> None:
+    from knowledge.services import space_create
+
+    other = space_create(name="Elsewhere", created_by=staff)
+    vectors = np.random.default_rng(4).normal(size=(7, 384)).tolist()
+    load_passages([other], staff, [f"Pilot boats {n}." for n in range(7)], vectors,
+                  get_embedding_provider().model_id)  # fmt: skip
+    _load(space, staff, ["Harbour pilots inspect boats.", "Pilots rest.", "Nothing here."])
+
+    counted = query_lexemes("pilots inspect lanterns", _spaces_sql(user=member, space_ids=None))
+
+    # the member sees only `space` (3 passages); the other space's 7 are not counted
+    assert (counted.lexemes, counted.passages) == (["pilot", "inspect", "lantern"], 3)
+    assert counted.passages_with == {"pilot": 2, "inspect": 1, "lantern": 0}
+    # no space in scope: nothing counted
+    assert query_lexemes("pilots", None).passages == 0
+
+
+def test_groups_with_a_rare_word_are_ranked_before_groups_of_common_words(
+    space: Space, staff: AbstractBaseUser, member: AbstractBaseUser
+) -> None:
+    # "harbour" is in 25 of 1,525 passages (1.6%: rare), the other words in 1,500 (common).
+    rare = [f"Harbour pilots inspect berth {n}." for n in range(25)]
+    common = [f"Pilots inspect the lighthouse lanterns of cape {n}." for n in range(1500)]
+    _load(space, staff, rare + common)
+
+    result, ranked = _keyword(member, QUERY)
+
+    (sql,) = ranked  # the rare word's groups gave 20: the common words' groups never ran
+    assert _rows_read(sql) == 25  # not 1,525
+    assert all(c.text.startswith("Harbour pilots inspect berth") for c in result.candidates)
+
+    # Fewer passages with the rare word than asked for: the common groups join the level.
+    result, ranked = _keyword(member, QUERY, limit=20)
+    assert len(ranked) == 2
+    assert _rows_read(ranked[-1]) == 1525
+    assert result.outcomes[0].result_count == 40
 
 
 @pytest.mark.parametrize("lexeme", ["o'neil", "back\\slash", "plain", "''"])

@@ -12,8 +12,9 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 import pytest
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import connection, transaction
+from django.db import connection, connections, transaction
 from django.test.utils import CaptureQueriesContext
 from pgvector.django import CosineDistance
 
@@ -172,7 +173,10 @@ def test_filtered_vector_search_keeps_its_recall(
         plan = _plan(nearest_sql)
     assert "passage_embedding_hnsw" in plan, plan
 
-    # (a) the full number of results, all from the one visible space
+    # (a) the full number of results (the channel asks for twice the limit), all from the
+    # one visible space; at the connection's ef_search of 100 without the iterative scan
+    # about a tenth of 100 candidates would be visible
+    assert outcome.result_count == 2 * LIMIT
     assert len(result.candidates) == LIMIT
     found = [c.passage_id for c in result.candidates]
     assert set(Passage.objects.filter(pk__in=found).values_list("space_id", flat=True)) == {
@@ -205,6 +209,20 @@ def test_filtered_vector_search_keeps_its_recall(
         cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
         cursor.execute("SET LOCAL hnsw.ef_search = 20")
         assert len(pitfall.values_list("pk", flat=True)) == LIMIT
+
+
+def test_every_connection_starts_with_the_vector_search_settings() -> None:
+    """The search itself sets nothing (no transaction of its own): the connection's startup
+    options carry the iterative scan and ef_search (koinon.settings)."""
+    fresh = connections.create_connection("default")
+    try:
+        with fresh.cursor() as cursor:
+            cursor.execute("SHOW hnsw.iterative_scan")
+            assert cursor.fetchone() == ("relaxed_order",)
+            cursor.execute("SHOW hnsw.ef_search")
+            assert cursor.fetchone() == (str(settings.HNSW_EF_SEARCH),)
+    finally:
+        fresh.close()
 
 
 def test_vectors_of_another_model_are_refused_while_keywords_still_work(
