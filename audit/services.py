@@ -132,30 +132,52 @@ def stream_events_fail(
 
 def audit_record(
     *, run_id: object, plan: dict, generation: dict, memories: list[dict] = ()
-) -> AnswerAudit:
+) -> None:
     """Add one generation's steps, retrieval manifest, SQL and the memory entries its plan
-    used to the run's audit."""
-    audit, _ = AnswerAudit.objects.select_for_update().get_or_create(run_id=run_id)
-    audit.plan = plan
+    used to the run's audit: a run's first generation creates it in one statement."""
     generation = {**generation, "memories": list(memories)}
+    if _audit_create(run_id=run_id, plan=plan, generation=generation, memories=list(memories)):
+        return
+    audit = AnswerAudit.objects.select_for_update().get(run_id=run_id)
+    audit.plan = plan
     known = {item["id"] for item in audit.memories_used}
     audit.memories_used = audit.memories_used + [m for m in memories if m["id"] not in known]
     audit.generations = [g for g in audit.generations if g["number"] != generation["number"]]
     audit.generations.append(generation)
     audit.save()
-    return audit
+
+
+def _audit_create(*, run_id: object, plan: dict, generation: dict, memories: list[dict]) -> bool:
+    """Insert the run's audit unless it exists (a later generation's): whether it did."""
+    fields = {name: AnswerAudit._meta.get_field(name) for name in ("run", "plan", "generations",
+              "memories_used")}  # fmt: skip
+    values = {"run": run_id, "plan": plan, "generations": [generation], "memories_used": memories}
+    columns = ", ".join(connection.ops.quote_name(field.column) for field in fields.values())
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {connection.ops.quote_name(AnswerAudit._meta.db_table)} "  # noqa: S608
+            f"({columns}, updated_at) VALUES (%s, %s, %s, %s, now()) "
+            "ON CONFLICT (run_id) DO NOTHING RETURNING id",
+            [field.get_db_prep_save(values[name], connection) for name, field in fields.items()],
+        )
+        return cursor.fetchone() is not None
 
 
 def audit_step_append(*, run_id: object, generation: int, step: dict) -> None:
-    """Add a step timed after sealing (publication itself) to the audit and the trace."""
-    with transaction.atomic():
-        audit = AnswerAudit.objects.select_for_update().filter(run_id=run_id).first()
-        if audit is None:
+    """Add a step timed after sealing (publication itself) to the audit and the trace: one
+    statement, so that it needs no transaction of its own."""
+    generations = AnswerAudit._meta.get_field("generations")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {connection.ops.quote_name(AnswerAudit._meta.db_table)} "  # noqa: S608
+            "SET generations = (SELECT jsonb_agg(CASE WHEN g -> 'number' = to_jsonb(%s::int) "
+            "THEN jsonb_set(g, '{steps}', coalesce(g -> 'steps', '[]') || %s) ELSE g END "
+            "ORDER BY at) FROM jsonb_array_elements(generations) WITH ORDINALITY AS e(g, at)), "
+            "updated_at = now() WHERE run_id = %s AND jsonb_array_length(generations) > 0",
+            [generation, generations.get_db_prep_save([step], connection), run_id],
+        )
+        if not cursor.rowcount:
             return
-        for entry in audit.generations:
-            if entry["number"] == generation:
-                entry["steps"].append(step)
-        audit.save(update_fields=["generations", "updated_at"])
     line = {"run_id": str(run_id), "generation": generation, **step}
     transaction.on_commit(lambda: trace_write(run_id=run_id, lines=[line]))
 

@@ -44,7 +44,11 @@ class WorkerMaintenance(threading.Thread):
 
     def run(self) -> None:
         client = redis_client()
-        next_sweep = 0.0
+        next_sweep = (
+            0.0
+            if settings.KOINON_SWEEP_AT_START
+            else time.monotonic() + settings.KOINON_SWEEP_INTERVAL
+        )
         while not self.stopped.is_set():
             try:
                 ttl = max(1, settings.KOINON_WORKER_STALE_AFTER)

@@ -48,13 +48,13 @@ class PublicationDenied(Exception):
         self.code = code
 
 
-def _result_hashes(run: AnswerRun, fact_ids: list[str]) -> dict:
-    facts = CandidateFact.objects.filter(run=run, fact_id__in=fact_ids)
+def _result_hashes(facts: dict[str, CandidateFact], fact_ids: list[str]) -> dict:
+    selected = [facts[fact_id] for fact_id in fact_ids if fact_id in facts]
     return {
-        "facts": {fact.fact_id: fact.sha256 for fact in facts},
+        "facts": {fact.fact_id: fact.sha256 for fact in selected},
         "queries": {
             str(fact.source["query_id"]): fact.source["result_sha256"]
-            for fact in facts
+            for fact in selected
             if fact.kind == "value"
         },
     }
@@ -120,7 +120,7 @@ def answer_publish(publication: Publication) -> Message:
             body=body,
             selected_fact_ids=publication.selected_fact_ids,
             source_refs=body["evidence"]["sources"],
-            result_hashes=_result_hashes(run, publication.selected_fact_ids),
+            result_hashes=_result_hashes(facts, publication.selected_fact_ids),
         )
         body["release"] = release_summary(release)
     stream_events_record(

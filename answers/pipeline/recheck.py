@@ -22,29 +22,36 @@ logger = logging.getLogger(__name__)
 
 def _lock_access_rows(
     *, user: AbstractBaseUser, api_key: ApiKey | None, spaces: set[int], datasets: set[int]
-) -> None:
+) -> tuple[AbstractBaseUser | None, bool]:
     """Take FOR SHARE locks on every row that grants this publication: the user, the
     originating key and the user's (and groups') permission rows on the spaces involved.
+    Returns the user as the database has it now (None if gone) and whether the key (if
+    any) is still unrevoked, read by the very statements that lock them.
 
     A revocation (UPDATE of the key, DELETE of a permission, deactivation) that started
     first is waited for and then seen; one that starts later waits until this
     publication commits. So revocation and sealing are serialised (issue 10, item 7).
     """
+    user_model = type(user)
+    locked = user_model.objects.raw(
+        f"SELECT * FROM {_table(user_model)} WHERE id = %s FOR SHARE",  # noqa: S608
+        [user.pk],
+    )
+    current = next(iter(locked), None)
+    key_valid = True
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT 1 FROM {_table(type(user))} WHERE id = %s FOR SHARE",  # noqa: S608
-            [user.pk],
-        )
         if api_key is not None:
             cursor.execute(
-                f"SELECT 1 FROM {_table(ApiKey)} WHERE id = %s FOR SHARE",  # noqa: S608
+                f"SELECT revoked_at IS NULL FROM {_table(ApiKey)} WHERE id = %s FOR SHARE",  # noqa: S608
                 [api_key.pk],
             )
+            row = cursor.fetchone()
+            key_valid = bool(row and row[0])
         space_ids = spaces | set(
             Dataset.objects.filter(pk__in=datasets).values_list("space_id", flat=True)
         )
         if not space_ids:
-            return
+            return current, key_valid
         content_type = ContentType.objects.get_for_model(Space)
         keys = [str(pk) for pk in space_ids]
         cursor.execute(
@@ -55,10 +62,11 @@ def _lock_access_rows(
         cursor.execute(
             f"SELECT 1 FROM {_table(GroupObjectPermission)} g "  # noqa: S608
             "WHERE g.content_type_id = %s AND g.object_pk = ANY(%s) AND g.group_id IN "
-            f"(SELECT group_id FROM {_table(type(user).groups.through)} WHERE user_id = %s) "
+            f"(SELECT group_id FROM {_table(user_model.groups.through)} WHERE user_id = %s) "
             "FOR SHARE",
             [content_type.pk, keys, user.pk],
         )
+    return current, key_valid
 
 
 def _table(model: type) -> str:
@@ -90,19 +98,19 @@ def publication_recheck(
                     "space_id", flat=True
                 )
             )
-            _lock_access_rows(user=user, api_key=api_key, spaces=spaces, datasets=datasets)
-            if (
-                api_key is not None
-                and not ApiKey.objects.filter(pk=api_key.pk, revoked_at__isnull=True).exists()
-            ):
+            current, key_valid = _lock_access_rows(
+                user=user, api_key=api_key, spaces=spaces, datasets=datasets
+            )
+            if not key_valid or current is None or not current.is_active:
                 return "access_denied"
-            current = type(user).objects.filter(pk=user.pk, is_active=True).first()
-            if current is None:
+            visible = dict(
+                documents_visible_to(user=current)
+                .filter(pk__in=documents)
+                .values_list("pk", "owner_id")
+            )
+            if set(visible) != documents:
                 return "access_denied"
-            visible = documents_visible_to(user=current).filter(pk__in=documents)
-            if set(visible.values_list("pk", flat=True)) != documents:
-                return "access_denied"
-            private = set(visible.filter(owner__isnull=False).values_list("pk", flat=True))
+            private = {pk for pk, owner in visible.items() if owner is not None}
             # Selected when the run started, and still in the conversation's selection now.
             _, still_selected = conversation_selection(conversation_id=run.conversation_id)
             if not private <= set(run.selected_sources) & still_selected:

@@ -177,7 +177,7 @@ WRITES = [
     ("answers.pipeline.publication.Card.objects", "bulk_create", None),
     ("audit.services.OutputRelease.objects", "create", None),
     ("audit.services.StreamEvent.objects", "bulk_create", None),
-    ("audit.services.AnswerAudit.objects", "select_for_update", None),
+    ("audit.services", "_audit_create", None),
     ("answers.pipeline.publication.AnswerRun", "save",
      lambda kwargs: "response" in (kwargs.get("update_fields") or ())),
 ]  # fmt: skip

@@ -113,7 +113,7 @@ def test_an_answer_costs_a_fixed_number_of_queries(space, owner, member):
     assert len(second) == len(first)
 
 
-EXACT_ANSWER = 71  # see docs/performance.md for what they are
+EXACT_ANSWER = 56  # see docs/performance.md for what they are
 
 
 def test_a_conversation_reads_in_the_same_queries_for_one_answer_and_for_three(
