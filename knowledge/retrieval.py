@@ -118,9 +118,12 @@ MAX_KEYWORDS = 16
 # first FILTER_LEXEMES distinct lexemes (at least two when it has two or three).
 COORDINATION = 3
 FILTER_LEXEMES = 8
-# A lexeme in at most this share of the visible passages is rare: groups with a rare lexeme
-# are tried before the groups of common lexemes only (`_coordination_filters`).
+# A lexeme in more than this share of the visible passages, and in more than COMMON_MIN of
+# them, is common; the others are rare: groups with a rare lexeme are tried before the
+# groups of common lexemes only (`_coordination_filters`). The floor keeps a small corpus
+# from splitting levels whose every group is cheap to find anyway.
 COMMON_SHARE = 0.02
+COMMON_MIN = 1000
 
 _FREQUENCIES = LexemeFrequency._meta.db_table
 
@@ -137,7 +140,8 @@ class QueryLexemes:
     def rare(self, lexeme: str) -> bool:
         """In a few of the visible passages (not in none: a word the counts have not seen
         says nothing of its cost, and may be in a private file)."""
-        return 0 < self.passages_with.get(lexeme, 0) <= COMMON_SHARE * self.passages
+        passages = self.passages_with.get(lexeme, 0)
+        return 0 < passages <= max(COMMON_SHARE * self.passages, COMMON_MIN)
 
 
 def query_lexemes(query: str, spaces: tuple | None = None) -> QueryLexemes:
