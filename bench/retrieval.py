@@ -261,7 +261,7 @@ def run(sizes: list[int], postgres: EmbeddedPostgres) -> None:
                 f"HNSW index build (m=16, ef_construction=64, maintenance_work_mem "
                 f"{BUILD_MAINTENANCE_WORK_MEM}): {seconds:.1f} s"
             )
-        vacuum_analyze("knowledge_passage")
+        vacuum_analyze("knowledge_passage", "knowledge_lexemefrequency")
         for name in ("vector", "keyword", "vector*"):
             with planner(name):
                 plan = passage_scans(reader, questions[0].text, CONFIGS[name])

@@ -174,7 +174,8 @@ def add_filler(count: int) -> None:
     load_passages(space, curator, groups, titles, texts, vectors)
     # Vacuumed now, not by autovacuum during the measurement (its CPU would count as
     # PostgreSQL's per answer).
-    vacuum_analyze("knowledge_passage", "knowledge_extraction", "knowledge_document")
+    vacuum_analyze("knowledge_passage", "knowledge_extraction", "knowledge_document",
+                   "knowledge_lexemefrequency")  # fmt: skip
     print(f"{count:,} filler passages added to the demo space")
 
 
