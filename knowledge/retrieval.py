@@ -119,9 +119,9 @@ MAX_KEYWORDS = 16
 COORDINATION = 3
 FILTER_LEXEMES = 8
 # A lexeme in more than this share of the visible passages, and in more than COMMON_MIN of
-# them, is common; the others are rare: groups with a rare lexeme are tried before the
-# groups of common lexemes only (`_coordination_filters`). The floor keeps a small corpus
-# from splitting levels whose every group is cheap to find anyway.
+# them, is common: groups of common lexemes only are tried after the others
+# (`_coordination_filters`). The floor keeps a small corpus from splitting levels whose
+# every group is cheap to find anyway.
 COMMON_SHARE = 0.02
 COMMON_MIN = 1000
 
@@ -137,11 +137,9 @@ class QueryLexemes:
     passages_with: dict[str, int] = field(default_factory=dict)
     passages: int = 0
 
-    def rare(self, lexeme: str) -> bool:
-        """In a few of the visible passages (not in none: a word the counts have not seen
-        says nothing of its cost, and may be in a private file)."""
+    def common(self, lexeme: str) -> bool:
         passages = self.passages_with.get(lexeme, 0)
-        return 0 < passages <= max(COMMON_SHARE * self.passages, COMMON_MIN)
+        return passages > max(COMMON_SHARE * self.passages, COMMON_MIN)
 
 
 def query_lexemes(query: str, spaces: tuple | None = None) -> QueryLexemes:
@@ -199,23 +197,32 @@ def _coordination_filters(query: QueryLexemes) -> list[_MatchesAny]:
     the query's lexemes.
 
     Ranking every passage that shares any word costs as many rows as match; passages that
-    share three (then two) of the words are few, and each group of words is a GIN
-    condition of its own that PostgreSQL combines in a bitmap, so the candidate set is
-    found in the index and only its rows are ranked. Within a level the groups with a
-    rarer lexeme come first: a group of common words only costs the most to find (long
-    posting lists) and is the weakest evidence, so it joins only when the others give
-    too few passages.
+    share three (then two) of the words are few, and the GIN index finds them, so only
+    their rows are ranked. Each group of words is counted once, under its rarest word (the
+    driver): one GIN condition per driver, `driver & (any two of the words after it in
+    that order)`, whose scan walks the driver's posting list and skips through the others'
+    — for eight words 6 index scans instead of 56 for every group on its own, the same
+    passages. Within a level the conditions of drivers that are not common come first: a
+    group of common words only costs the most to find (long posting lists) and is the
+    weakest evidence, so it joins only when the others give too few passages.
     """
     lexemes = query.lexemes[:FILTER_LEXEMES]
     levels = [COORDINATION, 2] if len(lexemes) > COORDINATION else [2]
+    ordered = sorted(lexemes, key=lambda lexeme: query.passages_with.get(lexeme, 0))
     filters = []
     for size in levels:
-        groups = list(combinations(lexemes, size))
-        rarer = [group for group in groups if any(map(query.rare, group))]
-        if rarer and len(rarer) < len(groups):
-            filters.append(_MatchesAny([_tsquery(group, "&") for group in rarer]))
-        if groups:
-            filters.append(_MatchesAny([_tsquery(group, "&") for group in groups]))
+        conditions, uncommon = [], []
+        for at, driver in enumerate(ordered[: len(ordered) - size + 1]):
+            others = " | ".join(
+                f"({_tsquery(group, '&')})" for group in combinations(ordered[at + 1 :], size - 1)
+            )
+            conditions.append(f"{_quoted(driver)} & ({others})")
+            if not query.common(driver):
+                uncommon.append(conditions[-1])
+        if uncommon and len(uncommon) < len(conditions):
+            filters.append(_MatchesAny(uncommon))
+        if conditions:
+            filters.append(_MatchesAny(conditions))
     return filters
 
 

@@ -16,12 +16,20 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection, transaction
+from django.db.models import F, Func
 from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 
 from knowledge.embeddings import get_embedding_provider
-from knowledge.models import Space
-from knowledge.retrieval import CHANNEL_THREAD, _quoted, _spaces_sql, query_lexemes, retrieve
+from knowledge.models import Passage, Space
+from knowledge.retrieval import (
+    CHANNEL_THREAD,
+    _coordination_filters,
+    _quoted,
+    _spaces_sql,
+    query_lexemes,
+    retrieve,
+)
 from tests.knowledge.test_vector_filter import load_passages
 
 pytestmark = pytest.mark.django_db
@@ -187,6 +195,37 @@ def test_groups_with_a_rare_word_are_ranked_before_groups_of_common_words(
     assert len(ranked) == 2
     assert _rows_read(ranked[-1]) == 1525
     assert result.outcomes[0].result_count == 40
+
+
+WORDS = ["harbour", "pilot", "inspect", "lantern", "berth", "quay", "vessel", "anchor", "tide"]
+
+
+def test_each_level_finds_exactly_the_passages_sharing_that_many_words(
+    space: Space, staff: AbstractBaseUser, member: AbstractBaseUser
+) -> None:
+    """One GIN condition per driver word finds the same passages as every group of words
+    on its own would: those sharing at least three (then two) of the first eight."""
+    rng = np.random.default_rng(11)
+    texts = [" ".join(rng.choice(WORDS, size=int(rng.integers(1, 6)))) + "." for _ in range(80)]
+    _load(space, staff, texts)
+    query = query_lexemes(" ".join(WORDS), _spaces_sql(user=member, space_ids=None))
+    first = set(query.lexemes[:8])
+    assert len(query.lexemes) == 9
+
+    three, two = _coordination_filters(query)  # nothing is common in 80 passages
+    scope = Passage.objects.filter(space=space)
+    shared = {
+        pk: len(first & set(lexemes))
+        for pk, lexemes in scope.annotate(
+            lexemes=Func(F("search_vector"), function="tsvector_to_array")
+        ).values_list("pk", "lexemes")
+    }
+    for condition, at_least in ((three, 3), (two, 2)):
+        found = set(scope.filter(condition).values_list("pk", flat=True))
+        assert found == {pk for pk, n in shared.items() if n >= at_least}
+        assert found  # the corpus has such passages, or this proves nothing
+    # six drivers for three shared words of eight, seven for two
+    assert (len(three.tsqueries), len(two.tsqueries)) == (6, 7)
 
 
 @pytest.mark.parametrize("lexeme", ["o'neil", "back\\slash", "plain", "''"])
