@@ -226,6 +226,17 @@ def _coordination_filters(query: QueryLexemes) -> list[_MatchesAny]:
     return filters
 
 
+def _any_word_filters(query: QueryLexemes) -> list[_MatchesAny]:
+    """The last level, every passage with any of the words; first with any word that is
+    not common, when some are (a passage sharing only a common word is the weakest match,
+    and ranking all of them costs as many rows as the common word has)."""
+    uncommon = [lexeme for lexeme in query.lexemes if not query.common(lexeme)]
+    filters = [_MatchesAny([_tsquery(query.lexemes, "|")])]
+    if uncommon and len(uncommon) < len(query.lexemes):
+        filters.insert(0, _MatchesAny([_tsquery(uncommon, "|")]))
+    return filters
+
+
 def keyword_search(
     scope: QuerySet[Passage], query: str, limit: int, spaces: tuple | None = None
 ) -> tuple[list, ToolOutcome]:
@@ -245,7 +256,7 @@ def keyword_search(
     search = _tsquery(lexemes.lexemes, "|")
     rank = SearchRank(F("search_vector"), Cast(Value(search), SearchQueryField()))
     ranked = scope.annotate(rank=rank).filter(rank__gt=settings.KOINON_KEYWORD_MIN_RANK)
-    for condition in [*_coordination_filters(lexemes), _MatchesAny([search])]:
+    for condition in [*_coordination_filters(lexemes), *_any_word_filters(lexemes)]:
         scored = _scored_rows(ranked.filter(condition).order_by("-rank", "pk")[:limit], "rank")
         if len(scored) >= limit:
             break

@@ -197,6 +197,25 @@ def test_groups_with_a_rare_word_are_ranked_before_groups_of_common_words(
     assert result.outcomes[0].result_count == 40
 
 
+def test_when_the_last_level_is_reached_a_rare_word_is_ranked_before_a_common_one(
+    space: Space, staff: AbstractBaseUser, member: AbstractBaseUser
+) -> None:
+    # No passage has both words; "pilot" is in 25 of 1,225 passages, "lighthouse" in 1,200.
+    rare = [f"Harbour pilots of berth {n}." for n in range(25)]
+    common = [f"The lighthouse of cape {n}." for n in range(1200)]
+    _load(space, staff, rare + common)
+
+    result, ranked = _keyword(member, "pilots and lighthouses")
+
+    assert len(ranked) == 2  # two shared words: none; any rare word: enough
+    assert _rows_read(ranked[-1]) == 25  # not 1,225
+    assert all(c.text.startswith("Harbour pilots") for c in result.candidates)
+    # Fewer passages with the rare word than asked for: every passage with any word.
+    result, ranked = _keyword(member, "pilots and lighthouses", limit=20)
+    assert len(ranked) == 3 and _rows_read(ranked[-1]) == 1225
+    assert result.outcomes[0].result_count == 40
+
+
 WORDS = ["harbour", "pilot", "inspect", "lantern", "berth", "quay", "vessel", "anchor", "tide"]
 
 
