@@ -176,43 +176,36 @@ def test_query_lexemes_carry_the_scopes_document_frequencies(
     assert query_lexemes("pilots", None).passages == 0
 
 
-def test_groups_with_a_rare_word_are_ranked_before_groups_of_common_words(
-    space: Space, staff: AbstractBaseUser, member: AbstractBaseUser
+@pytest.mark.parametrize(
+    ("rare", "common", "query", "levels"),
+    [
+        # "harbour" is in 25 of 1,525 passages (rare), the other words in 1,500 (common):
+        # within the three-word level, the groups with "harbour" come first.
+        ("Harbour pilots inspect berth {n}.", "Pilots inspect the lighthouse lanterns of cape {n}.",
+         QUERY, 0),
+        # No passage has both words, "pilot" is in 25 passages, "lighthouse" in 1,500: in the
+        # last level (after the two-word one), any rare word comes first.
+        ("Harbour pilots of berth {n}.", "The lighthouse of cape {n}.",
+         "pilots and lighthouses", 1),
+    ],
+    ids=["coordination level", "any-word level"],
+)  # fmt: skip
+def test_passages_with_a_rare_word_are_ranked_before_those_with_common_words_only(
+    space: Space, staff: AbstractBaseUser, member: AbstractBaseUser, rare, common, query, levels
 ) -> None:
-    # "harbour" is in 25 of 1,525 passages (1.6%: rare), the other words in 1,500 (common).
-    rare = [f"Harbour pilots inspect berth {n}." for n in range(25)]
-    common = [f"Pilots inspect the lighthouse lanterns of cape {n}." for n in range(1500)]
-    _load(space, staff, rare + common)
+    texts = [rare.format(n=n) for n in range(25)] + [common.format(n=n) for n in range(1500)]
+    _load(space, staff, texts)
 
-    result, ranked = _keyword(member, QUERY)
+    result, ranked = _keyword(member, query)
 
-    (sql,) = ranked  # the rare word's groups gave 20: the common words' groups never ran
-    assert _rows_read(sql) == 25  # not 1,525
-    assert all(c.text.startswith("Harbour pilots inspect berth") for c in result.candidates)
-
-    # Fewer passages with the rare word than asked for: the common groups join the level.
-    result, ranked = _keyword(member, QUERY, limit=20)
-    assert len(ranked) == 2
+    # The rare word's passages gave the 20 asked for: the common words' never ran.
+    assert len(ranked) == levels + 1
+    assert _rows_read(ranked[-1]) == 25  # not 1,525
+    assert all(c.text.startswith(rare[:14]) for c in result.candidates)
+    # Fewer passages with the rare word than asked for: the common words join.
+    result, ranked = _keyword(member, query, limit=20)
+    assert len(ranked) == levels + 2
     assert _rows_read(ranked[-1]) == 1525
-    assert result.outcomes[0].result_count == 40
-
-
-def test_when_the_last_level_is_reached_a_rare_word_is_ranked_before_a_common_one(
-    space: Space, staff: AbstractBaseUser, member: AbstractBaseUser
-) -> None:
-    # No passage has both words; "pilot" is in 25 of 1,225 passages, "lighthouse" in 1,200.
-    rare = [f"Harbour pilots of berth {n}." for n in range(25)]
-    common = [f"The lighthouse of cape {n}." for n in range(1200)]
-    _load(space, staff, rare + common)
-
-    result, ranked = _keyword(member, "pilots and lighthouses")
-
-    assert len(ranked) == 2  # two shared words: none; any rare word: enough
-    assert _rows_read(ranked[-1]) == 25  # not 1,225
-    assert all(c.text.startswith("Harbour pilots") for c in result.candidates)
-    # Fewer passages with the rare word than asked for: every passage with any word.
-    result, ranked = _keyword(member, "pilots and lighthouses", limit=20)
-    assert len(ranked) == 3 and _rows_read(ranked[-1]) == 1225
     assert result.outcomes[0].result_count == 40
 
 
