@@ -15,7 +15,7 @@ from django.db import connection, transaction
 from django.db.models import QuerySet
 
 from knowledge.models import Document, DocumentRevision, LexemeFrequency, Passage
-from knowledge.selectors import spaces_visible_to
+from knowledge.selectors import spaces_visible_sql
 
 DOCUMENT_FREQUENCY_CAP = 5000  # past this a word is common; its weight stays that of 5000
 
@@ -93,11 +93,8 @@ def document_frequencies(
     One statement for the spaces; one more when private files are selected.
     """
     unique = list(dict.fromkeys(words))
-    spaces = spaces_visible_to(user=user)
-    if space_ids:
-        spaces = spaces.filter(pk__in=space_ids)
     counts, total = dict.fromkeys(unique, 0), 0
-    compiled = _compiled(spaces.order_by().values("pk"))
+    compiled = spaces_visible_sql(user=user, space_ids=space_ids)
     if compiled is not None:
         sql, params = compiled
         in_spaces = f"f.space_id IN ({sql})"

@@ -13,7 +13,6 @@ from itertools import combinations
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.contrib.postgres.search import SearchQueryField, SearchRank
-from django.core.exceptions import EmptyResultSet
 from django.db import connection, transaction
 from django.db.models import BooleanField, F, Func, Q, QuerySet, Value
 from django.db.models.expressions import RawSQL
@@ -22,7 +21,7 @@ from pgvector.django import CosineDistance
 
 from knowledge.models import EmbeddingStatus, LexemeFrequency, Passage
 from knowledge.normalise import normalised_words
-from knowledge.selectors import spaces_visible_to
+from knowledge.selectors import spaces_visible_sql
 
 VECTOR_SEARCH = "vector_search"
 KEYWORD_SEARCH = "keyword_search"
@@ -73,23 +72,8 @@ def passages_visible_to(
     Space passages: spaces the user can view (narrowed to space_ids when given).
     Private passages: the user's own files, and only those in selected_sources.
     """
-    return _passages_in(
-        _spaces_sql(user=user, space_ids=space_ids), user=user, selected_sources=selected_sources
-    )
-
-
-def _spaces_sql(*, user: AbstractBaseUser, space_ids: list[int] | None) -> tuple | None:
-    """The SQL (and its parameters) of the ids of the spaces the user may read in this scope,
-    compiled once: a retrieval's every statement embeds it, and compiling the permission
-    subquery anew for each of them cost more Python than the rest of the statement. None
-    when the scope names no space the user could read."""
-    spaces = spaces_visible_to(user=user)
-    if space_ids:
-        spaces = spaces.filter(pk__in=space_ids)
-    try:
-        return spaces.values("pk").query.sql_with_params()
-    except EmptyResultSet:
-        return None
+    spaces = spaces_visible_sql(user=user, space_ids=space_ids)
+    return _passages_in(spaces, user=user, selected_sources=selected_sources)
 
 
 def _passages_in(
@@ -395,7 +379,7 @@ def retrieve(
     both tools the keyword channel runs concurrently (`_ChannelThread`) outside a
     transaction; the result is the same either way.
     """
-    spaces = _spaces_sql(user=user, space_ids=space_ids)
+    spaces = spaces_visible_sql(user=user, space_ids=space_ids)
     scope = _passages_in(spaces, user=user, selected_sources=selected_sources)
     wanted = [tool for tool in RETRIEVAL_TOOLS if tool in tools]
     keyword: Future | None = None

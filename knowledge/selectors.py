@@ -4,6 +4,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.core.exceptions import EmptyResultSet
 from django.db.models import Q, QuerySet
 from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
@@ -50,6 +51,22 @@ def spaces_visible_to(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Spa
 
 
 _VISIBLE_SPACES = "_koinon_spaces_visible_queryset"
+
+
+def spaces_visible_sql(
+    *, user: AbstractBaseUser, space_ids: list[int] | None = None
+) -> tuple[str, tuple] | None:
+    """The SQL and parameters of the ids of the spaces the user may read (narrowed to
+    space_ids when given), for statements that embed the permission filter as a subquery
+    — retrieval's and the document frequencies' — compiled once rather than per statement.
+    None when no space can match."""
+    spaces = spaces_visible_to(user=user)
+    if space_ids:
+        spaces = spaces.filter(pk__in=space_ids)
+    try:
+        return spaces.order_by().values("pk").query.sql_with_params()
+    except EmptyResultSet:
+        return None
 
 
 def spaces_curated_by(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Space]:

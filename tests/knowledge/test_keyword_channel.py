@@ -26,10 +26,10 @@ from knowledge.retrieval import (
     CHANNEL_THREAD,
     _coordination_filters,
     _quoted,
-    _spaces_sql,
     query_lexemes,
     retrieve,
 )
+from knowledge.selectors import spaces_visible_sql
 from tests.knowledge.test_vector_filter import load_passages
 
 pytestmark = pytest.mark.django_db
@@ -167,7 +167,7 @@ def test_query_lexemes_carry_the_scopes_document_frequencies(
                   get_embedding_provider().model_id)  # fmt: skip
     _load(space, staff, ["Harbour pilots inspect boats.", "Pilots rest.", "Nothing here."])
 
-    counted = query_lexemes("pilots inspect lanterns", _spaces_sql(user=member, space_ids=None))
+    counted = query_lexemes("pilots inspect lanterns", spaces_visible_sql(user=member))
 
     # the member sees only `space` (3 passages); the other space's 7 are not counted
     assert (counted.lexemes, counted.passages) == (["pilot", "inspect", "lantern"], 3)
@@ -220,7 +220,7 @@ def test_each_level_finds_exactly_the_passages_sharing_that_many_words(
     rng = np.random.default_rng(11)
     texts = [" ".join(rng.choice(WORDS, size=int(rng.integers(1, 6)))) + "." for _ in range(80)]
     _load(space, staff, texts)
-    query = query_lexemes(" ".join(WORDS), _spaces_sql(user=member, space_ids=None))
+    query = query_lexemes(" ".join(WORDS), spaces_visible_sql(user=member))
     first = set(query.lexemes[:8])
     assert len(query.lexemes) == 9
 
