@@ -1,5 +1,9 @@
-import psutil
+from types import SimpleNamespace
 
+import psutil
+import pytest
+
+from core import embedded
 from core.embedded import EmbeddedRedis
 
 
@@ -64,3 +68,37 @@ def test_the_runtime_role_owns_nothing_and_cannot_touch_receipts_or_their_trigge
         ) as owner:
             owner.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
             owner.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
+
+
+@pytest.mark.parametrize(
+    ("memory_mb", "expected_mb"), [(256, 128), (2048, 512), (8192, 2048), (24576, 4096)]
+)
+def test_embedded_shared_buffers_are_a_quarter_of_the_memory_within_bounds(
+    monkeypatch, memory_mb, expected_mb
+):
+    monkeypatch.delenv("KOINON_PG_SHARED_BUFFERS_MB", raising=False)
+    memory = SimpleNamespace(total=memory_mb * 2**20)
+    monkeypatch.setattr(embedded.psutil, "virtual_memory", lambda: memory)
+    assert embedded.shared_buffers_mb() == expected_mb
+
+
+@pytest.mark.parametrize("raw", ["64", "1GB", "-5", "1.5", "lots"])
+def test_a_bad_shared_buffers_setting_is_refused_by_name(monkeypatch, raw):
+    monkeypatch.setenv("KOINON_PG_SHARED_BUFFERS_MB", raw)
+    with pytest.raises(embedded.EmbeddedServiceError, match="KOINON_PG_SHARED_BUFFERS_MB"):
+        embedded.shared_buffers_mb()
+
+
+def test_the_embedded_server_starts_with_those_shared_buffers(tmp_path, monkeypatch):
+    import psycopg
+
+    monkeypatch.setenv("KOINON_PG_SHARED_BUFFERS_MB", "160")
+    postgres = embedded.EmbeddedPostgres(tmp_path / "pg")
+    assert postgres.start() is True
+    try:
+        with psycopg.connect(
+            host=str(postgres.socket_dir), dbname="postgres", user=embedded.PG_SUPERUSER
+        ) as conn:
+            assert conn.execute("SHOW shared_buffers").fetchone() == ("160MB",)
+    finally:
+        postgres.stop()
