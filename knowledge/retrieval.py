@@ -12,11 +12,10 @@ from itertools import combinations
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.contrib.postgres.search import SearchQueryField, SearchRank
-from django.db import connection, transaction
-from django.db.models import BooleanField, F, Func, Q, QuerySet, Value
+from django.core.exceptions import EmptyResultSet
+from django.db import InterfaceError, OperationalError, connection, transaction
+from django.db.models import BooleanField, F, Func, Q, QuerySet
 from django.db.models.expressions import RawSQL
-from django.db.models.functions import Cast
 from pgvector.django import CosineDistance
 
 from knowledge.models import EmbeddingStatus, LexemeFrequency, Passage
@@ -170,10 +169,15 @@ class _MatchesAny(Func):
         super().__init__(F("search_vector"))
         self.tsqueries = tsqueries
 
+    def sql(self, vector: str) -> tuple[str, tuple[str, ...]]:
+        """The condition on the column `vector` (SQL), with its parameters."""
+        conditions = " OR ".join(f"{vector} @@ %s::tsquery" for _ in self.tsqueries)
+        return f"({conditions})", tuple(self.tsqueries)
+
     def as_sql(self, compiler, connection, **extra):
         vector, params = compiler.compile(self.get_source_expressions()[0])
-        conditions = " OR ".join(f"{vector} @@ %s::tsquery" for _ in self.tsqueries)
-        return f"({conditions})", (*params, *self.tsqueries)
+        condition, tsqueries = self.sql(vector)
+        return condition, (*params, *tsqueries)
 
 
 def _coordination_filters(query: QueryLexemes) -> list[_MatchesAny]:
@@ -221,8 +225,50 @@ def _any_word_filters(query: QueryLexemes) -> list[_MatchesAny]:
     return filters
 
 
+def _where(scope: QuerySet[Passage]) -> tuple[str, tuple]:
+    """The scope's WHERE clause (the permission filter and current revisions) as the ORM
+    compiles it, with its parameters: compiled once per retrieval and embedded in each of
+    the keyword channel's statements, which are written out (compiling a queryset per
+    statement cost that channel more Python than the rest of it)."""
+    query = scope.query
+    try:
+        sql, params = query.get_compiler(connection=connection).compile(query.where)
+    except EmptyResultSet:  # no space and no file can match (the ORM's way of saying so)
+        return "false", ()
+    return sql, tuple(params)
+
+
+_PASSAGES = Passage._meta.db_table
+_LOCATOR = Passage._meta.get_field("locator")
+_COLUMNS = ", ".join(f'{_PASSAGES}."{Passage._meta.get_field(name).column}"'
+                     for name in ("id", *_CANDIDATE_FIELDS[1:]))  # fmt: skip
+_RANKED = (
+    f"SELECT {_COLUMNS}, ts_rank({_PASSAGES}.search_vector, %s::tsquery) AS rank "  # noqa: S608
+    f"FROM {_PASSAGES} WHERE {{where}} AND {{condition}} "
+    f"AND ts_rank({_PASSAGES}.search_vector, %s::tsquery) > %s "
+    f"ORDER BY rank DESC, {_PASSAGES}.id LIMIT %s"
+)
+
+
+def _ranked_rows(
+    where: tuple[str, tuple], search: str, condition: _MatchesAny, limit: int
+) -> list[tuple[Candidate, float]]:
+    """The passages in scope that meet `condition`, ranked by ts_rank against `search`."""
+    condition_sql, tsqueries = condition.sql(f"{_PASSAGES}.search_vector")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _RANKED.format(where=where[0], condition=condition_sql),
+            [search, *where[1], *tsqueries, search, settings.KOINON_KEYWORD_MIN_RANK, limit],
+        )
+        rows = cursor.fetchall()
+    return [
+        (Candidate(*row[:7], _LOCATOR.from_db_value(row[7], None, connection)), row[8])
+        for row in rows
+    ]
+
+
 def keyword_search(
-    scope: QuerySet[Passage], query: str, limit: int, spaces: tuple | None = None
+    where: tuple[str, tuple], query: str, limit: int, spaces: tuple | None = None
 ) -> tuple[list, ToolOutcome]:
     """Passages ranked by ts_rank against any of the query's words.
 
@@ -231,17 +277,16 @@ def keyword_search(
     is almost always among the passages that share several of the words, so those are
     ranked first (`_coordination_filters`) and the full ranking of every passage with any
     of the words runs only when they are fewer than `limit`; the relevance threshold and
-    the selector decide what is good enough. `spaces` (the scope's space ids as SQL) gives
-    the words' document frequencies, which order the groups of words.
+    the selector decide what is good enough. `where` is the scope (`_where`); `spaces`
+    (the scope's space ids as SQL) gives the words' document frequencies, which order the
+    groups of words.
     """
     lexemes = query_lexemes(query, spaces)
     if not lexemes.lexemes:
         return [], ToolOutcome(KEYWORD_SEARCH, "succeeded", "no_relevant_hit")
     search = _tsquery(lexemes.lexemes, "|")
-    rank = SearchRank(F("search_vector"), Cast(Value(search), SearchQueryField()))
-    ranked = scope.annotate(rank=rank).filter(rank__gt=settings.KOINON_KEYWORD_MIN_RANK)
     for condition in [*_coordination_filters(lexemes), *_any_word_filters(lexemes)]:
-        scored = _scored_rows(ranked.filter(condition).order_by("-rank", "pk")[:limit], "rank")
+        scored = _ranked_rows(where, search, condition, limit)
         if len(scored) >= limit:
             break
     code = "matched" if scored else "no_relevant_hit"
@@ -345,12 +390,19 @@ CHANNEL_THREAD = _ChannelThread()
 
 
 def _keyword_in_thread(
-    scope: QuerySet[Passage], query: str, limit: int, spaces: tuple | None
+    where: tuple[str, tuple], query: str, limit: int, spaces: tuple | None
 ) -> tuple[list, ToolOutcome]:
-    # Nothing closes this thread's connection between calls: check it as a request would.
-    if connection.connection is not None and not connection.is_usable():
+    # Nothing closes this thread's connection between calls. Not pinged before each search
+    # (a round trip on the channel's path): a connection lost since the last call (server
+    # restarted, backend killed) fails its first statement, and the search, which only
+    # reads, runs once more on a new one. A failed statement on a sound connection is raised.
+    try:
+        return keyword_search(where, query, limit, spaces)
+    except (InterfaceError, OperationalError):
+        if connection.connection is not None and connection.is_usable():
+            raise
         connection.close()
-    return keyword_search(scope, query, limit, spaces)
+        return keyword_search(where, query, limit, spaces)
 
 
 def _concurrent(wanted: list[str]) -> bool:
@@ -382,12 +434,13 @@ def retrieve(
     spaces = spaces_visible_sql(user=user, space_ids=space_ids)
     scope = _passages_in(spaces, user=user, selected_sources=selected_sources)
     wanted = [tool for tool in RETRIEVAL_TOOLS if tool in tools]
+    where = _where(scope) if KEYWORD_SEARCH in wanted else ("", ())
     keyword: Future | None = None
     if _concurrent(wanted):
-        keyword = CHANNEL_THREAD.borrow(_keyword_in_thread, scope.all(), query, limit * 2, spaces)
+        keyword = CHANNEL_THREAD.borrow(_keyword_in_thread, where, query, limit * 2, spaces)
     channels = {
         tool: (
-            keyword_search(scope, query, limit * 2, spaces)
+            keyword_search(where, query, limit * 2, spaces)
             if tool == KEYWORD_SEARCH
             else vector_search(scope, query, limit * 2)
         )

@@ -323,6 +323,27 @@ def test_a_dropped_connection_of_the_channel_thread_is_replaced(
     assert CHANNEL_THREAD.submit(backend_pid).result() != before
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_failed_statement_on_a_sound_connection_is_not_run_again(
+    space: Space, staff: AbstractBaseUser, member: AbstractBaseUser, monkeypatch
+) -> None:
+    from django.db import OperationalError
+
+    from knowledge import retrieval
+
+    _load(space, staff, ["Harbour pilots inspect the lanterns."])
+    calls = []
+
+    def failing(*args: object) -> None:
+        calls.append(args)
+        raise OperationalError("canceling statement due to statement timeout")
+
+    monkeypatch.setattr(retrieval, "keyword_search", failing)
+    with pytest.raises(OperationalError):
+        CHANNEL_THREAD.submit(retrieval._keyword_in_thread, ("true", ()), QUERY, 10, None).result()
+    assert len(calls) == 1  # the connection was sound: raised, not retried
+
+
 def test_inside_a_transaction_both_channels_use_its_connection(
     space: Space, staff: AbstractBaseUser, member: AbstractBaseUser
 ) -> None:

@@ -94,3 +94,13 @@ def test_the_search_api_rejects_unknown_tools_and_empty_queries(member):
     assert bad_tool.status_code == 422 and "tools" in bad_tool.json()["error"]["fields"]
     empty = client.get("/v1/search", {"q": ""})
     assert empty.status_code == 422 and "q" in empty.json()["error"]["fields"]
+
+
+def test_a_deactivated_reader_finds_nothing_through_either_channel(corpus, member):
+    member.is_active = False  # no space is visible: the scope compiles to nothing at all
+    result = retrieve(user=member, query="Who owns service reviews?")
+    assert result.candidates == []
+    assert outcome_codes(result) == {
+        "vector_search": "empty_corpus",
+        "keyword_search": "empty_corpus",
+    }
