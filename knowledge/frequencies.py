@@ -10,12 +10,10 @@ selects are counted live.
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.contrib.postgres.search import SearchQuery
-from django.core.exceptions import EmptyResultSet
 from django.db import connection, transaction
-from django.db.models import QuerySet
 
 from knowledge.models import Document, DocumentRevision, LexemeFrequency, Passage
-from knowledge.selectors import spaces_visible_sql
+from knowledge.selectors import compiled_sql, spaces_visible_sql
 
 DOCUMENT_FREQUENCY_CAP = 5000  # past this a word is common; its weight stays that of 5000
 
@@ -67,14 +65,6 @@ def lexeme_frequencies_rebuild(*, space_id: int) -> None:
             [space_id],
         )
         cursor.execute(f"ANALYZE {_FREQUENCIES}")
-
-
-def _compiled(queryset: QuerySet) -> tuple[str, tuple] | None:
-    """The queryset's SQL and parameters; None for one that can match nothing."""
-    try:
-        return queryset.query.sql_with_params()
-    except EmptyResultSet:
-        return None
 
 
 def document_frequencies(
@@ -131,14 +121,14 @@ def _private_frequencies(
         owner=user, space__isnull=True, document_id__in=selected_sources, is_current=True
     ).order_by()
     parts = [
-        _compiled(
+        compiled_sql(
             scope.filter(
                 search_vector=SearchQuery(word, search_type="plain", config="english")
             ).values("pk")
         )
         for word in words
     ]
-    parts.append(_compiled(scope.values("pk")))
+    parts.append(compiled_sql(scope.values("pk")))
     # Django compiled each part; every value in them is a parameter.
     columns = [f"(SELECT count(*) FROM ({part[0]}) AS m)" if part else "0" for part in parts]  # noqa: S608
     with connection.cursor() as cursor:

@@ -63,8 +63,14 @@ def spaces_visible_sql(
     spaces = spaces_visible_to(user=user)
     if space_ids:
         spaces = spaces.filter(pk__in=space_ids)
+    return compiled_sql(spaces.order_by().values("pk"))
+
+
+def compiled_sql(queryset: QuerySet) -> tuple[str, tuple] | None:
+    """The queryset's SQL and parameters as the ORM compiles them, for a statement that
+    embeds it as a subquery; None for one that can match nothing."""
     try:
-        return spaces.order_by().values("pk").query.sql_with_params()
+        return queryset.query.sql_with_params()
     except EmptyResultSet:
         return None
 
