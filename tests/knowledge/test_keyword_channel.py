@@ -132,6 +132,26 @@ def test_a_hidden_passage_is_never_ranked_by_the_filter(
     assert [c.text for c in result.candidates] == ["Harbour pilots inspect one lighthouse."]
 
 
+def test_the_visible_spaces_are_read_once_by_the_lexeme_statement(
+    space: Space, staff: AbstractBaseUser, member: AbstractBaseUser
+) -> None:
+    from knowledge.services import space_create
+
+    space_create(name="Hidden", created_by=staff)
+    _load(space, staff, ["Harbour pilots inspect the lanterns.", "Lighthouse lanterns."])
+
+    with CaptureQueriesContext(connection) as queries:
+        result = retrieve(user=member, query=QUERY, tools=("keyword_search",))
+
+    statements = [q["sql"] for q in queries.captured_queries]
+    (lexemes,) = [sql for sql in statements if "to_tsvector" in sql]
+    ranked = [sql for sql in statements if "ts_rank" in sql]
+    assert "guardian_userobjectpermission" in lexemes  # the selector's SQL, run here
+    assert ranked and not any("guardian" in sql for sql in ranked)  # its ids, not again
+    assert query_lexemes(QUERY, spaces_visible_sql(user=member)).space_ids == [space.pk]
+    assert len(result.candidates) == 2
+
+
 @pytest.mark.parametrize(
     "query",
     ["the of and which", "", "¿?!", "pilot pilots piloting", "O'Neil's \\ lantern'; DROP --"],
@@ -334,13 +354,15 @@ def test_a_failed_statement_on_a_sound_connection_is_not_run_again(
     _load(space, staff, ["Harbour pilots inspect the lanterns."])
     calls = []
 
-    def failing(*args: object) -> None:
+    def failing(*args: object, **scope: object) -> None:
         calls.append(args)
         raise OperationalError("canceling statement due to statement timeout")
 
     monkeypatch.setattr(retrieval, "keyword_search", failing)
     with pytest.raises(OperationalError):
-        CHANNEL_THREAD.submit(retrieval._keyword_in_thread, ("true", ()), QUERY, 10, None).result()
+        CHANNEL_THREAD.submit(
+            retrieval._keyword_in_thread, QUERY, 10, user=member, spaces=None
+        ).result()
     assert len(calls) == 1  # the connection was sound: raised, not retried
 
 
