@@ -244,8 +244,8 @@ def _any_word_filters(query: QueryLexemes) -> list[_MatchesAny]:
 
 def _where(scope: QuerySet[Passage]) -> tuple[str, tuple]:
     """The scope's WHERE clause (the permission filter and current revisions) as the ORM
-    compiles it, with its parameters: compiled once per retrieval and embedded in each of
-    the keyword channel's statements, which are written out (compiling a queryset per
+    compiles it, with its parameters: compiled once per keyword search and embedded in
+    each of its ranked statements, which are written out (compiling a queryset per
     statement cost that channel more Python than the rest of it)."""
     query = scope.query
     try:
