@@ -362,6 +362,9 @@ def vector_search(scope: QuerySet[Passage], query: str, limit: int) -> tuple[lis
     return scored, ToolOutcome(VECTOR_SEARCH, "succeeded", code, len(scored))
 
 
+BEGIN_WAIT = 0.05  # seconds a caller waits at most for the channel thread to begin
+
+
 class _ChannelThread:
     """The thread (one per process) that runs the keyword channel while the calling thread
     embeds the query and runs the vector channel: hybrid retrieval then costs about the
@@ -391,7 +394,14 @@ class _ChannelThread:
             return self._ready().submit(function, *args, **kwargs)
 
     def borrow(self, function, /, *args: object, **kwargs: object) -> Future | None:
-        """Run `function` on the thread if it is free; None (run it yourself) if not."""
+        """Run `function` on the thread if it is free; None (run it yourself) if not.
+
+        Returns once the thread has begun `function`: otherwise the thread waits for the
+        GIL until the caller next blocks (its query embedding releases it only inside
+        ONNX Runtime, ~2 ms on), and the keyword channel, the slower one on the questions
+        that make hybrid's tail, starts that much later. Begun, the thread holds the GIL
+        only until its first statement."""
+        begun = threading.Event()
         with self._lock:
             executor = self._ready()
             if self._busy:
@@ -399,13 +409,16 @@ class _ChannelThread:
             self._busy = True
 
             def run() -> object:
+                begun.set()
                 try:
                     return function(*args, **kwargs)
                 finally:  # free before the result is seen, so the caller's next call finds it
                     with self._lock:
                         self._busy = False
 
-            return executor.submit(run)
+            future = executor.submit(run)
+        begun.wait(BEGIN_WAIT)
+        return future
 
     def close_connection(self) -> None:
         """Close the thread's database connection (tests, before the database goes)."""

@@ -378,6 +378,38 @@ def test_inside_a_transaction_both_channels_use_its_connection(
     assert result.outcomes[1].code == "matched"
 
 
+def test_a_borrow_returns_once_the_channel_thread_has_begun(monkeypatch) -> None:
+    from knowledge import retrieval
+
+    monkeypatch.setattr(retrieval, "BEGIN_WAIT", 30)  # a slow machine still begins in time
+    begun = threading.Event()
+    for _ in range(20):  # without the wait the thread would still want the GIL held here
+        begun.clear()
+        future = CHANNEL_THREAD.borrow(begun.set)
+        assert begun.is_set()
+        future.result(timeout=30)
+
+
+def test_a_borrow_waits_for_the_thread_to_begin_only_so_long(monkeypatch) -> None:
+    from knowledge import retrieval
+
+    monkeypatch.setattr(retrieval, "BEGIN_WAIT", 0.01)
+    release, begun = threading.Event(), threading.Event()
+    held = CHANNEL_THREAD.submit(release.wait, 30)  # the thread is held by queued work
+    timer = threading.Timer(5, release.set)  # an unbounded wait would end only then
+    timer.start()
+    try:
+        future = CHANNEL_THREAD.borrow(begun.set)
+        assert future is not None
+        assert not begun.is_set()  # returned before its function began
+    finally:
+        release.set()
+        timer.cancel()
+    held.result(timeout=30)
+    future.result(timeout=30)
+    assert begun.is_set()
+
+
 def _submit_in_child(queue) -> None:
     queue.put(CHANNEL_THREAD.submit(lambda: "ran").result(timeout=10))
 
