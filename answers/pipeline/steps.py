@@ -41,6 +41,7 @@ from answers.pipeline.validation import (
 from audit.services import audit_step_append
 from core.models import ApiKey
 from knowledge.frequencies import document_frequencies
+from knowledge.selectors import spaces_read_once
 from memory.services import memories_for_plan, plan_with_memory
 
 logger = logging.getLogger(__name__)
@@ -527,7 +528,8 @@ def execute(ctx: RunContext, trace: Trace) -> dict:
     """Decide, then seal: an answer is rechecked inside the publication transaction and
     a refused recheck seals the access-failure text instead."""
     ctx.events.started(run_id=ctx.run.pk, generation=ctx.generation.number)
-    decision = decide(ctx, trace)
+    with spaces_read_once():  # gathering reads the permission rows once; the recheck again
+        decision = decide(ctx, trace)
     ctx.generation.attempts += decision.attempts  # saved with the publication
     if decision.ending.kind != "answer":
         return seal(ctx, trace, decision)

@@ -1,10 +1,11 @@
-"""spaces_visible_to: built once per user object, evaluated afresh every time it runs."""
+"""spaces_visible_to: built once per user object, evaluated afresh every time it runs
+(outside `spaces_read_once`); inside that block, read once."""
 
 import pytest
 from guardian import shortcuts
 
 from knowledge import selectors
-from knowledge.selectors import spaces_visible_to
+from knowledge.selectors import spaces_read_once, spaces_visible_sql, spaces_visible_to
 from knowledge.services import space_create, space_member_remove, space_member_set
 
 pytestmark = pytest.mark.django_db
@@ -40,6 +41,55 @@ def test_another_user_object_gets_its_own(space, member, outsider):
     assert list(spaces_visible_to(user=outsider)) == []
     member.is_active = False
     assert list(spaces_visible_to(user=member)) == []  # the checks before it still run
+
+
+def _permission_reads(queries) -> list[str]:
+    return [q["sql"] for q in queries.captured_queries if "guardian_" in q["sql"]]
+
+
+def test_inside_read_once_the_permission_rows_are_read_once(staff, space, member, outsider):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    other = space_create(name="Finance", created_by=staff)
+    space_member_set(space=other, username=outsider.username, role="reader")
+    with CaptureQueriesContext(connection) as queries, spaces_read_once():
+        for _ in range(3):
+            assert list(spaces_visible_to(user=member)) == [space]
+            assert list(spaces_visible_to(user=outsider)) == [other]
+        sql, params = spaces_visible_sql(user=member, space_ids=[space.pk, other.pk])
+        assert "guardian_" not in sql
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            assert [row[0] for row in cursor.fetchall()] == [space.pk]  # narrowed, not widened
+    assert len(_permission_reads(queries)) == 2  # one per user, not one per use
+    with CaptureQueriesContext(connection) as queries:
+        assert list(spaces_visible_to(user=member)) == [space]
+        assert list(spaces_visible_to(user=member)) == [space]
+    assert len(_permission_reads(queries)) == 2  # outside the block: every time again
+
+
+def test_inside_read_once_a_later_role_change_waits_for_the_next_block(staff, space, member):
+    with spaces_read_once():
+        assert list(spaces_visible_to(user=member)) == [space]
+        space_member_remove(space=space, username=member.username)
+        assert list(spaces_visible_to(user=member)) == [space]  # the block's snapshot
+    assert list(spaces_visible_to(user=member)) == []  # gone as soon as the block ends
+    with spaces_read_once():
+        assert list(spaces_visible_to(user=member)) == []
+        assert spaces_visible_sql(user=member) is None  # nothing can match
+
+
+def test_read_once_does_not_reach_another_thread(space, member):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from knowledge.selectors import _READ_ONCE
+
+    with spaces_read_once(), ThreadPoolExecutor(1) as pool:
+        assert list(spaces_visible_to(user=member)) == [space]
+        assert pool.submit(_READ_ONCE.get).result() is None  # the other thread reads afresh
+        assert _READ_ONCE.get() == {member.pk: [space.pk]}
+    assert _READ_ONCE.get() is None
 
 
 def test_vectors_of_another_model_are_found_through_the_index(space, owner):
