@@ -4,9 +4,10 @@ The web processes are started as `koinon_up --web-processes N` starts them: one 
 socket bound here, handed to N Daphne processes (`python -m core.server --fd`). Embedded
 PostgreSQL and Redis under var/bench-streams (shared with bench/streams.py; the database
 is recreated), the demo corpus, reader's API key, loopback only. For each N: REQUESTS
-answers at concurrency 4 and at concurrency 16, a new connection per request (a kept-alive
-connection stays with the process that accepted it: behind a proxy or with many clients
-the kernel spreads new connections); throughput (answers per second), p50/p95, errors
+answers at concurrency 4 and at concurrency 16, each after WARM_WAVES x its concurrency
+unmeasured answers (so that pools and threads have grown), a new connection per request
+(a kept-alive connection stays with the process that accepted it: behind a proxy or with
+many clients the kernel spreads new connections); throughput (answers per second), p50/p95, errors
 (non-200 or no release). The two runs are in the same process, one after the other.
 
 `--passages N` adds N filler passages to the demo space first (text drawn from the NQ
@@ -46,6 +47,7 @@ from streams import (  # the same bench directory, services and helpers
 from core.services import api_key_create
 
 REQUESTS = 200
+WARM_WAVES = 3  # unmeasured answers before each level: this many times its concurrency
 
 
 def main() -> None:
@@ -100,9 +102,12 @@ def main() -> None:
                           f"load {os.getloadavg()[0]:.2f}, KOINON_DB_POOL {pool}")  # fmt: skip
                     print(f"{'':<34} {'n':>5} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}")
                     for concurrency in (4, 16):
-                        asyncio.run(
-                            answers_load(url, key, concurrency, 10, keepalive=False)
-                        )  # warm every process
+                        # Warm at this concurrency first: every process's connection pool
+                        # and threads grow to what the level needs (a new PostgreSQL
+                        # backend costs ~20-40 ms of its CPU; counted in the measurement,
+                        # they were 0.04-0.08 new connections and 1-3 ms per answer).
+                        warm = WARM_WAVES * concurrency
+                        asyncio.run(answers_load(url, key, concurrency, warm, keepalive=False))
                         trees = {"web": [web.pid for web in webs], "PostgreSQL": [postgres.pid()],
                                  "worker": [worker.pid]}  # fmt: skip
                         before = {name: tree_cpu(pids) for name, pids in trees.items()}
