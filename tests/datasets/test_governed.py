@@ -7,6 +7,7 @@ import hashlib
 import json
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -290,27 +291,94 @@ def test_execution_failure_hides_duckdb_text(orders: LoadedSnapshot) -> None:
     assert "Conversion Error" not in str(error.value) and str(orders.path) not in str(error.value)
 
 
-def test_long_query_is_interrupted(tmp_path: Path) -> None:
+def _big(tmp_path: Path) -> LoadedSnapshot:
     path = tmp_path / "big.duckdb"
     with duckdb.connect(str(path)) as conn:
         conn.execute(
             "CREATE TABLE orders AS "
             "SELECT i AS invoice, i % 1000 AS amount FROM range(3000000) t(i)"
         )
-    snapshot = LoadedSnapshot(
+    return LoadedSnapshot(
         path=path,
         table="orders",
         row_count=3_000_000,
         columns=[ColumnSchema("invoice", "BIGINT"), ColumnSchema("amount", "BIGINT")],
         sha256="0" * 64,
     )
-    sql = "SELECT COUNT(*) FROM orders o1 JOIN orders o2 ON o1.amount = o2.amount"
+
+
+SLOW = "SELECT COUNT(*) FROM orders o1 JOIN orders o2 ON o1.amount = o2.amount"
+
+
+def test_long_query_is_interrupted(tmp_path: Path) -> None:
+    snapshot = _big(tmp_path)
     started = time.monotonic()
 
     with pytest.raises(GovernedSqlError) as error:
-        execute(sql, snapshot=snapshot, timeout_s=0.5)
+        execute(SLOW, snapshot=snapshot, timeout_s=0.5)
     assert error.value.code == "timeout"
     assert time.monotonic() - started < 10  # sanity bound only, not a performance claim
+
+
+def test_one_watchdog_thread_watches_every_query(tmp_path: Path) -> None:
+    snapshot = _big(tmp_path)
+    for _ in range(5):
+        assert execute("SELECT COUNT(*) FROM orders", snapshot=snapshot).rows == [[3_000_000]]
+    watchdogs = [t for t in threading.enumerate() if t.name == "governed-sql-timeout"]
+    assert len(watchdogs) == 1 and watchdogs[0].is_alive()  # not one started per query
+
+
+def test_each_query_keeps_its_own_deadline(tmp_path: Path) -> None:
+    snapshot = _big(tmp_path)
+    outcome: dict[str, object] = {}
+
+    def slow() -> None:
+        try:
+            execute(SLOW, snapshot=snapshot, timeout_s=0.5)
+        except GovernedSqlError as error:
+            outcome["slow"] = error.code
+
+    runner = threading.Thread(target=slow)
+    runner.start()
+    # Queries that start and end while the slow one is watched are not interrupted ...
+    while runner.is_alive():
+        assert execute("SELECT COUNT(*) FROM orders", snapshot=snapshot, timeout_s=60).rows
+    runner.join()
+    assert outcome == {"slow": "timeout"}  # ... and the slow one still was, on time
+    assert execute("SELECT COUNT(*) FROM orders", snapshot=snapshot).rows == [[3_000_000]]
+
+
+_FORKED = """
+import os, sys
+from pathlib import Path
+from datasets.governed import ColumnSchema, GovernedSqlError, LoadedSnapshot, execute
+
+columns = [ColumnSchema("invoice", "BIGINT"), ColumnSchema("amount", "BIGINT")]
+parent, child = (LoadedSnapshot(path=Path(path), table="orders", row_count=3_000_000,
+                                columns=columns, sha256="0" * 64) for path in sys.argv[1:3])
+execute("SELECT COUNT(*) FROM orders", snapshot=parent)  # the parent's watchdog runs
+pid = os.fork()
+if pid == 0:
+    try:
+        execute(sys.argv[3], snapshot=child, timeout_s=0.5)
+    except GovernedSqlError as error:
+        os._exit(0 if error.code == "timeout" else 2)
+    os._exit(3)  # ran to the end: nobody interrupted it
+sys.exit(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+"""
+
+
+def test_a_forked_child_gets_a_watchdog_of_its_own(tmp_path: Path) -> None:
+    # In a process of its own: forking this one, with the suite's DuckDB connections and
+    # threads, is not what a Celery prefork worker does. The child reads another file (a
+    # DuckDB connection the parent opened is not the child's).
+    snapshot = _big(tmp_path)
+    copy = tmp_path / "child.duckdb"
+    copy.write_bytes(snapshot.path.read_bytes())
+    root = Path(__file__).resolve().parents[2]
+    ran = subprocess.run([sys.executable, "-c", _FORKED, str(snapshot.path), str(copy), SLOW],
+                         cwd=root, timeout=120, check=False)  # fmt: skip
+    assert ran.returncode == 0
 
 
 @pytest.mark.parametrize(
