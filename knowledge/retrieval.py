@@ -376,16 +376,19 @@ class _ChannelThread:
     """
 
     def __init__(self) -> None:
+        self._forget()
+        # As the fork server and the governed watchdog do: a fork may catch the parent's
+        # thread holding the lock, and the parent's executor has no thread in the child.
+        os.register_at_fork(after_in_child=self._forget)
+
+    def _forget(self) -> None:
         self._lock = threading.Lock()
-        self._pid: int | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._busy = False
 
     def _ready(self) -> ThreadPoolExecutor:
-        if self._executor is None or self._pid != os.getpid():
+        if self._executor is None:
             self._executor = ThreadPoolExecutor(1, thread_name_prefix="keyword-channel")
-            self._pid = os.getpid()
-            self._busy = False
         return self._executor
 
     def submit(self, function, /, *args: object, **kwargs: object) -> Future:
@@ -422,7 +425,7 @@ class _ChannelThread:
 
     def close_connection(self) -> None:
         """Close the thread's database connection (tests, before the database goes)."""
-        if self._executor is not None and self._pid == os.getpid():
+        if self._executor is not None:
             self._executor.submit(lambda: connection.close()).result()  # the thread's own
 
 
