@@ -3,6 +3,11 @@ PORT ?= 8000
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# The judge's training venv (Python 3.11, CPU torch): `make train-judge`, and the suite's
+# retraining check. Never a runtime dependency.
+TRAIN_VENV := .venv-train
+TRAIN_STAMP := $(TRAIN_VENV)/.installed
+TRAIN_REQS := answers/judge/cross_encoder/requirements-train.txt
 
 CHROMIUM := /usr/bin/chromium
 # apt-get needs root; elsewhere sudo asks.
@@ -31,7 +36,8 @@ $(CHROMIUM):
 	$(SUDO) apt-get install -y --no-install-recommends chromium || \
 		{ $(SUDO) apt-get update && $(SUDO) apt-get install -y --no-install-recommends chromium; }
 
-test: $(STAMP) $(CHROMIUM) lint
+# The suite retrains the judge's cross-encoder on a small slice: it needs the training venv.
+test: $(STAMP) $(TRAIN_STAMP) $(CHROMIUM) lint
 	$(PY) -m pytest
 
 lint: $(STAMP)
@@ -50,9 +56,6 @@ clean-var:
 
 # The cross-encoder support judge: trained in its own Python 3.11 venv (CPU torch), shipped
 # as int8 ONNX that the app runs with onnxruntime; then evaluated in the app venv, no torch.
-TRAIN_VENV := .venv-train
-TRAIN_STAMP := $(TRAIN_VENV)/.installed
-TRAIN_REQS := answers/judge/cross_encoder/requirements-train.txt
 
 $(TRAIN_STAMP): $(TRAIN_REQS)
 	@test -x $(TRAIN_VENV)/bin/python || python3.11 -m venv $(TRAIN_VENV)
@@ -62,4 +65,8 @@ $(TRAIN_STAMP): $(TRAIN_REQS)
 .PHONY: train-judge
 train-judge: $(STAMP) $(TRAIN_STAMP)
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(TRAIN_VENV)/bin/python answers/judge/cross_encoder/train.py
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(TRAIN_VENV)/bin/python \
+		answers/judge/cross_encoder/train.py --quick 300 --no-ship --record-quick
 	$(PY) answers/judge/cross_encoder/evaluate.py
+	# The regression and the threshold; it prints the judge file's new JUDGE_SHA256.
+	$(PY) -m answers.judge.train

@@ -34,6 +34,7 @@ Uses embedded services under var/bench-quality (database recreated each run).
 """
 
 import argparse
+import gzip
 import json
 import re
 import statistics
@@ -46,6 +47,8 @@ from common.bootstrap import NQ_FILE, ROOT, SHARED_DATA, django_setup
 
 BENCH_DIR = ROOT / "var" / "bench-quality"
 SQUAD_FILE = SHARED_DATA / "squad2-dev-sample.json"
+SQUAD2_EVAL_FILE = SHARED_DATA / "squad2-dev-eval.jsonl.gz"  # measuring only
+SQUAD2_TRAIN_FILE = SHARED_DATA / "squad2-dev-train.jsonl.gz"  # its dev articles: tuning
 django_setup(BENCH_DIR, KOINON_MODEL_PROVIDER="extractive")
 
 from common.corpus import bench_space  # noqa: E402
@@ -141,6 +144,28 @@ def load_squad(space, user, quick: bool) -> list[Asked]:
                 answers = () if qa.get("is_impossible") else tuple(a["text"] for a in qa["answers"])
                 asked.append(Asked(qa["question"], answers))
     return asked[::4] if quick else asked
+
+
+def read_rows(path: Path) -> list[dict]:
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle]
+
+
+def load_squad_jsonl(space, user, path: Path, every: int, first: int) -> list[Asked]:
+    """A SQuAD 2.0 split of the shared data (one row per question): each paragraph a
+    document; every `every`-th question asked (a fixed sample)."""
+    rows = read_rows(path)
+    documents: dict[tuple[str, str], int] = {}
+    for row in rows:
+        key = (row["group"], row["paragraph_id"])
+        if key not in documents:
+            documents[key] = first + len(documents)
+            title = f"{row['title']} ({row['paragraph_id']})"
+            ingest(space, user, title, row["context"], documents[key])
+    asked = [
+        Asked(r["question"], () if r.get("is_impossible") else tuple(r["answers"])) for r in rows
+    ]
+    return asked[::every]
 
 
 def load_nq(space, user, quick: bool) -> list[Asked]:
@@ -259,9 +284,19 @@ def plot(path: Path, curves: dict[str, list[tuple[float, dict]]]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="every 4th question only")
-    parser.add_argument("--thresholds", default="0.2,0.3,0.4,0.5,0.6,0.7")
+    parser.add_argument(
+        "--thresholds", default="", help="pipeline thresholds (default: the setting's value)"
+    )
     parser.add_argument("--plot", type=Path, default=ROOT / "docs" / "quality-curve.png")
-    parser.add_argument("--corpus", choices=("both", "squad", "nq"), default="both")
+    parser.add_argument(
+        "--corpus", default="eval,squad,nq",
+        help="comma-separated: eval (squad2-dev-eval, every 3rd question: 818), squad (the "
+        "SQuAD sample), nq (NQ held-out), dev (the dev articles of squad2-dev-train: for "
+        "choosing a threshold, never eval)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--no-baseline", action="store_true", help="skip the old selector (the baseline)"
+    )
     parser.add_argument(
         "--provider", choices=("extractive", "openai"), default="extractive",
         help="whose select and judge the new pipeline uses",
@@ -277,7 +312,12 @@ def main() -> None:
         help="embed as before the int8 kernels (fp32 MatMuls): the baseline of that change",
     )  # fmt: skip
     args = parser.parse_args()
-    thresholds = [float(t) for t in args.thresholds.split(",")]
+    from django.conf import settings
+
+    thresholds = [float(t) for t in args.thresholds.split(",") if t.strip()] or [
+        settings.KOINON_JUDGE_THRESHOLD
+    ]
+    args.corpus = {name.strip() for name in args.corpus.split(",")}
     if args.fp32_embeddings:
         from common.fp32_embedding import use_fp32_matmuls
 
@@ -295,17 +335,39 @@ def main() -> None:
 
 
 def corpora_ingest(args: argparse.Namespace) -> dict:
+    from django.contrib.auth import get_user_model
+
+    from answers.judge.data import SQUAD2_DEV_MODULUS, is_dev_group
+
     started = time.perf_counter()
     corpora = {}
-    if args.corpus in ("both", "squad"):
-        squad = bench_space("SQuAD")
-        corpora["SQuAD 2.0 sample"] = (squad, load_squad(squad.space, squad.curator, args.quick))
-    if args.corpus in ("both", "nq"):
-        from django.contrib.auth import get_user_model
 
-        nq_space = _second_space("NQ-open", get_user_model()) if corpora else bench_space("NQ-open")
-        corpora["NQ-open held-out"] = (nq_space, load_nq(nq_space.space, nq_space.curator,
-                                                         args.quick))  # fmt: skip
+    def space(name: str):
+        return _second_space(name, get_user_model()) if corpora else bench_space(name)
+
+    if "eval" in args.corpus:
+        bench = space("squad2-dev-eval")
+        every = 12 if args.quick else 3
+        corpora["squad2-dev-eval"] = (
+            bench,
+            load_squad_jsonl(bench.space, bench.curator, SQUAD2_EVAL_FILE, every, 200_000),
+        )
+    if "dev" in args.corpus:
+        bench = space("squad2-dev-train dev")
+        asked = load_squad_jsonl(bench.space, bench.curator, SQUAD2_TRAIN_FILE, 1, 300_000)
+        dev_questions = {
+            row["question"]
+            for row in read_rows(SQUAD2_TRAIN_FILE)
+            if is_dev_group(row["group"], SQUAD2_DEV_MODULUS)
+        }
+        asked = [a for a in asked if a.question in dev_questions]
+        corpora["squad2-dev-train dev articles"] = (bench, asked[:: 8 if args.quick else 2])
+    if "squad" in args.corpus:
+        bench = space("SQuAD")
+        corpora["SQuAD 2.0 sample"] = (bench, load_squad(bench.space, bench.curator, args.quick))
+    if "nq" in args.corpus:
+        bench = space("NQ-open")
+        corpora["NQ-open held-out"] = (bench, load_nq(bench.space, bench.curator, args.quick))
     print(f"ingested in {time.perf_counter() - started:.0f} s")
     return corpora
 
@@ -347,10 +409,13 @@ def run_extractive(postgres, args: argparse.Namespace, thresholds: list[float]) 
     curves: dict[str, list[tuple[float, dict]]] = {}
     for name, (bench, asked) in corpora.items():
         print(f"\n== {name}: {len(asked)} questions")
-        old = measure(bench.reader, bench.space, asked, OldExtractiveProvider, texts).row()
-        print(f"{'pipeline':<22} " + " ".join(f"{k:>13}" for k in old))
-        print(f"{'old selector':<22} " + " ".join(f"{v!s:>13}" for v in old.values()))
+        if not args.no_baseline:
+            old = measure(bench.reader, bench.space, asked, OldExtractiveProvider, texts).row()
+            print(f"{'pipeline':<22} " + " ".join(f"{k:>13}" for k in old))
+            print(f"{'old selector':<22} " + " ".join(f"{v!s:>13}" for v in old.values()))
         curves[name] = []
+        if args.no_baseline:
+            print(f"{'pipeline':<22} " + " ".join(f"{k:>13}" for k in Tally().row()))
         for threshold in thresholds:
             with override_settings(KOINON_JUDGE_THRESHOLD=threshold):
                 row = measure(bench.reader, bench.space, asked, ExtractiveProvider,
@@ -358,9 +423,48 @@ def run_extractive(postgres, args: argparse.Namespace, thresholds: list[float]) 
             curves[name].append((threshold, row))
             label = f"new, threshold {threshold}"
             print(f"{label:<22} " + " ".join(f"{v!s:>13}" for v in row.values()))
-    if len(thresholds) > 1:
+    if "eval" in args.corpus:
+        sweep = judge_only(SQUAD2_EVAL_FILE)
+        curves = {"squad2-dev-eval, judge only (all 2,453)": sweep} | {
+            f"{name}, pipeline": points for name, points in curves.items() if len(points) > 1
+        }
         plot(args.plot, curves)
         print(f"\nplot: {args.plot.name}")
+
+
+def judge_only(path: Path) -> list[tuple[float, dict]]:
+    """The shipped judge alone over every question of a SQuAD 2.0 split: each candidate
+    sentence of the question's paragraph is scored (with its title and the sentence before
+    it), the best one released when it reaches the threshold. No retrieval, no selection."""
+    from answers.judge.cross_encoder.pairs import (
+        PairConfig,
+        best_per_question,
+        operating_points,
+        squad_pairs,
+    )
+    from answers.judge.data import squad_records
+    from answers.judge.features import JudgeItem
+    from answers.judge.model import local_judge
+
+    records = list(squad_records(path))
+    pairs = squad_pairs(records, source="eval", config=PairConfig(), rng=None,
+                        every_sentence=True)  # fmt: skip
+    weights = TermWeights.from_texts(dict.fromkeys(r.text for r in records).keys())
+    started = time.perf_counter()
+    scores = local_judge().score(
+        [JudgeItem(p.question, p.sentence, p.context, p.before) for p in pairs], weights
+    )
+    seconds = time.perf_counter() - started
+    best = best_per_question(pairs, scores)
+    thresholds = [round(0.05 * i, 2) for i in range(2, 20)]
+    print(f"\n== judge only, {path.name}: {len(best)} questions, {len(pairs)} pairs "
+          f"({1000 * seconds / len(pairs):.2f} ms a pair)")  # fmt: skip
+    print(f"{'threshold':>9} {'supported':>9} {'wrong':>7} {'abstention':>10}")
+    points = operating_points(best, thresholds)
+    for point in points:
+        print(f"{point['threshold']:>9} {point['supported']:>9.3f} {point['wrong']:>7.3f} "
+              f"{point['abstention']:>10.3f}")  # fmt: skip
+    return [(p["threshold"], p) for p in points]
 
 
 def _second_space(name: str, users):

@@ -60,3 +60,70 @@ def contains_answer(sentence: str, answers: tuple[str, ...] | list[str]) -> bool
     """A gold answer's words occur, in order and as whole words, in the sentence."""
     key = normalised_key(sentence)
     return any((answer_key := normalised_key(a)) and answer_key in key for a in answers)
+
+
+# --- SQuAD (1.1 train, 2.0 dev split by article) -----------------------------------------
+
+DATA_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+NQ_PATH = DATA_DIR / "nq-open-oracle.jsonl.gz"
+SQUAD11_PATH = DATA_DIR / "squad11-train.jsonl.gz"
+SQUAD2_TRAIN_PATH = DATA_DIR / "squad2-dev-train.jsonl.gz"
+SQUAD2_EVAL_PATH = DATA_DIR / "squad2-dev-eval.jsonl.gz"  # measuring only: never trained on
+SQUAD2_DEV_MODULUS = 5  # 4 of squad2-dev-train's 22 articles are the dev slice
+SQUAD11_DEV_MODULUS = 20  # about 22 of SQuAD 1.1 train's 442 articles
+
+
+@dataclass(frozen=True)
+class QARecord:
+    """One question over one paragraph; `group` is the article (the unit of every split)."""
+
+    question: str
+    answers: tuple[str, ...]
+    title: str
+    text: str
+    group: str
+    impossible: bool
+
+
+def squad_records(path: Path) -> Iterator[QARecord]:
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        for line in handle:
+            row = json.loads(line)
+            yield QARecord(
+                row["question"].strip(),
+                tuple(row.get("answers") or ()),
+                row["title"].strip(),
+                row["context"],
+                row["group"],
+                bool(row.get("is_impossible")),
+            )
+
+
+def is_dev_group(group: str, modulus: int) -> bool:
+    """The dev slice: whole articles (or passages), chosen by a hash of their name."""
+    digest = hashlib.sha256(f"dev:{group}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") % modulus == 0
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """A candidate sentence of a passage with the sentence just before it (the subject of
+    "It closes at noon." is often there); `start`/`end` are offsets in the passage."""
+
+    text: str
+    before: str
+    start: int
+    end: int
+
+
+def passage_sentences(text: str, *, title: str = "") -> list[Sentence]:
+    """The candidate sentences of a passage (labels left out), each with its predecessor."""
+    spans = sentence_spans(text)
+    result = []
+    for number, (start, end) in enumerate(spans):
+        sentence = text[start:end]
+        if is_label(sentence, title=title):
+            continue
+        before = text[slice(*spans[number - 1])] if number else ""
+        result.append(Sentence(sentence, before, start, end))
+    return result

@@ -105,12 +105,13 @@ def type_agrees(kind: str, sentence: str, question: str) -> bool:
 @dataclass(frozen=True)
 class JudgeItem:
     """One question to the judge: does `quote` answer `part`? `context` is where the quote
-    stands (document title, heading path): it tells what the sentence is about, and it
-    is never quoted."""
+    stands (document title, heading path) and `before` the sentence just before it: they
+    tell what the sentence is about, and they are never quoted."""
 
     part: str
     quote: str
     context: str = ""
+    before: str = ""
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from answers.judge.cross_encoder.common import judge_segment
 from answers.judge.features import FEATURE_NAMES, JudgeItem, PairFeatures
 from answers.judge.lexical import TermWeights
 
@@ -157,7 +158,9 @@ class LocalJudge:
         if self.weights.features[0] == "cross_encoder":
             if self.cross_encoder is None:
                 raise JudgeUnavailable("The judge needs its cross-encoder.")
-            pairs = [(item.part, item.quote) for item in items]
+            pairs = [
+                (item.part, judge_segment(item.quote, item.context, item.before)) for item in items
+            ]
             logits = self.cross_encoder.logits(pairs).reshape(-1, 1)
             matrix = np.hstack([logits, matrix])
         return matrix

@@ -1,16 +1,20 @@
-"""Train the support judge's logistic regression from NQ-open, reproducibly.
+"""Train the support judge's logistic regression and pick its threshold, reproducibly.
 
-    .venv/bin/python -m answers.judge.train [--data ../shared/data/nq-open-oracle.jsonl.gz]
-                                           [--out answers/judge/judge.json]
+    .venv/bin/python -m answers.judge.train [--out answers/judge/judge.json] [--cache DIR]
 
-Pairs come from the training part only (`answers.judge.data.is_heldout` keeps about one
-question in five out): for each question, every candidate sentence of its gold passage and
-the best-covering sentences of the three other passages that share most of its weighted
-stems. A pair is positive when the sentence contains a gold short answer. IDF weights are
-those of the training passages. The regression is fitted by Newton's method on
-standardised features with a small L2 penalty: deterministic, no random state. When
-`cross_encoder.json` and its ONNX file are present, the cross-encoder's logit is the first
-feature. The held-out part is scored at the end and the figures written with the weights.
+The regression reads the cross-encoder's logit and the lexical features of a pair. It is fitted
+on the cross-encoder's dev slice (`answers.judge.cross_encoder.pairs`: whole articles of
+SQuAD 1.1 train and squad2-dev-train, and gold passages of NQ-open's training part, that the
+cross-encoder never trained on): every candidate sentence of each dev question's paragraph,
+labelled by whether it holds a gold answer, and every sentence of an unanswerable question's
+paragraph as a negative. The fit is Newton's method on standardised features with a small L2
+penalty: deterministic, no random state.
+
+The threshold is picked on the same dev slice: per question the best-scored sentence is
+released when it reaches the threshold; the chosen threshold is the lowest whose wrong rate
+(answered, no gold answer) stays within MAX_WRONG with at least MIN_ABSTENTION of the
+unanswerable questions abstained from. NQ-open's held-out questions are scored at the end and
+the figures written with the weights (measuring only, never fitted on).
 """
 
 import argparse
@@ -23,14 +27,31 @@ from pathlib import Path
 
 import numpy as np
 
-from answers.judge.data import candidate_sentences, contains_answer, file_sha256, is_heldout
+from answers.judge.cross_encoder.pairs import (
+    PairConfig,
+    best_per_question,
+    make_pairs,
+    operating_points,
+)
+from answers.judge.data import (
+    NQ_PATH,
+    SQUAD2_TRAIN_PATH,
+    SQUAD11_PATH,
+    contains_answer,
+    file_sha256,
+    is_heldout,
+    passage_sentences,
+)
 from answers.judge.data import nq_records as read_records
 from answers.judge.features import FEATURE_NAMES, JudgeItem
 from answers.judge.lexical import TermWeights, content_stems, content_words, stem
 from answers.judge.model import JUDGE_DIR, CrossEncoder, JudgeWeights, LocalJudge
 
 ROOT = JUDGE_DIR.parents[1]
-DEFAULT_DATA = ROOT.parent / "shared" / "data" / "nq-open-oracle.jsonl.gz"
+DEFAULT_DATA = NQ_PATH
+DEV_SLICES = ("dev_squad11", "dev_squad2", "dev_nq")
+MAX_WRONG, MIN_ABSTENTION = 0.08, 0.75  # on the dev slice's squad2 questions
+THRESHOLDS = [round(0.02 * i, 2) for i in range(10, 48)]  # 0.20 … 0.94
 OTHER_PASSAGES = 3
 OTHER_SENTENCES = 3
 L2 = 1e-3
@@ -44,10 +65,11 @@ class Pair:
     context: str  # the passage's title
     label: bool
     group: int  # the question's index: pairs of one question share it
+    before: str = ""  # the sentence before it in its passage
 
     @property
     def item(self) -> JudgeItem:
-        return JudgeItem(self.question, self.sentence, self.context)
+        return JudgeItem(self.question, self.sentence, self.context, self.before)
 
 
 def perturbed(question: str, donor, weights: TermWeights) -> str | None:
@@ -81,17 +103,18 @@ def build_pairs(records: list, weights: TermWeights) -> list[Pair]:
                 if number != gold:
                     overlap[number] = overlap.get(number, 0.0) + weights.weight(stem_)
         others = sorted(overlap, key=lambda n: (-overlap[n], n))[:OTHER_PASSAGES]
-        for sentence in candidate_sentences(record.text, title=record.title):
+        for item in passage_sentences(record.text, title=record.title):
+            sentence = item.text
             label = contains_answer(sentence, record.answers)
-            pairs.append(Pair(record.question, sentence, record.title, label, group))
+            pairs.append(Pair(record.question, sentence, record.title, label, group, item.before))
             if label:
                 swapped = perturbed(record.question, records[(group * 7 + 3) % len(records)],
                                     weights)  # fmt: skip
                 if swapped:
-                    pairs.append(Pair(swapped, sentence, record.title, False, group))
+                    pairs.append(Pair(swapped, sentence, record.title, False, group, item.before))
         for number in others:
             title, text = passages[number]
-            sentences = candidate_sentences(text, title=title)
+            sentences = [item.text for item in passage_sentences(text, title=title)]
             ranked = sorted(
                 sentences,
                 key=lambda s: (
@@ -189,12 +212,32 @@ class CachedCrossEncoder(CrossEncoder):
         return np.array([self.cache[key] for key in keys])
 
 
-def train(data: Path, cache_dir: Path | None = None) -> dict:
+def choose_threshold(judge: LocalJudge, squad2: list, weights: TermWeights) -> dict:
+    """The lowest threshold meeting the dev slice's wrong and abstention bounds, and the
+    operating points it was chosen from (squad2 dev questions: answerable and not)."""
+    items = [JudgeItem(p.question, p.sentence, p.context, p.before) for p in squad2]
+    points = operating_points(best_per_question(squad2, judge.score(items, weights)), THRESHOLDS)
+    meeting = [
+        point
+        for point in points
+        if point["wrong"] <= MAX_WRONG and (point["abstention"] or 0.0) >= MIN_ABSTENTION
+    ]
+    chosen = meeting[0] if meeting else points[-1]
+    rounded = [{k: (round(v, 4) if isinstance(v, float) else v) for k, v in point.items()}
+               for point in points]  # fmt: skip
+    return {"threshold": chosen["threshold"], "points": rounded}
+
+
+def train(data: Path = DEFAULT_DATA, cache_dir: Path | None = None) -> dict:
+    slices = make_pairs(PairConfig())
+    fit_pairs = [
+        Pair(p.question, p.sentence, p.context, bool(p.label), p.question_id, p.before)
+        for name in DEV_SLICES
+        for p in slices[name]
+    ]
+    weights = TermWeights.from_texts(dict.fromkeys(p.sentence for p in fit_pairs).keys())
     records = list(read_records(data))
-    training = [r for r in records if not is_heldout(r.question)]
     heldout = [r for r in records if is_heldout(r.question)]
-    weights = TermWeights.from_texts(dict.fromkeys(f"{r.title} {r.text}" for r in training).keys())
-    train_pairs = build_pairs(training, weights)
     heldout_pairs = build_pairs(heldout, weights)
 
     spec = cross_encoder_spec()
@@ -208,13 +251,14 @@ def train(data: Path, cache_dir: Path | None = None) -> dict:
     n = len(features)
     placeholder = JudgeWeights(features, np.zeros(n), np.ones(n), np.zeros(n), 0.0, spec)
     judge = LocalJudge(placeholder, encoder)
-    x = judge.feature_matrix([p.item for p in train_pairs], weights)
-    y = np.array([p.label for p in train_pairs], dtype=float)
+    x = judge.feature_matrix([p.item for p in fit_pairs], weights)
+    y = np.array([p.label for p in fit_pairs], dtype=float)
     mean, scale, coef, intercept = fit_logistic(x, y)
     complete = x[:, features.index("complete")] > 0.5
     precision = round(float(y[complete].mean()), 4) if complete.any() else 0.0
     fitted = JudgeWeights(features, mean, scale, coef, intercept, spec, precision)
     judge = LocalJudge(fitted, encoder)
+    threshold = choose_threshold(judge, slices["dev_squad2"], weights)
     return {
         "model": {
             "kind": "logistic_regression",
@@ -226,11 +270,17 @@ def train(data: Path, cache_dir: Path | None = None) -> dict:
             "complete_precision": precision,
         },
         "cross_encoder": spec,
-        "training_data_sha256": file_sha256(data),
+        "training_data_sha256": {
+            path.name: file_sha256(path) for path in (SQUAD11_PATH, SQUAD2_TRAIN_PATH, data)
+        },
         "command": "python -m answers.judge.train",
-        "split": "answers.judge.data.is_heldout (sha256 of the question, 1 in 5 held out)",
+        "split": (
+            "fitted on the cross-encoder's dev slice (whole articles and passages it never "
+            "trained on); NQ-open held out by answers.judge.data.is_heldout, measured only"
+        ),
+        "threshold": threshold,
         "metrics": {
-            "train": evaluate(judge, train_pairs, weights),
+            "train": evaluate(judge, fit_pairs, weights),
             "heldout": evaluate(judge, heldout_pairs, weights),
         },
     }

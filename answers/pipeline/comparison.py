@@ -18,10 +18,9 @@ from typing import TYPE_CHECKING
 
 from django.conf import settings
 
-from answers.judge.features import JudgeItem
 from answers.models import CandidateFact
 from answers.pipeline import texts
-from answers.pipeline.judgement import _quote_parts, quote_context
+from answers.pipeline.judgement import _quote_parts, judge_item
 from answers.pipeline.llm import ProviderError
 from answers.pipeline.planner import COMPARISON
 from answers.pipeline.policy import policy_judge
@@ -112,8 +111,7 @@ def comparison_verify(
         kept.append((text, stances))
         for stance, (item, _) in enumerate(stances):
             for part in _quote_parts(item, parts):
-                context = quote_context(item.fact)
-                items.append(JudgeItem(texts_of_parts[part], item.quote, context))
+                items.append(judge_item(texts_of_parts[part], item))
                 owners.append((len(kept) - 1, stance))
     # A stance's quote must answer a part of the question, as any released quote; the
     # claim's wording is the model's and is labelled so, not judged as evidence.

@@ -18,6 +18,7 @@ from answers.models import CandidateFact
 from answers.pipeline.planner import Plan
 from answers.pipeline.providers import ModelProvider, Rejection
 from answers.pipeline.validation import SelectedFact
+from knowledge.sentences import sentence_spans
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,21 @@ def quote_context(fact: CandidateFact) -> str:
     return " › ".join([fact.source.get("title", ""), *headings]).strip(" ›")
 
 
+def sentence_before(text: str, start: int | None) -> str:
+    """The sentence just before offset `start` of a candidate's text ("" at its start): the
+    subject of "It is kept for twelve years." is often there."""
+    if not start:
+        return ""
+    spans = sentence_spans(text, 0, start)
+    return text[slice(*spans[-1])].strip() if spans else ""
+
+
+def judge_item(part: str, item: SelectedFact) -> JudgeItem:
+    """What the judge reads of one quote: the quote, where it stands, the sentence before."""
+    before = sentence_before(item.fact.text, item.start)
+    return JudgeItem(part, item.quote, quote_context(item.fact), before)
+
+
 def _quote_parts(item: SelectedFact, parts: int) -> tuple[int, ...]:
     found = tuple(p for p in item.fact.source.get("searches", ()) if 0 <= p < parts)
     return found or tuple(range(parts))
@@ -94,7 +110,7 @@ def support_judge(
     quotes = [item for item in selected if item.fact.kind == "quote"]
     asked = [(item, part) for item in quotes for part in _quote_parts(item, parts)]
     texts = plan.searches or [plan.standalone]
-    items = [JudgeItem(texts[part], item.quote, quote_context(item.fact)) for item, part in asked]
+    items = [judge_item(texts[part], item) for item, part in asked]
     # Within one run a pair is judged once: a reselection keeps its supported quotes.
     cache = {} if cache is None else cache
     fresh = list(dict.fromkeys(i for i in items if i not in cache))

@@ -2,6 +2,7 @@
 sub-spans — and everything a provider returns is validated before use."""
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -79,6 +80,51 @@ def quote_sentences(candidate: CandidateView) -> list[tuple[int, int]]:
     ]
 
 
+MERGE_GAIN = 0.15  # the sentence before must add this much of the part's weighted stems
+MERGE_MAX_WORDS = 60  # a quote of two sentences stays short
+_CODE = re.compile(r"[{};=<>\[\]]|\(\)|->|^\s*[$#>]")
+
+
+def is_block(text: str) -> bool:
+    """Three or more lines of code, a table or a list of labels: never glued to prose."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    if len(lines) < 3:
+        return False
+    short = sorted(len(line.strip()) for line in lines)[len(lines) // 2] < 40
+    return short or any(_CODE.search(line) for line in lines)
+
+
+def _gluable(before: str, gap: str, sentence: str, *, label: bool) -> bool:
+    """May the span before be quoted together with the sentence? Both short and not a
+    block; no blank line between; a label (a name on the line above) only on one line."""
+    if "\n\n" in gap.replace("\r", "") or is_block(before) or is_block(sentence):
+        return False
+    if label and ("\n" in before.strip() or len(before.split()) > 12):
+        return False
+    return len(before.split()) + len(sentence.split()) <= MERGE_MAX_WORDS
+
+
+def quote_spans(candidate: CandidateView) -> list[tuple[int, int, int]]:
+    """Every span a quote may be: each quotable sentence (start, end, its own start), and
+    each sentence together with the one (or the one-line label) just before it
+    (start of that one, end, the sentence's own start). One verbatim span either way."""
+    text = candidate.text
+    spans = sentence_spans(text)
+    result = []
+    for number, (start, end) in enumerate(spans):
+        sentence = text[start:end]
+        if is_label(sentence, headings=candidate.headings, title=candidate.title):
+            continue
+        result.append((start, end, start))
+        if number:
+            before_start, before_end = spans[number - 1]
+            before = text[before_start:before_end]
+            label = is_label(before, headings=candidate.headings, title=candidate.title)
+            if _gluable(before, text[before_end:start], sentence, label=label):
+                result.append((before_start, end, start))
+    return result
+
+
 class ExtractiveProvider:
     """Offline and deterministic. Selection: per part of the question, the sentence of its
     top candidates that covers the most of the part's IDF-weighted stems, above a
@@ -118,13 +164,18 @@ class ExtractiveProvider:
             best: tuple[float, dict] | None = None
             for candidate in found:
                 context = set(content_stems(" ".join([candidate.title, *candidate.headings])))
-                for start, end in quote_sentences(candidate):
+                singles: dict[int, float] = {}
+                for start, end, own in quote_spans(candidate):
                     if (candidate.fact_id, start, end) in refused:
                         continue
                     stems = set(content_stems(candidate.text[start:end]))
                     # The heading a sentence stands under says what it is about ("Retention"
                     # over "Invoices are retained for ten years"); its own words count more.
                     in_context = coverage(wanted, stems | context, weights)
+                    if start == own:
+                        singles[own] = in_context
+                    elif in_context < singles.get(own, 0.0) + MERGE_GAIN:
+                        continue  # the sentence before adds too little: quote it alone
                     score = in_context + 0.5 * coverage(wanted, stems, weights)
                     if in_context >= SELECT_THRESHOLD and (best is None or score > best[0]):
                         best = (score, {"fact_id": candidate.fact_id, "start": start, "end": end})

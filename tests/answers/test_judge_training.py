@@ -3,17 +3,29 @@ are the pinned ones, and it runs without torch."""
 
 import hashlib
 import json
+import os
+import subprocess
 import sys
 
 import pytest
 
 from answers.judge import model as judge_model
-from answers.judge.data import file_sha256
+from answers.judge.cross_encoder.common import MANIFEST_PATH, REPO_ROOT
+from answers.judge.data import NQ_PATH, SQUAD2_TRAIN_PATH, SQUAD11_PATH, file_sha256
 from answers.judge.features import JudgeItem
 from answers.judge.lexical import TermWeights
 from answers.judge.train import DEFAULT_DATA, train
 
 TOLERANCE = 0.005  # on every reported rate and AUC
+QUICK_TOLERANCE = 0.02  # a retrained slice: float sums may differ across processors
+
+
+def data_hashes() -> dict[str, str]:
+    """The pinned training data: SQuAD 1.1 train, squad2-dev-train, NQ-open."""
+    for path in (SQUAD11_PATH, SQUAD2_TRAIN_PATH, NQ_PATH):
+        if not path.exists():
+            pytest.fail(f"the shared training data is missing: {path.name}")
+    return {path.name: file_sha256(path) for path in (SQUAD11_PATH, SQUAD2_TRAIN_PATH, NQ_PATH)}
 
 
 @pytest.fixture(scope="module")
@@ -35,8 +47,9 @@ def test_the_shipped_judge_file_is_the_pinned_one():
 @pytest.mark.slow
 def test_retraining_from_the_shared_data_reproduces_the_shipped_judge(nq_data):
     shipped = json.loads(judge_model.JUDGE_FILE.read_text())
-    assert shipped["training_data_sha256"] == file_sha256(nq_data)
+    assert shipped["training_data_sha256"] == data_hashes()
     retrained = train(nq_data)
+    assert retrained["threshold"] == shipped["threshold"]
     for part in ("train", "heldout"):
         for name, value in shipped["metrics"][part].items():
             assert retrained["metrics"][part][name] == pytest.approx(value, abs=TOLERANCE), (
@@ -69,13 +82,46 @@ def test_the_shipped_cross_encoder_reproduces_its_recorded_evaluation(nq_data):
     """CI checks the cross-encoder's hash and evaluation, not its training (which needs
     torch and about 20 minutes: `make train-judge`)."""
     from answers.judge.cross_encoder import evaluate
-    from answers.judge.cross_encoder.common import MANIFEST_PATH, ONNX_PATH, load_tokenizer
+    from answers.judge.cross_encoder.common import ONNX_PATH, load_tokenizer
 
     manifest = json.loads(MANIFEST_PATH.read_text())
     assert hashlib.sha256(ONNX_PATH.read_bytes()).hexdigest() == manifest["sha256"]
-    assert manifest["training_data_sha256"] == file_sha256(nq_data)
+    assert manifest["training_data_sha256"] == data_hashes()
     measured = evaluate.evaluate_nq(evaluate.session(1), load_tokenizer())
     recorded = manifest["metrics"]["nq_heldout"]
     assert measured["questions"] == recorded["questions"] == 509
     for name in ("pair_auc", "top1_contains_answer"):
         assert measured[name] == pytest.approx(recorded[name], abs=TOLERANCE), name
+
+
+def test_the_threshold_default_is_the_one_the_dev_slice_chose(settings):
+    """KOINON_JUDGE_THRESHOLD's default is what `python -m answers.judge.train` picked on the
+    dev slice (never on an eval part)."""
+    shipped = json.loads(judge_model.JUDGE_FILE.read_text())
+    assert "KOINON_JUDGE_THRESHOLD" not in os.environ
+    assert shipped["threshold"]["threshold"] == settings.KOINON_JUDGE_THRESHOLD
+
+
+@pytest.mark.slow
+def test_retraining_a_small_fixed_slice_reproduces_its_recorded_metrics(tmp_path):
+    """The cross-encoder's training itself, on a small fixed slice of the same data (CPU
+    torch in the training venv, which `make test` installs): the same pairs, and dev figures
+    within QUICK_TOLERANCE of those recorded when the shipped model was trained."""
+    recorded = json.loads(MANIFEST_PATH.read_text())["quick_check"]
+    assert recorded["training_data_sha256"] == data_hashes()
+    python = REPO_ROOT / ".venv-train" / "bin" / "python"
+    if not python.exists():
+        pytest.fail("the training venv is missing: `make test` installs it (.venv-train)")
+    report = tmp_path / "report.json"
+    result = subprocess.run(
+        [str(python), *recorded["command"].split(), "--tag", "ci-quick", "--report", str(report)],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=1800,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    measured = json.loads(report.read_text())
+    assert measured["pairs"] == recorded["pairs"]
+    assert measured["config"] == recorded["config"]
+    for mine, theirs in zip(measured["dev_history"], recorded["dev_history"], strict=True):
+        for name, value in theirs.items():
+            assert mine[name] == pytest.approx(value, abs=QUICK_TOLERANCE), name

@@ -118,3 +118,14 @@ def roc_auc(scores: Sequence[float], labels: Sequence[int]) -> float:
         ranks[order[i : j + 1]] = (i + j) / 2.0 + 1.0
         i = j + 1
     return float((ranks[y].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
+
+
+def judge_segment(sentence: str, context: str = "", before: str = "") -> str:
+    """The second segment the cross-encoder reads: the candidate sentence first, then where
+    it stands (title › headings) and the sentence before it, each after a [SEP].
+
+    Training, evaluation and the running judge all build it here. Truncation (longest
+    first) cuts this segment from its end: the sentence before goes first, the candidate
+    sentence last.
+    """
+    return " [SEP] ".join([sentence.strip(), context.strip(), before.strip()])

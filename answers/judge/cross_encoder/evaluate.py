@@ -3,6 +3,9 @@
 Runs in the app venv (.venv, Python 3.12) with onnxruntime, tokenizers and numpy only: no
 torch. Checks the model's SHA-256 against cross_encoder.json, then reports:
 
+Each pair is (question, `judge_segment(sentence, title, sentence before)`), as the judge reads
+it at run time.
+
 (i) NQ-open held-out questions (never trained on): pair AUC over the candidate sentences of
     each gold passage (label: the sentence contains a gold answer), and how often the
     top-scored sentence of the passage contains a gold answer;
@@ -36,16 +39,17 @@ from answers.judge.cross_encoder.common import (
     SQUAD_PATH,
     encode_pairs,
     file_sha256,
+    judge_segment,
     load_tokenizer,
     pad_batch,
     roc_auc,
     sigmoid,
 )
 from answers.judge.data import (
-    candidate_sentences,
     contains_answer,
     is_heldout,
     nq_records,
+    passage_sentences,
 )
 
 THRESHOLDS = [round(0.05 * i, 2) for i in range(1, 20)]
@@ -79,12 +83,14 @@ def evaluate_nq(model: ort.InferenceSession, tokenizer: Tokenizer) -> dict[str, 
     for record in nq_records(NQ_PATH):
         if not is_heldout(record.question):
             continue
-        sentences = candidate_sentences(record.text, title=record.title)
+        sentences = passage_sentences(record.text, title=record.title)
         if not sentences:
             continue
         start = len(pairs)
-        pairs += [(record.question, s) for s in sentences]
-        labels += [int(contains_answer(s, record.answers)) for s in sentences]
+        pairs += [
+            (record.question, judge_segment(s.text, record.title, s.before)) for s in sentences
+        ]
+        labels += [int(contains_answer(s.text, record.answers)) for s in sentences]
         groups.append((start, len(pairs)))
     logits = score(model, tokenizer, pairs)
     y = np.asarray(labels)
@@ -111,11 +117,12 @@ def evaluate_squad(model: ort.InferenceSession, tokenizer: Tokenizer) -> dict[st
     for article in data:
         title = article["title"].replace("_", " ")
         for paragraph in article["paragraphs"]:
-            sentences = candidate_sentences(paragraph["context"], title=title)
+            found = passage_sentences(paragraph["context"], title=title)
+            sentences = [s.text for s in found]
             for qa in paragraph["qas"]:
                 answers = [a["text"] for a in qa["answers"]]
                 start = len(pairs)
-                pairs += [(qa["question"], s) for s in sentences]
+                pairs += [(qa["question"], judge_segment(s.text, title, s.before)) for s in found]
                 gold_anywhere = any(contains_answer(s, answers) for s in sentences)
                 questions.append((start, len(pairs), bool(qa["is_impossible"]), gold_anywhere))
                 best_sentences.append(sentences)
@@ -239,10 +246,10 @@ def main() -> None:
     data = json.loads(SQUAD_PATH.read_text(encoding="utf-8"))["data"]
     # Timing sample: real SQuAD pairs, one question per paragraph with each of its sentences.
     sample = [
-        (paragraph["qas"][0]["question"], sentence)
+        (paragraph["qas"][0]["question"], judge_segment(s.text, article["title"], s.before))
         for article in data
         for paragraph in article["paragraphs"]
-        for sentence in candidate_sentences(paragraph["context"])
+        for s in passage_sentences(paragraph["context"])
     ][:256]
     metrics = {
         "nq_heldout": nq,

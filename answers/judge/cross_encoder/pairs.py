@@ -1,0 +1,413 @@
+"""The cross-encoder judge's training and dev pairs, built from the shared QA data.
+
+No torch here: training (its own venv) builds its pairs with this module, and the app venv
+uses the same dev slice to fit the judge's regression and to pick the threshold.
+
+Every split is by article (SQuAD) or gold passage (NQ), never by question:
+
+* SQuAD 1.1 train: the sentence holding a gold answer is positive; the paragraph's other
+  sentences most like the question, and the best-matching sentence of another paragraph of
+  the same article, are negatives; now and then the answer sentence is read together with
+  the one before it (a two-sentence quote), also positive;
+* squad2-dev-train: its answerable questions as above; every sentence of an unanswerable
+  question's paragraph is a hard negative (written to look answerable);
+* NQ-open, training part only: positive, the passage's other sentences, a sentence of a
+  similar passage, and the positive read with a perturbed question.
+
+Each pair carries where its sentence stands (the title) and the sentence before it: the
+model reads them as the rest of its second segment (`common.judge_segment`).
+"""
+
+import math
+import random
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from answers.judge.data import (
+    NQ_PATH,
+    SQUAD2_DEV_MODULUS,
+    SQUAD2_TRAIN_PATH,
+    SQUAD11_DEV_MODULUS,
+    SQUAD11_PATH,
+    QARecord,
+    Sentence,
+    contains_answer,
+    is_dev_group,
+    is_heldout,
+    nq_records,
+    passage_sentences,
+    squad_records,
+)
+
+STOPWORDS = frozenset(
+    """
+    a an the of in on at to for from by with and or but is are was were be been being who
+    whom whose what which when where why how do does did done has have had having it its
+    this that these those there their they them he she his her him i you we our your as than
+    then so not no yes into out up down over under about after before during between through
+    all any some many much most more first last one two new name called known s
+    """.split()  # noqa: SIM905 - a word list reads better as text
+)
+WORD = re.compile(r"[a-z0-9]+")
+NUMBER = re.compile(r"\d+")
+TOKEN_CORE = re.compile(r"^(\W*)(.*?)(\W*)$")
+
+
+def words(text: str) -> list[str]:
+    return WORD.findall(text.casefold())
+
+
+def content_words(text: str) -> set[str]:
+    return {w for w in words(text) if w not in STOPWORDS and len(w) > 2}
+
+
+class SentenceIndex:
+    """An inverted index over candidate sentences, scored by summed IDF of shared words."""
+
+    def __init__(self, entries: list[tuple[int, str]], idf: dict[str, float]) -> None:
+        self.entries = entries  # (record number, sentence)
+        self.idf = idf
+        self.postings: dict[str, list[int]] = defaultdict(list)
+        for number, (_, sentence) in enumerate(entries):
+            for word in content_words(sentence):
+                self.postings[word].append(number)
+
+    def top(self, text: str, k: int, exclude_record: int) -> list[tuple[int, str]]:
+        scores: Counter[int] = Counter()
+        for word in content_words(text):
+            weight = self.idf.get(word, 0.0)
+            for number in self.postings.get(word, ()):
+                scores[number] += weight
+        ranked = sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+        hits = [self.entries[n] for n, _ in ranked if self.entries[n][0] != exclude_record]
+        return hits[:k]
+
+
+def replacement_pool(sentences: list[str], avoid: set[str], *, capitalised: bool) -> list[str]:
+    """Content words of `sentences` not in `avoid`, of the same kind (proper noun or not)."""
+    pool: list[str] = []
+    for sentence in sentences:
+        for raw in re.findall(r"[A-Za-z][A-Za-z\-]+", sentence):
+            word = raw.casefold()
+            if word in STOPWORDS or len(word) < 4 or word in avoid or word in pool:
+                continue
+            if raw[0].isupper() == capitalised:
+                pool.append(word)
+    return pool
+
+
+def perturb_questions(
+    question: str,
+    positive: str,
+    sources: list[str],
+    idf: dict[str, float],
+    rng: random.Random,
+    limit: int,
+) -> list[str]:
+    """Questions that stay on the topic of `positive` but that it no longer answers.
+
+    A number in the question is swapped for another number (one the sentence does not
+    contain); a key word the sentence matches (rarest first) is swapped for a word of the same
+    kind from `sources` (the passage's other sentences, then similar passages).
+    """
+    tokens = question.split()
+    positive_words = set(words(positive))
+    positive_raw = re.findall(r"[A-Za-z][A-Za-z\-]+", positive)
+    question_words = set(words(question))
+    results: list[str] = []
+
+    def rebuilt(index: int, core: str) -> str:
+        lead, _, trail = TOKEN_CORE.match(tokens[index]).groups()
+        return " ".join([*tokens[:index], lead + core + trail, *tokens[index + 1 :]])
+
+    # (1) numbers: years, counts, ordinals' digits.
+    for index, token in enumerate(tokens):
+        match = NUMBER.search(token)
+        if not match or len(results) >= limit:
+            continue
+        value = match.group()
+        others = [
+            n
+            for s in sources
+            for n in NUMBER.findall(s)
+            if n != value and n not in positive_words and len(n) == len(value)
+        ]
+        if others:
+            new = others[rng.randrange(len(others))]
+        else:
+            shift = rng.choice([-3, -2, -1, 1, 2, 3]) if len(value) == 4 else rng.randint(2, 9)
+            new = str(max(1, int(value) + shift))
+            if new in positive_words:
+                continue
+        results.append(
+            " ".join([*tokens[:index], token.replace(value, new, 1), *tokens[index + 1 :]])
+        )
+
+    # (2) key words that the sentence matches, rarest first.
+    keyed = []
+    for index, token in enumerate(tokens):
+        core = TOKEN_CORE.match(token).group(2).casefold()
+        if core.isalpha() and core not in STOPWORDS and len(core) > 2 and core in positive_words:
+            keyed.append((-idf.get(core, 0.0), index, core))
+    for _, index, core in sorted(keyed):
+        if len(results) >= limit:
+            break
+        capitalised = any(r.casefold() == core and r[0].isupper() for r in positive_raw)
+        pool = replacement_pool(sources, positive_words | question_words, capitalised=capitalised)
+        if not pool:
+            continue
+        # Prefer words about as rare as the one replaced: the swap should look natural.
+        rarity = idf.get(core, 0.0)
+        pool.sort(key=lambda w: (abs(idf.get(w, 0.0) - rarity), w))
+        new = pool[rng.randrange(min(len(pool), 12))]
+        results.append(rebuilt(index, new))
+    return results
+
+
+@dataclass(frozen=True)
+class Pair:
+    question: str
+    sentence: str
+    context: str  # the title (and heading path) the sentence stands under
+    before: str  # the sentence before it in its passage
+    label: int
+    kind: str  # positive | merged | passage | other_paragraph | impossible | perturbed | ...
+    source: str  # squad11 | squad2 | nq
+    group: str  # the article or passage: the unit of the split
+    question_id: int  # pairs of one question share it
+
+
+@dataclass(frozen=True)
+class PairConfig:
+    seed: int = 13
+    squad11_questions: int = 14000  # a sample of SQuAD 1.1 train's fit articles
+    passage_negatives: int = 2  # the paragraph's sentences most like the question
+    other_paragraph_negatives: int = 1  # per question, from the same article
+    merged_share: float = 0.15  # answer sentences also read with the one before
+    squad11_dev_questions: int = 800
+
+
+def _idf(sentences: Iterable[str]) -> dict[str, float]:
+    frequency: Counter[str] = Counter()
+    count = 0
+    for sentence in sentences:
+        frequency.update(content_words(sentence))
+        count += 1
+    return {w: math.log((1 + count) / (1 + df)) for w, df in frequency.items()}
+
+
+def _overlap(question: set[str], sentence: str, idf: dict[str, float]) -> float:
+    return sum(idf.get(w, 0.0) for w in question & content_words(sentence))
+
+
+def _title(record: QARecord) -> str:
+    return record.title.replace("_", " ")
+
+
+def squad_pairs(
+    records: list[QARecord],
+    *,
+    source: str,
+    config: PairConfig,
+    rng: random.Random,
+    every_sentence: bool,
+    first_id: int = 0,
+) -> list[Pair]:
+    """Pairs of SQuAD records. `every_sentence` (the dev slice) pairs each question with
+    every candidate sentence of its paragraph, so that its best sentence can be measured."""
+    paragraphs: dict[tuple[str, str], list[Sentence]] = {}
+    for record in records:
+        key = (record.group, record.text)
+        if key not in paragraphs:
+            paragraphs[key] = passage_sentences(record.text, title=_title(record))
+    idf = _idf(s.text for group in paragraphs.values() for s in group)
+    by_article: dict[str, list[tuple[int, str]]] = defaultdict(list)
+    numbers = {key: n for n, key in enumerate(paragraphs)}
+    for key, group in paragraphs.items():
+        by_article[key[0]] += [(numbers[key], s.text) for s in group]
+    indexes = {article: SentenceIndex(entries, idf) for article, entries in by_article.items()}
+
+    pairs: list[Pair] = []
+    for offset, record in enumerate(records):
+        qid = first_id + offset
+        sentences = paragraphs[(record.group, record.text)]
+        title = _title(record)
+
+        def pair(s: Sentence, label: int, kind: str, *, _q=record, _qid=qid, _t=title) -> Pair:
+            return Pair(_q.question, s.text, _t, s.before, label, kind, source, _q.group, _qid)
+
+        if record.impossible:
+            pairs += [pair(s, 0, "impossible") for s in sentences]
+            continue
+        positive = [s for s in sentences if contains_answer(s.text, record.answers)]
+        if not positive:
+            continue  # the answer spans a sentence boundary or sits in a label
+        if every_sentence:
+            pairs += [pair(s, int(s in positive), "dev") for s in sentences]
+            continue
+        pairs += [pair(s, 1, "positive") for s in positive]
+        asked = content_words(record.question)
+        others = sorted(
+            (s for s in sentences if s not in positive),
+            key=lambda s: (-_overlap(asked, s.text, idf), s.start),
+        )
+        pairs += [pair(s, 0, "passage") for s in others[: config.passage_negatives]]
+        found = indexes[record.group].top(
+            record.question, 6, exclude_record=numbers[(record.group, record.text)]
+        )
+        far = [text for _, text in found if not contains_answer(text, record.answers)]
+        pairs += [
+            Pair(record.question, text, title, "", 0, "other_paragraph", source, record.group, qid)
+            for text in far[: config.other_paragraph_negatives]
+        ]
+        first = positive[0]
+        index = sentences.index(first)
+        if index and rng.random() < config.merged_share:
+            previous = sentences[index - 1]
+            if previous.end <= first.start:
+                merged = record.text[previous.start : first.end]
+                pairs.append(pair(Sentence(merged, previous.before, previous.start, first.end),
+                                  1, "merged"))  # fmt: skip
+    return pairs
+
+
+def nq_pairs(records, *, every_sentence: bool, rng: random.Random, first_id: int) -> list[Pair]:
+    """NQ-open training-part pairs: each gold passage is its own group."""
+    passages = [passage_sentences(r.text, title=r.title) for r in records]
+    idf = _idf(s.text for group in passages for s in group)
+    index = SentenceIndex(
+        [(number, s.text) for number, group in enumerate(passages) for s in group], idf
+    )
+    pairs: list[Pair] = []
+    for number, record in enumerate(records):
+        qid = first_id + number
+        group = f"nq:{record.title}"
+        sentences = passages[number]
+        positive = [s for s in sentences if contains_answer(s.text, record.answers)]
+        if not positive:
+            continue
+
+        def pair(text: str, before: str, label: int, kind: str, *, _r=record, _q=None,
+                 _qid=qid, _g=group) -> Pair:  # fmt: skip
+            return Pair(_q or _r.question, text, _r.title, before, label, kind, "nq", _g, _qid)
+
+        if every_sentence:
+            pairs += [pair(s.text, s.before, int(s in positive), "dev") for s in sentences]
+            continue
+        pairs += [pair(s.text, s.before, 1, "positive") for s in positive]
+        asked = content_words(record.question)
+        others = sorted(
+            (s for s in sentences if s not in positive),
+            key=lambda s: (-_overlap(asked, s.text, idf), s.start),
+        )
+        pairs += [pair(s.text, s.before, 0, "passage") for s in others[:3]]
+        near = index.top(record.question, 8, exclude_record=number)
+        far = [text for _, text in near if not contains_answer(text, record.answers)]
+        pairs += [pair(text, "", 0, "other_passage") for text in far[:1]]
+        anchor = max(positive, key=lambda s: (len(asked & content_words(s.text)), -len(s.text)))
+        sources = [s.text for s in sentences if s not in positive] + [t for _, t in near]
+        for question in perturb_questions(record.question, anchor.text, sources, idf, rng, 1):
+            if question != record.question:
+                pairs.append(pair(anchor.text, anchor.before, 0, "perturbed", _q=question))
+    return pairs
+
+
+def nq_group(record) -> str:
+    return f"nq:{record.title}:{record.text[:80]}"
+
+
+def make_pairs(config: PairConfig) -> dict[str, list[Pair]]:
+    """{"squad11", "squad2", "nq"} fit pairs and {"dev_squad11", "dev_squad2", "dev_nq"}
+    dev pairs, drawn with a generator seeded by `config.seed` in a fixed order."""
+    rng = random.Random(config.seed)  # noqa: S311 - sampling, not security
+    out: dict[str, list[Pair]] = {}
+    squad11 = list(squad_records(SQUAD11_PATH))
+    fit11 = [r for r in squad11 if not is_dev_group(r.group, SQUAD11_DEV_MODULUS)]
+    dev11 = [r for r in squad11 if is_dev_group(r.group, SQUAD11_DEV_MODULUS)]
+    fit11 = rng.sample(fit11, min(config.squad11_questions, len(fit11)))
+    dev11 = rng.sample(dev11, min(config.squad11_dev_questions, len(dev11)))
+    squad2 = list(squad_records(SQUAD2_TRAIN_PATH))
+    fit2 = [r for r in squad2 if not is_dev_group(r.group, SQUAD2_DEV_MODULUS)]
+    dev2 = [r for r in squad2 if is_dev_group(r.group, SQUAD2_DEV_MODULUS)]
+    nq = [r for r in nq_records(NQ_PATH) if not is_heldout(r.question)]
+    fit_nq = [r for r in nq if not is_dev_group(nq_group(r), 10)]
+    dev_nq = [r for r in nq if is_dev_group(nq_group(r), 10)]
+    ids = 0
+    for name, records, every in (
+        ("squad11", fit11, False),
+        ("dev_squad11", dev11, True),
+        ("squad2", fit2, False),
+        ("dev_squad2", dev2, True),
+    ):
+        source = "squad11" if name.endswith("squad11") else "squad2"
+        out[name] = squad_pairs(
+            records, source=source, config=config, rng=rng, every_sentence=every, first_id=ids
+        )
+        ids += len(records)
+    out["nq"] = nq_pairs(fit_nq, every_sentence=False, rng=rng, first_id=ids)
+    ids += len(fit_nq)
+    out["dev_nq"] = nq_pairs(dev_nq, every_sentence=True, rng=rng, first_id=ids)
+    return out
+
+
+def _auc(scores, labels) -> float:
+    from answers.judge.cross_encoder.common import roc_auc
+
+    return roc_auc(scores, labels)
+
+
+def best_per_question(pairs: list[Pair], scores) -> dict[int, tuple[float, int, bool]]:
+    """question id → (its best score, that pair's label, whether the question is answerable)."""
+    best: dict[int, tuple[float, int, bool]] = {}
+    answerable: dict[int, bool] = defaultdict(bool)
+    for pair, score in zip(pairs, scores, strict=True):
+        answerable[pair.question_id] |= pair.kind != "impossible"
+        if pair.question_id not in best or score > best[pair.question_id][0]:
+            best[pair.question_id] = (float(score), pair.label, False)
+    return {q: (s, label, answerable[q]) for q, (s, label, _) in best.items()}
+
+
+def operating_points(best: dict[int, tuple[float, int, bool]], thresholds) -> list[dict]:
+    """For each threshold: release the best sentence when it scores at least that.
+    supported / wrong over answerable questions, abstention over unanswerable ones."""
+    answerable = [v for v in best.values() if v[2]]
+    impossible = [v for v in best.values() if not v[2]]
+    points = []
+    for t in thresholds:
+        released = [v for v in answerable if v[0] >= t]
+        points.append(
+            {
+                "threshold": t,
+                "supported": sum(v[1] for v in released) / max(1, len(answerable)),
+                "wrong": sum(1 - v[1] for v in released) / max(1, len(answerable)),
+                "abstention": (
+                    sum(v[0] < t for v in impossible) / len(impossible) if impossible else None
+                ),
+            }
+        )
+    return points
+
+
+def dev_metrics(slices: dict[str, list[Pair]], logits: dict[str, list[float]]) -> dict:
+    """Per dev slice: pair AUC and how often the best sentence holds the answer; on
+    squad2's, the answerability AUC (best score of answerable vs unanswerable questions)."""
+    metrics: dict[str, float] = {}
+    for name, pairs in slices.items():
+        scores = logits[name]
+        metrics[f"{name}_pair_auc"] = _auc(scores, [p.label for p in pairs])
+        best = best_per_question(pairs, scores)
+        answerable = [v for v in best.values() if v[2]]
+        metrics[f"{name}_top1"] = sum(v[1] for v in answerable) / max(1, len(answerable))
+        if any(not v[2] for v in best.values()):
+            metrics[f"{name}_answerability_auc"] = _auc(
+                [v[0] for v in best.values()], [int(v[2]) for v in best.values()]
+            )
+    return metrics
+
+
+def selection_score(metrics: dict) -> float:
+    """What the dev slice prefers: separate answerable from unanswerable, and rank the
+    answer sentence first."""
+    return metrics["dev_squad2_answerability_auc"] + metrics["dev_squad2_top1"]
