@@ -38,11 +38,14 @@ Known blind spots: two short glued words ("ofthe") look like one word; glued Tit
 
 from __future__ import annotations
 
+import re
+
 LONG_WORD = 25
 
 # Any of these in a token makes it a URL, address, path or piece of code.
 _CODE_MARKS = frozenset("_/\\@()[]{}<>=#$%&*+|~^`")
 _JOINS = frozenset(",;")
+_LETTERS = re.compile(r"[^\W\d_]+")
 
 
 def _cased(char: str) -> bool:
@@ -78,19 +81,26 @@ def _longest_word(run: str) -> int:
 
 def _runs(token: str) -> list[str]:
     """The token's maximal runs of cased letters."""
-    runs, current = [], []
-    for char in token:
-        if _cased(char):
-            current.append(char)
-        elif current:
+    runs = []
+    for letters in _LETTERS.findall(token):
+        if letters.isascii():  # every ASCII letter is cased: the common case, no loop
+            runs.append(letters)
+            continue
+        current: list[str] = []
+        for char in letters:
+            if _cased(char):
+                current.append(char)
+            elif current:
+                runs.append("".join(current))
+                current = []
+        if current:
             runs.append("".join(current))
-            current = []
-    if current:
-        runs.append("".join(current))
     return runs
 
 
 def _joined_at_punctuation(token: str) -> bool:
+    if _JOINS.isdisjoint(token):
+        return False
     return any(
         token[i] in _JOINS and token[i - 1].islower() and token[i + 1].islower()
         for i in range(1, len(token) - 1)
