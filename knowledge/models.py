@@ -118,7 +118,8 @@ class DocumentRevision(models.Model):
         if serving.is_damaged:
             return (
                 f"The text looks damaged ({serving.damage:.0%} of its words glued) and no "
-                "clean extraction exists: passages and quotes may show words run together."
+                "clean extraction serves instead: passages and quotes may show words run "
+                "together."
             )
         primary = next((e for e in extractions if e.role == ExtractionRole.PRIMARY), None)
         if serving.role != ExtractionRole.PRIMARY and primary is not None:
