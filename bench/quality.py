@@ -62,7 +62,7 @@ from answers.pipeline.providers import CandidateView, ExtractiveProvider  # noqa
 from answers.pipeline.request import answer_request_parse  # noqa: E402
 from answers.pipeline.run import answer_create  # noqa: E402
 from knowledge.documents import document_upload, revision_extract  # noqa: E402
-from knowledge.models import Document, Extraction, ExtractionRole  # noqa: E402
+from knowledge.models import Document, Extraction  # noqa: E402
 from knowledge.sentences import is_label  # noqa: E402
 
 # --- the selector before this change, kept here as the baseline ---------------------
@@ -255,7 +255,7 @@ def admitted_texts() -> dict[int, tuple[str, str]]:
     titles = dict(Document.objects.values_list("pk", "title"))
     return {
         e.revision_id: (e.text, titles[e.revision.document_id])
-        for e in Extraction.objects.filter(role=ExtractionRole.PRIMARY).select_related("revision")
+        for e in Extraction.objects.filter(serves_passages=True).select_related("revision")
     }
 
 

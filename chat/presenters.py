@@ -210,11 +210,11 @@ def file_state(document: Document) -> dict:
     with a human message."""
     # The newest revision: a new upload is not current until its extraction is admitted.
     revision = max(document.revisions.all(), key=lambda r: r.number, default=None)
-    primary = None
-    if revision is not None:
-        primary = next(
-            (e for e in revision.extractions.all() if e.role == ExtractionRole.PRIMARY), None
-        )
+    extractions = list(revision.extractions.all()) if revision is not None else []
+    # Passages may come from the secondary (a damaged primary): whichever serves, it is ready.
+    if any(e.serves_passages for e in extractions):
+        return {"state": "admitted", "message": _("Ready"), "progress": 100}
+    primary = next((e for e in extractions if e.role == ExtractionRole.PRIMARY), None)
     if primary is None or primary.status in {ExtractionStatus.PENDING, ExtractionStatus.RUNNING}:
         return {"state": "extracting", "message": _("Extracting text…"),
                 "progress": primary.progress if primary else 0}  # fmt: skip

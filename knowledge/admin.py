@@ -106,8 +106,8 @@ class SpaceAdmin(GuardedModelAdmin):
 
 class ExtractionInline(admin.TabularInline):
     model = Extraction
-    fields = ["role", "status", "error_code", "error_message", "progress", "extractor",
-              "extractor_version"]  # fmt: skip
+    fields = ["role", "status", "serves_passages", "damage_summary", "error_code",
+              "error_message", "progress", "extractor", "extractor_version"]  # fmt: skip
     readonly_fields = fields
     extra = 0
     can_delete = False
@@ -139,7 +139,7 @@ class DocumentAdmin(CuratedAdmin):
 @admin.register(DocumentRevision)
 class DocumentRevisionAdmin(CuratedAdmin):
     list_display = ["document", "number", "filename", "size", "uploaded_by", "created_at",
-                    "extraction_progress"]  # fmt: skip
+                    "extraction_progress", "text_warning"]  # fmt: skip
     list_select_related = ["document", "uploaded_by"]
     search_fields = ["document__title", "sha256"]
     inlines = [ExtractionInline]
@@ -156,14 +156,28 @@ class DocumentRevisionAdmin(CuratedAdmin):
         return self.has_view_permission(request, obj)
 
     def get_readonly_fields(self, request: HttpRequest, obj=None) -> list[str]:
-        return [field.name for field in DocumentRevision._meta.fields]
+        return [field.name for field in DocumentRevision._meta.fields] + ["text_warning"]
+
+    def change_view(self, request: HttpRequest, object_id: str, form_url: str = "",
+                    extra_context: dict | None = None) -> HttpResponse:  # fmt: skip
+        revision = self.get_object(request, unquote(object_id))
+        if request.method == "GET" and revision is not None and revision.text_warning:
+            self.message_user(request, revision.text_warning, messages.WARNING)
+        return super().change_view(request, object_id, form_url, extra_context)
 
     @admin.display(description="Extraction")
     def extraction_progress(self, revision: DocumentRevision) -> str:
         return ", ".join(
-            f"{e.role}: {e.status} {e.progress}%" + (f" ({e.error_code})" if e.error_code else "")
+            f"{e.role}: {e.status} {e.progress}%"
+            + (f" ({e.error_code})" if e.error_code else "")
+            + (f", {e.damage_summary}" if e.damage is not None else "")
+            + (", serves passages" if e.serves_passages else "")
             for e in revision.extractions.all()
         )
+
+    @admin.display(description="Text warning")
+    def text_warning(self, revision: DocumentRevision) -> str:
+        return revision.text_warning or "—"
 
     @admin.action(description="Retry failed extractions")
     def retry_failed_extractions(self, request: HttpRequest, queryset: QuerySet) -> None:
@@ -177,12 +191,13 @@ class DocumentRevisionAdmin(CuratedAdmin):
 
 @admin.register(Extraction)
 class ExtractionAdmin(CuratedAdmin):
-    list_display = ["revision", "role", "status", "error_code", "error_message", "progress",
-                    "extractor", "attempts", "heartbeat_at"]  # fmt: skip
-    list_filter = ["status", "role", "error_code"]
+    list_display = ["revision", "role", "status", "serves_passages", "damage_summary",
+                    "error_code", "error_message", "progress", "extractor", "attempts",
+                    "heartbeat_at"]  # fmt: skip
+    list_filter = ["status", "role", "serves_passages", "error_code"]
     list_select_related = ["revision__document"]
     exclude = ["norm_text"]
-    readonly_fields = ["error_message"]
+    readonly_fields = ["error_message", "damage_summary"]
 
     def curated(self, request: HttpRequest) -> QuerySet[Extraction]:
         return extractions_curated_by(user=request.user)

@@ -14,6 +14,7 @@ from django.utils import timezone
 from core.errors import ApiError, ConflictError, UnprocessableError
 from knowledge.documents import document_set_current, passages_create
 from knowledge.extraction import Segment, normalise_text
+from knowledge.extraction.damage import extraction_damage
 from knowledge.models import (
     Document,
     DocumentKind,
@@ -189,8 +190,10 @@ def _version_create(
     )  # fmt: skip
     revision.file.save(f"{sha256}.txt", ContentFile(data), save=False)
     revision.save()
-    # The approved text is the source itself: both "extractions" are that exact text.
+    # The approved text is the source itself: both "extractions" are that exact text, and
+    # the primary serves passages (the same damage on both leaves nothing cleaner to take).
     now = timezone.now()
+    damage = extraction_damage(body)
     extractions = {
         role: Extraction.objects.create(
             revision=revision,
@@ -200,8 +203,10 @@ def _version_create(
             text=body,
             text_sha256=sha256,
             norm_text=normalised_key(body),
+            damage=damage,
+            serves_passages=role == ExtractionRole.PRIMARY,
             status=ExtractionStatus.ADMITTED,
-            progress=30 if role == "primary" else 100,
+            progress=30 if role == ExtractionRole.PRIMARY else 100,
             attempts=1,
             finished_at=now,
         )

@@ -27,21 +27,41 @@ class ExtractionOutput(serializers.ModelSerializer):
     error_message = serializers.CharField(
         read_only=True, allow_blank=True, help_text="What `error_code` means; empty if none."
     )
+    damage = serializers.FloatField(
+        read_only=True,
+        allow_null=True,
+        help_text="Share (0-1) of the text's words, by letters, that look glued; null until "
+        "admitted.",
+    )
+    damaged = serializers.BooleanField(
+        source="is_damaged",
+        read_only=True,
+        help_text="`damage` is past KOINON_EXTRACTION_DAMAGE_THRESHOLD.",
+    )
+    serves_passages = serializers.BooleanField(
+        read_only=True, help_text="Passages and quotes are cut from this extraction's text."
+    )
 
     class Meta:
         model = Extraction
         fields = ["role", "status", "error_code", "error_message", "progress", "extractor",
-                  "extractor_version"]  # fmt: skip
+                  "extractor_version", "damage", "damaged", "serves_passages"]  # fmt: skip
 
 
 class RevisionOutput(serializers.ModelSerializer):
     extractions = ExtractionOutput(many=True)
     passage_count = serializers.IntegerField(source="passage_total", default=0)
+    text_warning = serializers.CharField(
+        read_only=True,
+        allow_blank=True,
+        help_text="Empty, or why the text passages come from needs a curator's eye (a damaged "
+        "extraction, or passages taken from the secondary).",
+    )
 
     class Meta:
         model = DocumentRevision
         fields = ["id", "number", "sha256", "filename", "size", "created_at", "extractions",
-                  "passage_count"]  # fmt: skip
+                  "passage_count", "text_warning"]  # fmt: skip
 
 
 class DocumentOutput(serializers.ModelSerializer):
@@ -70,6 +90,7 @@ class DocumentUploadOutput(DocumentDetailOutput):
 class DocumentTextOutput(serializers.Serializer):
     document = serializers.IntegerField()
     revision = serializers.IntegerField()
+    role = serializers.CharField(help_text="The extraction passages are cut from.")
     extractor = serializers.CharField()
     text_sha256 = serializers.CharField()
     text = serializers.CharField()
@@ -197,6 +218,7 @@ class DocumentTextApi(APIView):
             {
                 "document": document.pk,
                 "revision": extraction.revision_id,
+                "role": extraction.role,
                 "extractor": extraction.extractor,
                 "text_sha256": extraction.text_sha256,
                 "text": extraction.text,

@@ -23,7 +23,8 @@ from core.errors import (
 from core.queue import QueueUnavailable, task_enqueue
 from knowledge.chunking import chunk
 from knowledge.display import title_clean
-from knowledge.extraction import ExtractionError, Limits, detect_format
+from knowledge.extraction import ExtractionError, ExtractionResult, Limits, detect_format
+from knowledge.extraction.damage import extraction_damage, serving_role
 from knowledge.extraction.isolated import extract_isolated
 from knowledge.frequencies import lexeme_frequencies_shift
 from knowledge.models import (
@@ -168,6 +169,9 @@ def _enqueue_extraction(revision_id: int, document_id: int) -> None:
 def revision_retry_extraction(*, revision: DocumentRevision) -> None:
     """Reset failed and stuck (see extractions_stale) extractions to pending, queue again.
 
+    While no extraction of the revision serves passages, an admitted one is read again
+    too: which reading serves is chosen among readings at hand (revision_extract), so a
+    clean secondary admitted next to a failed primary can still serve.
     Raises UnprocessableError `not_failed` when every extraction is admitted or
     still making progress.
     """
@@ -176,6 +180,12 @@ def revision_retry_extraction(*, revision: DocumentRevision) -> None:
     if not retry.exists():
         raise UnprocessableError(
             "Nothing to retry: no extraction failed or is stuck.", code="not_failed"
+        )
+    if not revision.extractions.filter(serves_passages=True).exists():
+        retry = revision.extractions.filter(
+            Q(status=ExtractionStatus.FAILED)
+            | Q(pk__in=stuck)
+            | Q(status=ExtractionStatus.ADMITTED)
         )
     retry.update(status=ExtractionStatus.PENDING, error_code="", progress=0, heartbeat_at=None)
     revision_queue_extraction(revision=revision)
@@ -280,15 +290,19 @@ def _limits() -> Limits:
 
 
 def revision_extract(*, revision_id: int) -> None:
-    """Run both extractions of a revision, then passages and embeddings of the primary.
+    """Run both extractions of a revision, then passages and embeddings of the serving one.
 
     Only pending extractions are claimed (atomically), so a duplicate message for
     the same revision does nothing twice. The claimed roles are read from one payload,
     each in its own child process bounded by KOINON_EXTRACT_TIMEOUT and
     KOINON_EXTRACT_MEMORY_BYTES (knowledge.extraction.isolated, the way chosen by
     KOINON_EXTRACT_ISOLATION); while they run, the rows get heartbeats. Each role's
-    failure is recorded on its own row. Both rows are finished before the primary's
-    passages are embedded, so the secondary never waits on the embedding.
+    failure is recorded on its own row.
+
+    Every admitted text gets its damage measured (knowledge.extraction.damage), and the
+    readings are admitted together in one transaction, with the passages of the one that
+    serves them (see `_serving_choose`). Both rows are finished before those passages are
+    embedded, so the other reading never waits on the embedding.
     """
     try:
         revision = DocumentRevision.objects.select_related("document").get(pk=revision_id)
@@ -310,7 +324,7 @@ def revision_extract(*, revision_id: int) -> None:
         on_wait=lambda: _heartbeat(revision_id),
         wait_interval=settings.KOINON_WORKER_HEARTBEAT_INTERVAL,
     )
-    admitted_primary = None
+    admitted: dict[str, tuple[Extraction, ExtractionResult, float]] = {}
     for extraction in claimed:
         result = outcomes[extraction.role]
         if isinstance(result, ExtractionError):
@@ -322,13 +336,23 @@ def revision_extract(*, revision_id: int) -> None:
                 finished_at=timezone.now(),
             )
             continue
-        primary = extraction.role == ExtractionRole.PRIMARY
-        with transaction.atomic():
-            if primary:
+        admitted[extraction.role] = (extraction, result, extraction_damage(result.text))
+    if not admitted:
+        return
+    serving = None
+    with transaction.atomic():
+        serving_role = _serving_choose(
+            revision=revision,
+            damages={role: damage for role, (_, _, damage) in admitted.items()},
+        )
+        # One UPDATE per row: inside the transaction no one sees a step in between. The
+        # other reading is done; the serving one's passages still have to be embedded.
+        for role, (extraction, result, damage) in admitted.items():
+            serves = role == serving_role
+            if serves:
                 extraction.text = result.text  # saved below, with the rest
                 passages_create(extraction=extraction, revision=revision, segments=result.segments)
-            # One UPDATE: inside the transaction no one sees a step in between. The
-            # secondary is done; the primary's passages still have to be embedded.
+                serving = extraction
             _set(
                 extraction,
                 extractor=result.extractor,
@@ -336,16 +360,42 @@ def revision_extract(*, revision_id: int) -> None:
                 text=result.text,
                 text_sha256=hashlib.sha256(result.text.encode()).hexdigest(),
                 norm_text=normalised_key(result.text),
+                damage=damage,
+                serves_passages=serves,
                 status=ExtractionStatus.ADMITTED,
                 finished_at=timezone.now(),
-                progress=30 if primary else 100,
+                progress=30 if serves else 100,
             )
-        if primary:
-            admitted_primary = extraction
-    if admitted_primary is not None:
+    if serving is not None:
         document_point_to(revision=revision)
-        passages_embed(extraction=admitted_primary)
-        _set(admitted_primary, progress=100)
+        passages_embed(extraction=serving)
+        _set(serving, progress=100)
+
+
+def _serving_choose(*, revision: DocumentRevision, damages: dict[str, float]) -> str | None:
+    """Which of the readings admitted now (role → damage) serves passages, if any.
+
+    Precondition: inside the admitting transaction; the revision's extraction rows are
+    locked here, so two workers finishing one role each cannot both pick theirs. Nothing
+    new serves once a reading of the revision serves (passages are never moved). A reading
+    admitted in an earlier run informs the choice, but only one at hand can serve: its
+    segments (page locators) are not kept. The retry re-reads an admitted reading too
+    while none serves (revision_retry_extraction), so the choice normally sees both.
+    """
+    rows = Extraction.objects.select_for_update().filter(revision=revision).order_by("role")
+    earlier = [e for e in rows if e.status == ExtractionStatus.ADMITTED and e.role not in damages]
+    if any(e.serves_passages for e in earlier):
+        return None
+    known = {e.role: e.damage for e in earlier} | dict(damages)
+    choice = serving_role(known, threshold=settings.KOINON_EXTRACTION_DAMAGE_THRESHOLD)
+    if choice is None or choice in damages:
+        return choice
+    logger.warning(
+        "revision %s: the clean %s reading was admitted earlier; the damaged primary serves",
+        revision.pk,
+        choice,
+    )
+    return ExtractionRole.PRIMARY if ExtractionRole.PRIMARY in damages else None
 
 
 def passages_create(*, extraction: Extraction, revision: DocumentRevision, segments: list) -> None:

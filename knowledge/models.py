@@ -105,6 +105,31 @@ class DocumentRevision(models.Model):
     def __str__(self) -> str:
         return f"{self.document} r{self.number}"
 
+    @property
+    def text_warning(self) -> str:
+        """What curators should know about the text passages are cut from ("" if nothing).
+
+        Reads `extractions.all()`: prefetch them when listing revisions.
+        """
+        extractions = list(self.extractions.all())
+        serving = next((e for e in extractions if e.serves_passages), None)
+        if serving is None:
+            return ""
+        if serving.is_damaged:
+            return (
+                f"The text looks damaged ({serving.damage:.0%} of its words glued) and no "
+                "clean extraction serves instead: passages and quotes may show words run "
+                "together."
+            )
+        primary = next((e for e in extractions if e.role == ExtractionRole.PRIMARY), None)
+        if serving.role != ExtractionRole.PRIMARY and primary is not None:
+            return (
+                f"The primary extraction looks damaged ({primary.damage or 0:.0%} of its words "
+                f"glued): passages and quotes come from the clean {serving.role} extraction "
+                f"({serving.extractor})."
+            )
+        return ""
+
 
 class ExtractionRole(models.TextChoices):
     PRIMARY = "primary"
@@ -119,7 +144,12 @@ class ExtractionStatus(models.TextChoices):
 
 
 class Extraction(models.Model):
-    """Text of a revision by one extractor library. Only an admitted primary feeds passages."""
+    """Text of a revision by one extractor library.
+
+    Passages are cut from the one admitted extraction that `serves_passages`: the primary,
+    unless it is damaged (see knowledge.extraction.damage) and the secondary is clean. The
+    other admitted extraction is the second reading every quote is checked against.
+    """
 
     revision = models.ForeignKey(
         DocumentRevision, on_delete=models.PROTECT, related_name="extractions"
@@ -135,6 +165,11 @@ class Extraction(models.Model):
         max_length=16, choices=ExtractionStatus.choices, default=ExtractionStatus.PENDING
     )
     error_code = models.CharField(max_length=32, blank=True)
+    # Share of the text's words (by letters) that look glued, measured on admission;
+    # None for rows admitted before it was measured.
+    damage = models.FloatField(null=True, blank=True)
+    # Set on admission (knowledge.documents.revision_extract) and never moved afterwards.
+    serves_passages = models.BooleanField(default=False)
     progress = models.PositiveSmallIntegerField(default=0)
     attempts = models.PositiveSmallIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -156,6 +191,19 @@ class Extraction(models.Model):
         ]
         constraints = [
             models.UniqueConstraint(fields=["revision", "role"], name="extraction_role_unique"),
+            models.UniqueConstraint(
+                fields=["revision"],
+                condition=models.Q(serves_passages=True),
+                name="extraction_one_serving_per_revision",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(serves_passages=False) | models.Q(status="admitted"),
+                name="extraction_serving_is_admitted",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(damage__isnull=True) | models.Q(damage__gte=0, damage__lte=1),
+                name="extraction_damage_is_a_share",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -168,6 +216,22 @@ class Extraction(models.Model):
         from knowledge.extraction.base import error_message
 
         return error_message(self.error_code)
+
+    @property
+    def is_damaged(self) -> bool:
+        """Whether `damage` is past KOINON_EXTRACTION_DAMAGE_THRESHOLD (never when unmeasured)."""
+        from knowledge.extraction.damage import extraction_is_damaged
+
+        return extraction_is_damaged(
+            self.damage, threshold=settings.KOINON_EXTRACTION_DAMAGE_THRESHOLD
+        )
+
+    @property
+    def damage_summary(self) -> str:
+        """The damage figure as curators read it: "45% of words glued (damaged)"."""
+        if self.damage is None:
+            return "not measured"
+        return f"{self.damage:.0%} of words glued" + (" (damaged)" if self.is_damaged else "")
 
 
 class EmbeddingStatus(models.TextChoices):

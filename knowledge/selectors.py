@@ -20,7 +20,6 @@ from knowledge.models import (
     DocumentRevision,
     EmbeddingStatus,
     Extraction,
-    ExtractionRole,
     ExtractionStatus,
     KnowledgeProposal,
     Passage,
@@ -227,12 +226,13 @@ def revision_extractions(*, revision_id: int) -> list[Extraction]:
 
 
 def document_admitted_text(*, document: Document) -> Extraction | None:
-    """The admitted primary extraction of the document's current revision."""
+    """The extraction of the document's current revision that passages and quotes are cut
+    from (the primary, unless it is damaged and the secondary clean)."""
     if document.current_revision_id is None:
         return None
     return Extraction.objects.filter(
         revision_id=document.current_revision_id,
-        role=ExtractionRole.PRIMARY,
+        serves_passages=True,
         status=ExtractionStatus.ADMITTED,
     ).first()
 

@@ -376,6 +376,13 @@ KOINON_EXTRACT_TIMEOUT = env_float("KOINON_EXTRACT_TIMEOUT", 120.0)
 KOINON_EXTRACT_MEMORY_BYTES = env_int("KOINON_EXTRACT_MEMORY_BYTES", 1536 * 1024 * 1024)
 KOINON_EXTRACT_MAX_DECOMPRESSED = env_int("KOINON_EXTRACT_MAX_DECOMPRESSED", 256 * 1024 * 1024)
 KOINON_EXTRACT_MAX_ELEMENTS = env_int("KOINON_EXTRACT_MAX_ELEMENTS", 2_000_000)
+# An extraction with a larger share of glued words (knowledge.extraction.damage) is damaged:
+# a clean secondary then serves passages and quotes instead (docs/decisions.md, issue 25).
+KOINON_EXTRACTION_DAMAGE_THRESHOLD = env_float("KOINON_EXTRACTION_DAMAGE_THRESHOLD", 0.15)
+if not 0.0 < KOINON_EXTRACTION_DAMAGE_THRESHOLD < 1.0:
+    raise ImproperlyConfiguredEnv(
+        "KOINON_EXTRACTION_DAMAGE_THRESHOLD must be between 0 and 1 (exclusive)"
+    )
 
 # --- MCP server (mcp_server/) ------------------------------------------------------------
 # Dotted paths of callables wrapped around each MCP tool call as middleware wraps a request

@@ -13,7 +13,7 @@ from core.errors import ApiError
 from datasets.models import DatasetSnapshot
 from datasets.selectors import datasets_visible_to
 from datasets.services import governed_query_facts, governed_query_run
-from knowledge.models import Document, Extraction, ExtractionRole, ExtractionStatus
+from knowledge.models import Document, Extraction, ExtractionStatus
 from knowledge.retrieval import RETRIEVAL_TOOLS, retrieve
 
 DEPTH = {"quick": 3, "ask": 5, "agent": 5, "pro": 8, "deep": 12, "debug": 5, "raw": 10, "plan": 0}
@@ -80,7 +80,7 @@ def run_tools(
     admitted = set(
         Extraction.objects.filter(
             pk__in=[e["candidate"].extraction_id for e in passages.values()],
-            role=ExtractionRole.PRIMARY,
+            serves_passages=True,
             status=ExtractionStatus.ADMITTED,
         ).values_list("pk", flat=True)
     )

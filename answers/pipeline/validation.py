@@ -4,6 +4,7 @@ selection: a valid half of a mixed selection is never published."""
 import json
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.db import connection
 
 from answers.models import CandidateFact
@@ -71,12 +72,18 @@ def selection_parse(raw: object, candidates: list[CandidateFact]) -> list[Select
 
 
 def quotes_verify_primary(selected: list[SelectedFact]) -> None:
-    """(a) In code: each quote is, word for word, the admitted text at its offsets."""
+    """(a) In code: each quote is, word for word, the admitted text at its offsets, in the
+    extraction that serves the revision's passages (the primary, unless it is damaged and
+    the secondary clean: knowledge.extraction.damage)."""
     quotes = [s for s in selected if s.fact.kind == "quote"]
     extractions = Extraction.objects.in_bulk([s.fact.source["extraction_id"] for s in quotes])
     for item in quotes:
         extraction = extractions.get(item.fact.source["extraction_id"])
-        if extraction is None or extraction.status != ExtractionStatus.ADMITTED:
+        if (
+            extraction is None
+            or extraction.status != ExtractionStatus.ADMITTED
+            or not extraction.serves_passages
+        ):
             raise SelectionRejected("quote_source_not_admitted")
         base = item.fact.source["char_start"]
         start = base + (item.start or 0)
@@ -87,47 +94,48 @@ def quotes_verify_primary(selected: list[SelectedFact]) -> None:
             raise SelectionRejected("quote_not_in_admitted_text")
 
 
+# (b) in one statement. The second reading of a quote is the revision's other admitted
+# extraction: the secondary when the primary serves passages, the primary when a clean
+# secondary serves them. A reading damaged past KOINON_EXTRACTION_DAMAGE_THRESHOLD lost
+# spaces between words, so the quote's key is looked for there with every space removed
+# from both sides; an undamaged (or unmeasured) reading keeps the whole-word comparison
+# of the framed keys. Returns the (1-based) positions of the quotes that fail.
 QUOTES_SECONDARY_SQL = """
-SELECT count(*) FROM unnest(%s::bigint[], %s::text[]) AS q(revision_id, qkey)
+SELECT q.n
+FROM unnest(%s::bigint[], %s::bigint[], %s::text[]) WITH ORDINALITY
+     AS q(revision_id, extraction_id, qkey, n)
 LEFT JOIN knowledge_extraction e
-       ON e.revision_id = q.revision_id AND e.role = 'secondary' AND e.status = 'admitted'
-WHERE e.id IS NULL OR position(q.qkey IN e.norm_text) = 0
-"""
-
-
-def quotes_verify_secondary(selected: list[SelectedFact]) -> None:
-    """(b) In the database: all quotes of the answer against the independent secondary
-    extraction of the same revision, in one SQL statement."""
-    quotes = [s for s in selected if s.fact.kind == "quote"]
-    if not quotes:
-        return
-    revisions = [s.fact.source["revision_id"] for s in quotes]
-    keys = [normalised_key(s.quote) for s in quotes]
-    with connection.cursor() as cursor:
-        cursor.execute(QUOTES_SECONDARY_SQL, [revisions, keys])
-        (missing,) = cursor.fetchone()
-    if missing:
-        raise SelectionRejected("quote_not_in_secondary_extraction")
-
-
-QUOTES_SECONDARY_FAILURES_SQL = """
-SELECT q.n FROM unnest(%s::bigint[], %s::text[]) WITH ORDINALITY AS q(revision_id, qkey, n)
-LEFT JOIN knowledge_extraction e
-       ON e.revision_id = q.revision_id AND e.role = 'secondary' AND e.status = 'admitted'
-WHERE e.id IS NULL OR position(q.qkey IN e.norm_text) = 0
+       ON e.revision_id = q.revision_id AND e.id <> q.extraction_id AND e.status = 'admitted'
+WHERE e.id IS NULL OR CASE
+    WHEN e.damage > %s
+    THEN position(replace(q.qkey, ' ', '') IN replace(e.norm_text, ' ', '')) = 0
+    ELSE position(q.qkey IN e.norm_text) = 0
+END
 """
 
 
 def quotes_secondary_failures(selected: list[SelectedFact]) -> set[int]:
-    """(b) for items judged one by one (a comparison's stances): the indexes of the quotes
-    that are not in the secondary extraction, all found in one SQL statement."""
+    """(b) In the database: the indexes of the quotes that are not in the second,
+    independent reading of their revision (the other admitted extraction), all found in
+    one SQL statement. A comparison judges its stances one by one with it."""
     if not selected:
         return set()
-    revisions = [s.fact.source["revision_id"] for s in selected]
-    keys = [normalised_key(s.quote) for s in selected]
+    parameters = [
+        [s.fact.source["revision_id"] for s in selected],
+        [s.fact.source["extraction_id"] for s in selected],
+        [normalised_key(s.quote) for s in selected],
+        settings.KOINON_EXTRACTION_DAMAGE_THRESHOLD,
+    ]
     with connection.cursor() as cursor:
-        cursor.execute(QUOTES_SECONDARY_FAILURES_SQL, [revisions, keys])
+        cursor.execute(QUOTES_SECONDARY_SQL, parameters)
         return {n - 1 for (n,) in cursor.fetchall()}
+
+
+def quotes_verify_secondary(selected: list[SelectedFact]) -> None:
+    """(b) for a whole answer: every quote is in its second reading, or the selection is
+    rejected (one SQL statement for all of them)."""
+    if quotes_secondary_failures([s for s in selected if s.fact.kind == "quote"]):
+        raise SelectionRejected("quote_not_in_secondary_extraction")
 
 
 def values_verify(selected: list[SelectedFact]) -> None:

@@ -258,13 +258,19 @@ def load_passages(
     bodies = ["\n".join(texts[i] for i in group) for group in groups]
 
     def extraction(revision: DocumentRevision, role: str, body: str) -> Extraction:
+        serves = role == ExtractionRole.PRIMARY
         if not verifiable:
             return Extraction(
-                revision=revision, role=role, text=body, status=ExtractionStatus.ADMITTED
+                revision=revision,
+                role=role,
+                text=body,
+                status=ExtractionStatus.ADMITTED,
+                serves_passages=serves,
             )
         return Extraction(
             revision=revision,
             role=role,
+            serves_passages=serves,
             extractor="bench",
             text=body,
             text_sha256=hashlib.sha256(body.encode()).hexdigest(),

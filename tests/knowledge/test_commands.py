@@ -4,6 +4,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from knowledge.models import Document, DocumentRevision, Extraction, Space
+from tests.knowledge.helpers import BACKUP_POLICY, GAP_BOTH_GLUED, GAP_PRIMARY_GLUED, kerned_pdf
 
 pytestmark = pytest.mark.django_db
 
@@ -79,6 +80,8 @@ def test_space_commands_name_what_is_wrong(owner):
 def test_ingest_wait_reports_each_file_and_why_one_failed(celery_worker, tmp_path, space, owner):
     (tmp_path / "notes.md").write_text("# Notes\n\nReviews happen every quarter.\n")
     (tmp_path / "blank.txt").write_text("  \n \n")
+    (tmp_path / "glued.pdf").write_bytes(kerned_pdf(BACKUP_POLICY, gap=GAP_BOTH_GLUED))
+    (tmp_path / "kerned.pdf").write_bytes(kerned_pdf(BACKUP_POLICY, gap=GAP_PRIMARY_GLUED))
     out, err = StringIO(), StringIO()
     with pytest.raises(CommandError, match="1 file"):
         call_command(
@@ -87,3 +90,8 @@ def test_ingest_wait_reports_each_file_and_why_one_failed(celery_worker, tmp_pat
         )  # fmt: skip
     assert "notes.md: admitted (" in out.getvalue()
     assert "blank.txt: failed: no_text: The file contains no extractable text." in err.getvalue()
+    # Damaged text is admitted with a warning; a clean secondary serves instead of a glued primary.
+    assert "glued.pdf: admitted (1 passages, pdfplumber)" in out.getvalue()
+    assert "glued.pdf: warning: The text looks damaged (100% of its words glued)" in err.getvalue()
+    assert "kerned.pdf: admitted (1 passages, pypdf)" in out.getvalue()
+    assert "kerned.pdf: warning: The primary extraction looks damaged" in err.getvalue()

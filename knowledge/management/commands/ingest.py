@@ -83,11 +83,15 @@ class Command(BaseCommand):
         return failures
 
     def _report(self, name: str, extractions: list) -> int:
-        primary = next((e for e in extractions if e.role == ExtractionRole.PRIMARY), None)
-        if primary is not None and primary.status == ExtractionStatus.ADMITTED:
-            passages = primary.passages.count()
-            self.stdout.write(f"{name}: admitted ({passages} passages, {primary.extractor})")
+        serving = next((e for e in extractions if e.serves_passages), None)
+        if serving is not None:
+            passages = serving.passages.count()
+            self.stdout.write(f"{name}: admitted ({passages} passages, {serving.extractor})")
+            warning = serving.revision.text_warning
+            if warning:
+                self.stderr.write(f"{name}: warning: {warning}")
             return 0
+        primary = next((e for e in extractions if e.role == ExtractionRole.PRIMARY), None)
         failed = primary or extractions[0]
         self.stderr.write(f"{name}: failed: {failed.error_code}: {failed.error_message}")
         return 1
