@@ -329,7 +329,7 @@ KOINON_STREAM_TIMEOUT = env_float("KOINON_STREAM_TIMEOUT", 300.0)
 # Streamed answers run on a queue of their own, so long extractions cannot starve them.
 CELERY_TASK_ROUTES = {"answers.run_execute": {"queue": "answers"}}
 # The support judge's cut-off (a probability): chosen from the curve in docs/quality.md.
-KOINON_JUDGE_THRESHOLD = env_float("KOINON_JUDGE_THRESHOLD", 0.6)
+KOINON_JUDGE_THRESHOLD = env_float("KOINON_JUDGE_THRESHOLD", 0.48)
 if not 0.0 < KOINON_JUDGE_THRESHOLD < 1.0:
     raise ImproperlyConfiguredEnv("KOINON_JUDGE_THRESHOLD must be between 0 and 1 (exclusive)")
 KOINON_VECTOR_MIN_SIMILARITY = env_float("KOINON_VECTOR_MIN_SIMILARITY", 0.3)

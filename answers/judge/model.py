@@ -25,7 +25,7 @@ logger = logging.getLogger(__name__)
 JUDGE_DIR = Path(__file__).resolve().parent
 JUDGE_FILE = JUDGE_DIR / "judge.json"
 # Pinned: retraining (python -m answers.judge.train) prints the new value to put here.
-JUDGE_SHA256 = "26ff79d2305aa95f8c73a32131d9fa81a70cc9a763135c9dd67c4c57d2decd07"
+JUDGE_SHA256 = "c017d1ba1d1382080a74e435f6e10c498f6bb74a487022a0b12de42451b9034e"
 BATCH = 32
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
