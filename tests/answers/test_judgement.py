@@ -31,7 +31,7 @@ RETENTION = (
     "the end of the financial year in which they were issued.\n"
 )
 THREE_PARTS = (
-    "Who owns service reviews, which currency are invoice amounts in, "
+    "Who owns service reviews, which currency are invoice amounts stated in, "
     "and what is the total amount of the invoices?"
 )
 
@@ -60,7 +60,7 @@ def three_sources(space, owner):
 
 def test_a_heading_is_never_quoted_the_sentence_stating_the_period_is(space, owner, member):
     ingest(owner, space, "accounting-policy.md", RETENTION)
-    body = ask(member, "What is our retention period?")
+    body = ask(member, "How long are invoices retained?")
     assert body["evidence"]["answer_status"] == "evidence_backed"
     [quote] = quotes(body)
     assert quote == (
@@ -179,11 +179,11 @@ def test_a_changed_cross_encoder_publishes_nothing(tmp_path, monkeypatch, three_
 
 def test_the_threshold_comes_from_settings(space, owner, member, settings):
     ingest(owner, space, "accounting-policy.md", RETENTION)
-    assert ask(member, "What is our retention period?")["evidence"]["answer_status"] == (
+    assert ask(member, "How long are invoices retained?")["evidence"]["answer_status"] == (
         "evidence_backed"
     )
     settings.KOINON_JUDGE_THRESHOLD = 0.99
-    body = ask(member, "What is our retention period?")
+    body = ask(member, "How long are invoices retained?")
     assert body["evidence"]["answer_status"] == "abstained"
     assert "quote_unsupported" in body["quality"]["issues"]
 

@@ -86,8 +86,8 @@ def test_a_plain_answer_is_released(handbooks, member, question, expected):
     "question",
     [
         "What is the default value of the timeout field?",
-        "How much does a late passage by radio cost?",
-        "Who founded the old ferry pier?",
+        "What is the timeout field's maximum value?",
+        "Who delivers fuel to the harbour?",
     ],
 )
 def test_a_near_miss_from_the_right_document_is_not_released(handbooks, member, question):
