@@ -241,7 +241,7 @@ def test_extractions_leak_no_file_descriptors():
     for n in range(10):
         ask(f"Document {n}.".encode())
     ask(slow_pdf(), fmt="pdf", roles=["primary"], timeout=0.001)
-    assert len(os.listdir("/proc/self/fd")) == before
+    assert len(os.listdir("/proc/self/fd")) <= before  # a leak adds; a closed idle socket may go
 
 
 @pytest.mark.parametrize("isolation", ["forkserver", "spawn"])
