@@ -14,6 +14,7 @@ from audit.models import AnswerAudit
 from datasets.services import dataset_upload
 from knowledge.sentences import is_label
 from tests.answers.conftest import ask, ingest
+from tests.settings_checks import django_setup_with
 
 pytestmark = pytest.mark.django_db
 
@@ -190,18 +191,6 @@ def test_the_threshold_comes_from_settings(space, owner, member, settings):
 
 @pytest.mark.parametrize("value", ["2", "0", "-0.1", "high"])
 def test_a_threshold_outside_zero_to_one_is_refused_at_start(value):
-    import os
-    import subprocess
-    import sys
-
-    environment = {**os.environ, "KOINON_JUDGE_THRESHOLD": value,
-                   "DJANGO_SETTINGS_MODULE": "koinon.settings"}  # fmt: skip
-    result = subprocess.run(
-        [sys.executable, "-c", "import django; django.setup()"],
-        env=environment,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    result = django_setup_with("KOINON_JUDGE_THRESHOLD", value)
     assert result.returncode != 0
     assert "KOINON_JUDGE_THRESHOLD" in result.stderr

@@ -8,6 +8,7 @@ from knowledge.extraction.damage import (
     extraction_is_damaged,
     serving_role,
 )
+from tests.settings_checks import django_setup_with
 
 THRESHOLD = 0.15  # the default of KOINON_EXTRACTION_DAMAGE_THRESHOLD
 
@@ -149,18 +150,6 @@ def test_the_primary_serves_unless_it_is_damaged_and_the_secondary_clean(damages
 
 @pytest.mark.parametrize("value", ["0", "1", "high"])
 def test_a_damage_threshold_outside_zero_to_one_is_refused_at_start(value):
-    import os
-    import subprocess
-    import sys
-
-    environment = {**os.environ, "KOINON_EXTRACTION_DAMAGE_THRESHOLD": value,
-                   "DJANGO_SETTINGS_MODULE": "koinon.settings"}  # fmt: skip
-    result = subprocess.run(
-        [sys.executable, "-c", "import django; django.setup()"],
-        env=environment,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    result = django_setup_with("KOINON_EXTRACTION_DAMAGE_THRESHOLD", value)
     assert result.returncode != 0
     assert "KOINON_EXTRACTION_DAMAGE_THRESHOLD" in result.stderr
