@@ -25,6 +25,7 @@ from koinon_client import (
 
 from core.services import api_key_create
 from knowledge.documents import document_upload, revision_extract
+from tests.knowledge.test_documents import wait_for_extraction
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -209,6 +210,9 @@ def test_upload_and_search_through_the_client(live_server_url, corpus, reader_ke
         assert uploaded["private"] is True and uploaded["created"] is True
         assert uploaded["revision"] and uploaded["space"] is None
         found = client.search("operations team service reviews", limit=5)
+    # The worker extracts the upload meanwhile: let it finish before the test's data is
+    # truncated (a TRUNCATE while it writes the passages deadlocks the teardown).
+    wait_for_extraction(uploaded["revision"])
     assert found.label == "unverified"
     assert any(TEXT in result["text"] for result in found.results)
     assert {o.tool for o in found.outcomes} == {"vector_search", "keyword_search"}
