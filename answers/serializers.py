@@ -87,6 +87,37 @@ class QualityOutput(serializers.Serializer):
     issues = serializers.ListField(child=serializers.CharField())
 
 
+class SearchOutput(serializers.Serializer):
+    part = serializers.IntegerField()
+    text = serializers.CharField()
+    origin = serializers.ChoiceField(
+        choices=["planned", "asked", "rewritten", "memory"],
+        help_text="asked: the part as typed; rewritten: from the conversation; memory: "
+        "with words of memory entries that steered it.",
+    )
+
+
+class SteeringOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    kind = serializers.CharField()
+    scope = serializers.CharField()
+    parts = serializers.ListField(child=serializers.IntegerField())
+    why = serializers.DictField()
+
+
+class SearchedOutput(serializers.Serializer):
+    """What the release searched for when it differs from what was typed (rewritten from
+    the conversation, steered by memory); empty lists otherwise, and an empty object for
+    releases made before it was recorded."""
+
+    searched_as = serializers.CharField(
+        required=False, allow_null=True,
+        help_text="The standalone question when rewritten from the conversation.",
+    )  # fmt: skip
+    searches = SearchOutput(many=True, required=False)
+    memory = SteeringOutput(many=True, required=False)
+
+
 class ReleaseOutput(serializers.Serializer):
     id = serializers.CharField()
     kind = serializers.ChoiceField(choices=["answer", "refusal"])
@@ -97,6 +128,7 @@ class ReleaseOutput(serializers.Serializer):
     citations_sha256 = serializers.CharField()
     cards_sha256 = serializers.CharField()
     policy_sha256 = serializers.CharField()
+    searched = SearchedOutput()
 
 
 class AnswerOutput(serializers.Serializer):

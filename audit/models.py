@@ -29,6 +29,10 @@ class OutputRelease(models.Model):
     citations_sha256 = models.CharField(max_length=64)
     cards_sha256 = models.CharField(max_length=64)
     policy_sha256 = models.CharField(max_length=64)
+    # What was searched for this output: the question as typed, the standalone question
+    # when it was rewritten from the conversation, each search with its part and origin,
+    # and the memory entries that steered which parts and why (issue 26).
+    searched = models.JSONField(default=dict)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

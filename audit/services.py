@@ -47,6 +47,7 @@ def release_record(
     selected_fact_ids: list[str],
     source_refs: list[dict],
     result_hashes: dict,
+    searched: dict | None = None,
 ) -> OutputRelease:
     """Append the release of one published body. Precondition: inside the publication
     transaction, so the release exists exactly when the message and events do."""
@@ -64,6 +65,7 @@ def release_record(
         selected_fact_ids=selected_fact_ids,
         source_refs=source_refs,
         result_hashes=result_hashes,
+        searched=searched or {},
         **body_hashes(body),
     )
 
@@ -79,6 +81,31 @@ def release_summary(release: OutputRelease) -> dict:
         "citations_sha256": release.citations_sha256,
         "cards_sha256": release.cards_sha256,
         "policy_sha256": release.policy_sha256,
+        "searched": release.searched,
+    }
+
+
+def searched_record(plan: dict) -> dict:
+    """What a release records of its plan's searches (`OutputRelease.searched`): the
+    standalone question when it was rewritten from the conversation, and — when what was
+    searched differs from what was typed — every search with its part and origin, and the
+    memory entries that steered which parts and why. A plain question records nothing of
+    itself: the body echoes no text the asker did not see as an answer."""
+    rewritten = bool(plan.get("rewritten"))
+    memory = [
+        {key: entry.get(key) for key in ("id", "kind", "scope", "parts", "why")}
+        for entry in plan.get("memory", [])
+    ]
+    differs = rewritten or bool(memory)
+    return {
+        "searched_as": plan.get("standalone") if rewritten else None,
+        "searches": [
+            {"part": q["part"], "text": q["text"], "origin": q["origin"]}
+            for q in plan.get("queries", [])
+        ]
+        if differs
+        else [],
+        "memory": memory,
     }
 
 

@@ -67,6 +67,7 @@ class AnswerView:
     unanswered: list[str] = field(default_factory=list)
     failed_tools: list[str] = field(default_factory=list)
     released: bool = False
+    searched_as: str = ""  # the question as searched, when rewritten from the conversation
 
     @property
     def abstained(self) -> bool:
@@ -117,6 +118,7 @@ def answer_view(
         language=answer["language"],
         outcomes=evidence.get("outcomes", []),
         released=body.get("release") is not None,
+        searched_as=((body.get("release") or {}).get("searched") or {}).get("searched_as") or "",
     )
     citations = answer.get("citations", [])
     if not citations:

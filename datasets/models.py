@@ -39,6 +39,9 @@ class DatasetSnapshot(models.Model):
     row_count = models.PositiveBigIntegerField()
     schema = models.JSONField()  # [{"name": …, "type": …}]
     db_path = models.CharField(max_length=500)  # relative to KOINON_DATA_DIR
+    # Text column → its distinct values (low-cardinality columns only), for the planner's
+    # restrictions; None until computed (snapshots loaded before it existed).
+    dictionary = models.JSONField(null=True, blank=True)
     uploaded_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
     )

@@ -17,6 +17,7 @@ from datasets.governed import (
     LoadError,
     execute,
     load_snapshot,
+    value_dictionary,
 )
 from datasets.models import Dataset, DatasetSnapshot, GovernedQuery
 from knowledge.models import Space
@@ -68,13 +69,14 @@ def dataset_upload(
                 str(error), code=error.code, fields={field: str(error)}
             ) from None
         try:
+            dictionary = _dictionary(loaded)
             with transaction.atomic():
                 snapshot = DatasetSnapshot.objects.create(
                     dataset=dataset, version=version, sha256=loaded.sha256, source_format=fmt,
                     filename=PurePath(filename).name[:255], table_name=loaded.table,
                     row_count=loaded.row_count,
                     schema=[{"name": c.name, "type": c.type} for c in loaded.columns],
-                    db_path=str(relative), uploaded_by=user,
+                    db_path=str(relative), uploaded_by=user, dictionary=dictionary,
                 )  # fmt: skip
                 dataset.current_snapshot = snapshot
                 dataset.save(update_fields=["current_snapshot"])
@@ -103,6 +105,20 @@ def snapshot_loaded(snapshot: DatasetSnapshot) -> LoadedSnapshot:
         columns=[GovernedColumn(c["name"], c["type"]) for c in snapshot.schema],
         sha256=snapshot.sha256,
     )
+
+
+def _dictionary(loaded: LoadedSnapshot) -> dict[str, list[str]]:
+    # The limits of every query on this file: the first connection's configuration stays.
+    return value_dictionary(loaded, memory_limit=settings.KOINON_QUERY_MEMORY_LIMIT, threads=1)
+
+
+def snapshot_dictionary(snapshot: DatasetSnapshot) -> dict[str, list[str]]:
+    """The snapshot's value dictionary, computed once for a snapshot loaded before it
+    existed (the snapshot's data never changes, so neither does its dictionary)."""
+    if snapshot.dictionary is None:
+        snapshot.dictionary = _dictionary(snapshot_loaded(snapshot))
+        DatasetSnapshot.objects.filter(pk=snapshot.pk).update(dictionary=snapshot.dictionary)
+    return snapshot.dictionary
 
 
 def governed_query_run(

@@ -17,7 +17,8 @@ class MemoryEntry(models.Model):
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     scope = models.CharField(max_length=16, choices=Scope.choices)
-    # The space of a project entry (its project memory must be on); none for personal.
+    # The space an entry is for: a project entry's (its project memory must be on); a
+    # personal entry's when made for one space (none: for every space).
     space = models.ForeignKey(
         "knowledge.Space", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
     )
@@ -37,9 +38,9 @@ class MemoryEntry(models.Model):
         ordering = ["-id"]
         constraints = [
             models.CheckConstraint(
-                condition=models.Q(scope="personal", space__isnull=True)
+                condition=models.Q(scope="personal")
                 | models.Q(scope="project", space__isnull=False),
-                name="memory_scope_space",
+                name="memory_project_space",
             )
         ]
 

@@ -3,7 +3,7 @@ their owner (or a curator, for project memory), read by the planner, rechecked b
 sealing. Memory steers searches only: what it says is never a candidate, so a remembered
 fact still needs fresh reads of its sources to answer anything."""
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
@@ -11,11 +11,12 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from answers.boundary import sealed_answer_read, sources_visible
-from answers.judge.lexical import content_stems, content_words
+from answers.judge.lexical import TermWeights, content_stems, content_words, stem
 from answers.models import AnswerRun
 from answers.pipeline.planner import Plan
 from core.errors import ConflictError, NotFoundError, UnprocessableError
 from core.inputs import object_id_parse
+from knowledge.frequencies import document_frequencies
 from knowledge.models import Document, Space
 from knowledge.selectors import space_can_curate, spaces_curated_by, spaces_visible_to
 from memory.models import MemoryEntry, ProjectMemory
@@ -49,50 +50,172 @@ def memory_entry_get_for_user(*, user: AbstractBaseUser, entry_id: object) -> Me
     return entry
 
 
-def _relevant(entry: MemoryEntry, stems: set[str]) -> bool:
-    return bool(stems & set(content_stems(entry.text)))
+# An entry is about a part of the question when they share at least MIN_SHARED_STEMS
+# content stems and those carry at least RELEVANCE_THRESHOLD of the part's IDF weight in
+# the run's corpus. Measured on the labelled pairs of memory/relevance_set.py by
+# bench/memory_relevance.py (docs/memory.md): one shared stem ("platform") is never enough.
+MIN_SHARED_STEMS = 2
+RELEVANCE_THRESHOLD = 0.5
 
 
-def memories_for_plan(*, run: AnswerRun) -> list[MemoryEntry]:
-    """The active entries that bear on the run's question: the asker's personal entries
-    and the project entries of the spaces in scope whose project memory is on. None for
-    a run with an explicit evidence policy (SPEC §5: no implicit memory lookups)."""
+@dataclass(frozen=True)
+class Relevance:
+    score: float  # the IDF-weighted share of the part's stems the entry shares
+    shared: tuple[str, ...]  # the stems they share
+
+    @property
+    def relevant(self) -> bool:
+        return len(self.shared) >= MIN_SHARED_STEMS and self.score >= RELEVANCE_THRESHOLD
+
+
+def memory_relevance(part: str, text: str, weights: TermWeights) -> Relevance:
+    """How much of a part of the question an entry's text is about."""
+    wanted = content_stems(part)
+    have = set(content_stems(text))
+    shared = tuple(stem for stem in wanted if stem in have)
+    total = sum(weights.weight(stem) for stem in wanted)
+    score = sum(weights.weight(stem) for stem in shared) / total if total else 0.0
+    return Relevance(round(score, 4), shared)
+
+
+@dataclass(frozen=True)
+class RunScope:
+    """What a run may search: its spaces (every visible one when it names none) and the
+    private files it selected."""
+
+    space_ids: frozenset[int]
+    every_space: bool
+    files: frozenset[int]
+
+    @classmethod
+    def of(cls, run: AnswerRun) -> "RunScope":
+        spaces = spaces_visible_to(user=run.user)
+        if run.space_ids:
+            spaces = spaces.filter(pk__in=run.space_ids)
+        return cls(frozenset(spaces.values_list("pk", flat=True)), not run.space_ids,
+                   frozenset(run.selected_sources or ()))  # fmt: skip
+
+
+def _sources_inside(sources: list[dict], scope: RunScope) -> bool:
+    """Every source of a remembered answer is inside what the run may search."""
+    from datasets.models import Dataset
+
+    documents = {s["document_id"] for s in sources if s.get("type") == "revision"}
+    datasets = {s["dataset_id"] for s in sources if s.get("type") == "snapshot"}
+    for space_id, pk in Document.objects.filter(pk__in=documents).values_list("space_id", "pk"):
+        if space_id not in scope.space_ids and pk not in scope.files:
+            return False
+        documents.discard(pk)
+    in_scope = Dataset.objects.filter(pk__in=datasets, space_id__in=scope.space_ids).count()
+    return not documents and in_scope == len(datasets)
+
+
+def _scope_fits(entry: MemoryEntry, scope: RunScope) -> str | None:
+    """Why the entry's scope fits the run's (None: it does not)."""
+    if entry.space_id is not None and entry.space_id not in scope.space_ids:
+        return None  # made for a space this run does not search
+    if entry.kind == MemoryEntry.Kind.FACT:
+        if not entry.sources or not _sources_inside(entry.sources, scope):
+            return None
+        return "its sources are inside the run's scope"
+    if entry.space_id is not None:
+        return "made in a space the run searches"
+    return (
+        "personal, for every space, and the run searches every space"
+        if (scope.every_space)
+        else None
+    )
+
+
+def _weights(run: AnswerRun, texts: list[str]) -> TermWeights:
+    words = [word for text in texts for word in content_words(text)]
+    frequencies, documents = document_frequencies(
+        user=run.user, words=words, space_ids=run.space_ids or None,
+        selected_sources=run.selected_sources or None,
+    )  # fmt: skip
+    by_stem: dict[str, int] = {}
+    for word, count in frequencies.items():
+        by_stem[stem(word)] = max(by_stem.get(stem(word), 0), count)
+    return TermWeights(by_stem, documents)
+
+
+@dataclass(frozen=True)
+class Steering:
+    """An entry that steers some parts of a plan, and why."""
+
+    entry: MemoryEntry
+    parts: tuple[int, ...]
+    scope: str  # why its scope fits the run's
+    relevance: tuple[Relevance, ...]  # per steered part
+
+
+def memories_for_plan(*, run: AnswerRun, plan: Plan) -> list[Steering]:
+    """The active entries that may steer the run's plan, and the parts each is about.
+
+    An entry counts when (a) its scope fits the run's — a fact only if every source it came
+    from is inside the spaces and files the run may search, a correction only for the space
+    it was made in or, personal and made for no space, when the run searches every space —
+    and (b) it is about a part of the question (`memory_relevance`). The asker's personal
+    entries and the project entries of the spaces in scope whose project memory is on;
+    none for a run with an explicit evidence policy (SPEC §5: no implicit memory lookups)."""
     if run.explicit_policy:
         return []
     spaces = spaces_visible_to(user=run.user)
     if run.space_ids:
         spaces = spaces.filter(pk__in=run.space_ids)
     enabled = ProjectMemory.objects.filter(enabled=True, space__in=spaces).values("space_id")
-    entries = MemoryEntry.objects.filter(revoked_at__isnull=True).filter(
-        Q(scope=MemoryEntry.Scope.PERSONAL, user_id=run.user_id)
-        | Q(scope=MemoryEntry.Scope.PROJECT, space_id__in=enabled)
+    entries = list(
+        MemoryEntry.objects.filter(revoked_at__isnull=True)
+        .filter(
+            Q(scope=MemoryEntry.Scope.PERSONAL, user_id=run.user_id)
+            | Q(scope=MemoryEntry.Scope.PROJECT, space_id__in=enabled)
+        )
+        .order_by("-id")
     )
-    stems = set(content_stems(run.question))
-    relevant = [entry for entry in entries.order_by("-id") if _relevant(entry, stems)]
-    # Facts only where their sources are still visible: a lost source is forgotten.
-    usable = [
-        entry for entry in relevant
-        if not entry.sources or sources_visible(user=run.user, sources=entry.sources)
-    ]  # fmt: skip
-    return usable[:ENTRIES_PER_PLAN]
-
-
-def plan_with_memory(plan: Plan, entries: list[MemoryEntry]) -> Plan:
-    """Steer the plan's searches with the entries' words (a correction's "new policy"
-    joins the search for "retention period"). The searches stay the parts of the
-    question; memory adds words to find them with, never an answer."""
     if not entries:
-        return plan
-    searches = list(plan.searches)
+        return []  # one statement for the common case: no memory
+    scope = RunScope.of(run)
+    parts = plan.searches or [plan.standalone]
+    weights: TermWeights | None = None
+    steering = []
     for entry in entries:
-        words = list(dict.fromkeys(content_words(entry.text)))
-        for index, search in enumerate(searches):
-            present = set(content_words(search))
-            extra = [w for w in words if w not in present][:WORDS_PER_ENTRY]
-            if extra:
-                searches[index] = f"{search} {' '.join(extra)}"
-    used = [{"id": e.pk, "kind": e.kind, "scope": e.scope} for e in entries]
-    return replace(plan, searches=searches, rewritten=True, memory=used)
+        why = _scope_fits(entry, scope)
+        if why is None:
+            continue
+        weights = weights or _weights(run, parts)
+        judged = [(part, memory_relevance(text, entry.text, weights))
+                  for part, text in enumerate(parts)]  # fmt: skip
+        about = [(part, relevance) for part, relevance in judged if relevance.relevant]
+        # Facts only where their sources are still visible: a lost source is forgotten.
+        if not about or (
+            entry.sources and not sources_visible(user=run.user, sources=entry.sources)
+        ):
+            continue
+        steering.append(Steering(entry, tuple(p for p, _ in about), why,
+                                 tuple(r for _, r in about)))  # fmt: skip
+        if len(steering) == ENTRIES_PER_PLAN:
+            break
+    return steering
+
+
+def plan_with_memory(plan: Plan, steering: list[Steering]) -> Plan:
+    """Steer the searches of the parts each entry is about with its words (a correction's
+    "accounting policy" joins the search for "how long are invoices retained"). The parts
+    stay the question's own words, and what is judged; memory adds words to search with,
+    never an answer."""
+    if not steering:
+        return plan
+    used = []
+    for item in steering:
+        words = list(dict.fromkeys(content_words(item.entry.text)))[:WORDS_PER_ENTRY]
+        used.append({
+            "id": item.entry.pk, "kind": item.entry.kind, "scope": item.entry.scope,
+            "parts": list(item.parts), "words": words,
+            "why": {"scope": item.scope,
+                    "shared": sorted({s for r in item.relevance for s in r.shared}),
+                    "relevance": max(r.score for r in item.relevance)},
+        })  # fmt: skip
+    return replace(plan, memory=used)
 
 
 def memory_recheck(*, run: AnswerRun, user: AbstractBaseUser) -> str | None:
@@ -106,7 +229,10 @@ def memory_recheck(*, run: AnswerRun, user: AbstractBaseUser) -> str | None:
         return "access_denied"
     visible = spaces_visible_to(user=user)
     for entry in entries.values():
-        if entry.scope == MemoryEntry.Scope.PERSONAL and entry.user_id != user.pk:
+        if entry.scope == MemoryEntry.Scope.PERSONAL and (
+            entry.user_id != user.pk
+            or (entry.space_id is not None and not visible.filter(pk=entry.space_id).exists())
+        ):
             return "access_denied"
         if entry.scope == MemoryEntry.Scope.PROJECT and not (
             visible.filter(pk=entry.space_id).exists()
@@ -122,11 +248,15 @@ def memory_recheck(*, run: AnswerRun, user: AbstractBaseUser) -> str | None:
 
 
 def _scope_space(*, user: AbstractBaseUser, scope: str, space_id: int | None) -> Space | None:
+    """The space an entry is for: project memory needs one (with project memory on); a
+    personal entry may name one (it then steers only searches of that space)."""
     if scope == MemoryEntry.Scope.PERSONAL:
-        if space_id is not None:
-            raise UnprocessableError("Personal memory has no space.", code="invalid",
-                                     fields={"space_id": "Only for project memory."})  # fmt: skip
-        return None
+        if space_id is None:
+            return None
+        space = spaces_visible_to(user=user).filter(pk=space_id).first()
+        if space is None:
+            raise NotFoundError("Space not found.")
+        return space
     if space_id is None:
         raise UnprocessableError("Project memory needs a space.", code="invalid",
                                  fields={"space_id": "Required for project memory."})  # fmt: skip
@@ -173,7 +303,7 @@ def fact_remember(
     sources = body["evidence"]["sources"]
     if space is not None and not _all_in_space(sources, space):
         raise UnprocessableError(
-            "Project memory keeps only answers whose sources are all in that space.",
+            "An entry for a space keeps only answers whose sources are all in that space.",
             code="sources_outside_space", fields={"space_id": "Sources are elsewhere."},
         )  # fmt: skip
     lines = [c["quote"] for c in body["answer"]["citations"] if c.get("kind") == "quote"]

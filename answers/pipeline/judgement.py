@@ -5,7 +5,9 @@ Each planned search is a part. A quote is judged against every part that found i
 serves the parts whose score reaches the threshold; a quote that serves none is rejected
 with `judge_unsupported` and goes back to selection. A governed value answers the part
 that asked for it (the planner's attribution) and is not judged: it is computed, not
-quoted. Scores stay in the audit; they never reach answer text.
+quoted — unless it was computed without a restriction its part names (it answers another
+question: refused as `value_restriction_missing`). Scores stay in the audit; they never
+reach answer text.
 """
 
 from dataclasses import dataclass
@@ -59,6 +61,9 @@ class Support:
         return tuple(part for part in range(self.parts) if part not in self.answered)
 
 
+VALUE_UNMET = "value_restriction_missing"
+
+
 def judge_threshold() -> float:
     return settings.KOINON_JUDGE_THRESHOLD
 
@@ -104,25 +109,37 @@ def support_judge(
     parts = max(1, len(plan.searches))
     answered: set[int] = set()
     for item in selected:
-        if item.fact.kind == "value":
+        if item.fact.kind == "value" and not item.fact.source.get("unmet"):
             part = item.fact.source.get("part")
             answered.update(range(parts) if part is None else {part})
     quotes = [item for item in selected if item.fact.kind == "quote"]
-    asked = [(item, part) for item in quotes for part in _quote_parts(item, parts)]
-    texts = plan.searches or [plan.standalone]
-    items = [judge_item(texts[part], item) for item, part in asked]
+    # A part is judged on its text and, when rewritten from the conversation, on the part
+    # as typed too: the better score counts, so a wrong rewrite cannot hide an answer.
+    asked = [
+        (item, part, text)
+        for item in quotes
+        for part in _quote_parts(item, parts)
+        for text in plan.part_texts(part)
+    ]
+    items = [judge_item(text, item) for item, _, text in asked]
     # Within one run a pair is judged once: a reselection keeps its supported quotes.
     cache = {} if cache is None else cache
     fresh = list(dict.fromkeys(i for i in items if i not in cache))
     cache.update(zip(fresh, provider.judge(items=fresh, weights=weights), strict=True))
     scores = [cache[item] for item in items]
     by_item: dict[int, dict[int, float]] = {}
-    for (item, part), score in zip(asked, scores, strict=True):
-        by_item.setdefault(id(item), {})[part] = float(score)
+    for (item, part, _), score in zip(asked, scores, strict=True):
+        item_scores = by_item.setdefault(id(item), {})
+        item_scores[part] = max(item_scores.get(part, 0.0), float(score))
     kept, verdicts, rejected = [], [], []
     for item in selected:
         if item.fact.kind == "value":
-            kept.append(item)
+            if item.fact.source.get("unmet"):
+                # Computed without a restriction its part asks for: it answers another
+                # question. Never selectable (tools), and refused here all the same.
+                rejected.append(Rejection(item.fact.fact_id, None, None, VALUE_UNMET))
+            else:
+                kept.append(item)
             continue
         item_scores = by_item.get(id(item), {})
         served = tuple(sorted(p for p, s in item_scores.items() if s >= threshold))

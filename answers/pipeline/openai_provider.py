@@ -2,8 +2,10 @@
 Ollama, llama.cpp) through structured output only.
 
 What the model may decide, and what stays with the server:
-- `plan`: a standalone question, 1–3 searches and the comparison flag. Every search must
-  use words of the question or its history (a search made of other words is dropped); the
+- `plan`: whether the question refers back, a standalone question, 1–3 searches and the
+  comparison flag. A question is rewritten from history only when it refers back (the rule
+  planner's test or the model's); every search must use words of the question (or of its
+  history, for a question that refers back): a search made of other words is dropped; the
   governed dataset queries and the analysis flag stay with the rule planner, which builds
   SQL only from the visible schema — a model never writes SQL. Malformed or missing output
   falls back to the rule plan: a plan is no fact.
@@ -35,10 +37,11 @@ from answers.pipeline.llm import ChatClient, ProviderError
 from answers.pipeline.planner import (
     DatasetInfo,
     Plan,
-    _attributed,
+    asked_parts,
     content_words,
-    dataset_queries_for,
     plan_question,
+    planned_queries,
+    refers_back,
 )
 from answers.pipeline.providers import CANDIDATES_PER_SEARCH, CandidateView, Rejection
 from answers.pipeline.providers import quote_sentences as sentences_of
@@ -74,10 +77,13 @@ RULES = (
 PLAN_SYSTEM = (
     "You plan searches in a document library. "
     + RULES
-    + " `standalone`: the question rewritten so that it can be understood without the "
-    "history. `searches`: one to three short search phrases, one per part of the question, "
-    "made of its words. `comparison`: true only if the question asks to compare sources or "
-    "positions."
+    + " `refers_back`: true only if the question cannot be understood without the history: "
+    "it refers back (it, they, them, that, those, the same, 'and …?', 'what about …?') or "
+    "names no subject of its own. A complete question is never rewritten, however short. "
+    "`standalone`: the question exactly as asked when `refers_back` is false; otherwise "
+    "the question rewritten with the subject it refers to. `searches`: one to three short "
+    "search phrases, one per part of the standalone question, made of its words. "
+    "`comparison`: true only if the question asks to compare sources or positions."
 )
 SELECT_SYSTEM = (
     "You select evidence; you never write facts. "
@@ -152,6 +158,7 @@ class OpenAIProvider:
     def plan(self, *, question: str, history: list[str], datasets: list[DatasetInfo]) -> Plan:
         rule = plan_question(question=question, history=history, datasets=datasets)
         schema = obj(
+            refers_back={"type": "boolean"},
             standalone=string(max_length=MAX_STANDALONE_CHARS, min_length=1),
             searches=array(string(max_length=MAX_SEARCH_CHARS, min_length=1), min_items=1,
                            max_items=3),
@@ -164,7 +171,10 @@ class OpenAIProvider:
         except ProviderError as error:
             logger.warning("model plan unusable (%s): the rule plan is used", error.code)
             return rule
-        allowed = set(content_words(" ".join([question, *history])))
+        # The same rule as the rule planner's: only a question that refers back (by rule
+        # or by the model's reading) is rewritten, and only then may history words enter.
+        follow = bool(history) and (refers_back(question) or answer["refers_back"])
+        allowed = set(content_words(" ".join([question, *(history if follow else [])])))
         searches: list[str] = []
         for search in (s.strip() for s in answer["searches"]):
             if _mostly_from(search, allowed) and search.casefold() not in {
@@ -174,20 +184,24 @@ class OpenAIProvider:
         if not searches:
             logger.warning("model plan searches were not made of the question's words")
             return rule
-        standalone = answer["standalone"].strip()
+        standalone = answer["standalone"].strip() if follow else question
         if not _mostly_from(standalone, allowed):
-            standalone = rule.standalone
+            standalone = rule.standalone if follow else question
+        rewritten = follow and standalone.casefold() != question.casefold()
         # A comparison needs two things to compare: the model's flag alone, on a question
         # of one part, is not enough (small models raise it for anything).
         comparison = rule.comparison or (answer["comparison"] and len(searches) >= 2)
-        queries = _attributed(dataset_queries_for(rule.standalone, datasets), searches)
         return Plan(
             standalone=standalone,
             searches=searches,
             comparison=comparison,
             analysis=rule.analysis,
-            rewritten=standalone != question,
-            dataset_queries=queries,
+            rewritten=rewritten,
+            # SQL is the rule planner's, from each of these parts' own words; whichever
+            # planned it, a value missing a restriction its part names is never released.
+            dataset_queries=planned_queries(searches, standalone, datasets),
+            asked=asked_parts(question, searches) if rewritten else [],
+            question=question,
         )
 
     # --- select --------------------------------------------------------------------------

@@ -4,7 +4,15 @@
 import re
 from dataclasses import asdict, dataclass, field
 
+from answers.pipeline.restrictions import (
+    DatasetInfo,
+    Restriction,
+    restrictions_named,
+    where_clause,
+)
 from knowledge.normalise import normalised_words
+
+__all__ = ["DatasetInfo", "Plan", "plan_question"]
 
 STOPWORDS = frozenset(
     [
@@ -69,9 +77,6 @@ STOPWORDS = frozenset(
         "many",
     ]
 )
-FOLLOW_UP = re.compile(
-    r"^(and|also|what about|how about|then|so)\b|\b(it|its|they|them|that|this)\b"
-)
 COMPARISON = re.compile(r"\b(compare|comparison|versus|vs\.?|differ(s|ence)?|contrast)\b", re.I)
 # Requests for a recursive (RLM) analysis across sources, which needs a generative model.
 ANALYSIS = re.compile(r"\b(rlm|recursive analysis|analy[sz]e (all|every|across))\b", re.I)
@@ -84,45 +89,187 @@ AGGREGATES = (
     ("MIN", re.compile(r"\b(min(imum)?|lowest|smallest)\b", re.I)),
 )
 NUMERIC_TYPES = ("INT", "BIGINT", "DOUBLE", "DECIMAL", "FLOAT", "REAL", "HUGEINT", "SMALLINT")
-QUOTED_VALUE = re.compile(r"[\"“']([^\"”']{1,80})[\"”']")
+MAX_DATASET_QUERIES = 3
 
 
-@dataclass(frozen=True)
-class DatasetInfo:
-    dataset_id: int
-    snapshot_id: int
-    name: str
-    table: str
-    columns: list[dict]  # [{"name", "type"}]
+# Follow-ups (SPEC §5 planner): a question is rewritten from the conversation only when it
+# refers back or names no subject of its own; a complete question is planned alone.
+CONNECTIVE = re.compile(r"^\s*(?:and|also|but|so|then|what about|how about)\b[\s,]*", re.I)
+REFERS_BACK = re.compile(r"\b(?:it|its|they|them|their|theirs|those|these|the same)\b", re.I)
+DEMONSTRATIVE = re.compile(r"\b(?:that|this)\b", re.I)
+QUESTION_WORDS = frozenset(["who", "whom", "whose", "what", "when", "where", "which", "why", "how"])
+# Words that are never the subject a follow-up refers to (auxiliaries, quantifiers …).
+FUNCTION_WORDS = STOPWORDS | frozenset(
+    ["am", "been", "being", "had", "may", "might", "must", "shall", "not", "no", "if", "than",
+     "then", "so", "also", "but", "all", "any", "some", "each", "same", "long", "often", "old",
+     "far", "else", "just", "only", "please"]
+)  # fmt: skip
+PREPOSITIONS = frozenset(
+    ["for", "in", "of", "on", "at", "by", "from", "with", "during", "over", "under", "to",
+     "before", "after", "since", "per", "without", "between"]
+)  # fmt: skip
+TOKEN = re.compile(r"\w+(?:[-'’]\w+)*")
 
 
 @dataclass
 class Plan:
+    """What to search for. `searches` are the parts of the question: each is judged and
+    answered on its own. When the question was rewritten from the conversation, `asked`
+    holds, per part, the part as typed: it is searched (first) and judged too, so that a
+    wrong rewrite cannot hide an answer. `memory` lists the entries that steered which
+    parts' searches with which words, and why; their words are searched, never judged."""
+
     standalone: str
     searches: list[str]
     comparison: bool = False
     analysis: bool = False
     rewritten: bool = False
     dataset_queries: list[dict] = field(default_factory=list)
-    memory: list[dict] = field(default_factory=list)  # entries that steered the searches
+    memory: list[dict] = field(default_factory=list)
+    asked: list[str] = field(default_factory=list)
+    question: str = ""  # as typed
+
+    def part_texts(self, part: int) -> list[str]:
+        """What a quote for `part` is judged against: the part, and the part as typed."""
+        texts = [self.searches[part] if part < len(self.searches) else self.standalone]
+        asked = self.asked[part] if part < len(self.asked) else ""
+        return [*texts, asked] if asked else texts
+
+    def queries(self) -> list[tuple[int, str, str]]:
+        """(part, text, origin) of every search retrieval runs, in order: for a rewritten
+        part the part as typed first ("asked"), then the part ("rewritten" or "planned")
+        with the words of the memory entries that steer it ("memory")."""
+        queries = []
+        for part, search in enumerate(self.searches):
+            asked = self.asked[part] if part < len(self.asked) else ""
+            if asked:
+                queries.append((part, asked, "asked"))
+            present = set(content_words(search))
+            extra = [
+                word
+                for entry in self.memory
+                if part in entry.get("parts", ())
+                for word in entry.get("words", ())
+                if word not in present
+            ]
+            origin = "rewritten" if asked else "planned"
+            if extra:
+                search, origin = f"{search} {' '.join(dict.fromkeys(extra))}", "memory"
+            queries.append((part, search, origin))
+        return queries
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        data = asdict(self)
+        data["queries"] = [
+            {"part": part, "text": text, "origin": origin} for part, text, origin in self.queries()
+        ]
+        return data
 
 
 def content_words(text: str) -> list[str]:
     return [word for word in normalised_words(text) if word not in STOPWORDS]
 
 
+def _is_content(token: str) -> bool:
+    words = normalised_words(token)
+    return bool(words) and all(word not in FUNCTION_WORDS for word in words)
+
+
+def subject_span(question: str) -> tuple[int, int] | None:
+    """Where the question names its subject, by rule: the last run of content words, less
+    a verb right after a leading question word ("Who *owns* service reviews?" → "service
+    reviews", "What is our retention period?" → "retention period"). None: no subject."""
+    tokens = list(TOKEN.finditer(question))
+    runs: list[list[re.Match]] = []
+    previous = -2
+    for index, token in enumerate(tokens):
+        if not _is_content(token.group()):
+            continue
+        if index == previous + 1 and runs:
+            runs[-1].append(token)
+        else:
+            runs.append([token])
+        previous = index
+    leading = tokens[0].group().casefold() if tokens else ""
+    for run in runs:
+        if leading in QUESTION_WORDS and len(tokens) > 1 and run[0] is tokens[1]:
+            run.pop(0)  # "who owns …": the verb of the question word
+    runs = [run for run in runs if run]
+    if not runs:
+        return None
+    return runs[-1][0].start(), runs[-1][-1].end()
+
+
+def refers_back(question: str) -> bool:
+    """A question that needs the earlier turn: it starts with "and …", "what about …" or
+    refers back (it, they, those, the same, "that" standing alone), or names no subject."""
+    if CONNECTIVE.match(question) or REFERS_BACK.search(question):
+        return True
+    if any(_pointing(question, match) for match in DEMONSTRATIVE.finditer(question)):
+        return True
+    return subject_span(question) is None
+
+
+def _pointing(text: str, match: re.Match) -> bool:
+    """ "that"/"this" pointing back ("who approved that?", "when was this decided?"), not
+    a relative clause ("the policy that applies")."""
+    before = TOKEN.findall(text[: match.start()])
+    alone = not text[match.end() :].strip(" ?.!")
+    return alone or not before or not _is_content(before[-1])
+
+
+def _sentence(text: str) -> str:
+    text = " ".join(text.split())
+    return text[:1].upper() + text[1:] if text else text
+
+
+def rewrite(question: str, previous: str) -> str | None:
+    """The follow-up `question` rewritten with the subject of the `previous` (standalone)
+    question, by rule; None when the previous question names no subject.
+
+    "And backups?" / "What about backups?" → the previous question about backups;
+    "And for customer zeta?" → the previous question, for customer zeta;
+    "And who approves them?" → "Who approves service reviews?";
+    "Who approves?" → "Who approves service reviews?"."""
+    span = subject_span(previous)
+    if span is None:
+        return None
+    subject = previous[span[0] : span[1]]
+    rest = CONNECTIVE.sub("", question, count=1).strip()
+    words = [token.casefold() for token in TOKEN.findall(rest)]
+    if rest != question.strip() and words and words[0] not in QUESTION_WORDS:
+        if REFERS_BACK.search(rest):
+            rest = REFERS_BACK.sub(subject, rest, count=1)
+        stem = previous.rstrip(" ?.!")
+        addition = rest.rstrip(" ?.!")
+        if words[0] in PREPOSITIONS:  # "and for customer zeta?" → the previous, for zeta
+            return _sentence(f"{stem} {addition}?")
+        # "and backups?" → the previous question about backups
+        return _sentence(f"{previous[: span[0]]}{addition}{previous[span[1] :]}")
+    if REFERS_BACK.search(rest):
+        return _sentence(REFERS_BACK.sub(subject, rest, count=1))
+    for match in DEMONSTRATIVE.finditer(rest):
+        if _pointing(rest, match):
+            return _sentence(f"{rest[: match.start()]}{subject}{rest[match.end() :]}")
+    if subject_span(rest) is None:
+        end = len(rest.rstrip(" ?.!"))
+        return _sentence(f"{rest[:end]} {subject}{rest[end:] or '?'}")
+    return None
+
+
 def standalone_question(question: str, history: list[str]) -> tuple[str, bool]:
-    """Rewrite a follow-up from the previous question, by rule. History never adds facts:
-    it only adds words to search with."""
+    """The question to search for, and whether it was rewritten from the conversation.
+    Earlier questions are made standalone first, so that a chain of follow-ups keeps its
+    subject. History never adds facts: only words to search with."""
     if not history:
         return question, False
-    short = len(content_words(question)) < 3
-    if short or FOLLOW_UP.search(question.lower()):
-        return f"{history[-1].rstrip('?. ')} — {question}", True
-    return question, False
+    previous, _ = standalone_question(history[-1], history[:-1])
+    if not refers_back(question):
+        return question, False
+    rewritten = rewrite(question, previous)
+    if rewritten is None or rewritten.casefold() == question.casefold():
+        return question, False
+    return rewritten, True
 
 
 def searches_for(question: str) -> list[str]:
@@ -131,67 +278,91 @@ def searches_for(question: str) -> list[str]:
     return searches
 
 
+def asked_parts(question: str, searches: list[str]) -> list[str]:
+    """Per part of a rewritten question, the part as typed ("" where the same): pairwise
+    when the typed question has as many parts, else the whole typed question."""
+    typed = searches_for(question)
+    if len(typed) != len(searches):
+        typed = [question] * len(searches)
+    return ["" if a.casefold() == b.casefold() else a for a, b in zip(typed, searches, strict=True)]
+
+
+# Governed values: each part's aggregate over a column it names, with the restrictions it
+# names (answers.pipeline.restrictions).
+
+
 def dataset_queries_for(question: str, datasets: list[DatasetInfo]) -> list[dict]:
-    """Map "total amount of invoices" to SELECT SUM(amount) FROM orders, by rule."""
+    """Map "total amount for customer zeta" to SELECT SUM(amount) FROM orders WHERE
+    customer = 'zeta', by rule. Each query keeps the aggregate's pattern and column (for
+    attribution) and the restrictions it was built with."""
     words = set(normalised_words(question))
     queries = []
     for dataset in datasets:
+        restrictions: list[Restriction] | None = None
         for function, pattern in AGGREGATES:
             if not pattern.search(question):
                 continue
             for column in dataset.columns:
                 numeric = column["type"].upper().startswith(NUMERIC_TYPES)
                 if column["name"].lower() in words and (numeric or function == "COUNT"):
+                    if restrictions is None:
+                        restrictions = restrictions_named(question, dataset)
                     expression = f"{function}({_ident(column['name'])})"
-                    # Identifiers are quoted and the value escaped; the governed engine
-                    # still parses and allow-lists the statement before it runs.
+                    # Identifiers are quoted and values escaped; the governed engine still
+                    # parses and allow-lists the statement before it runs.
                     sql = f"SELECT {expression} FROM {_ident(dataset.table)}"  # noqa: S608
-                    sql += _filter(question, dataset)
                     queries.append(
                         {
                             "dataset_id": dataset.dataset_id,
                             "snapshot_id": dataset.snapshot_id,
-                            "sql": sql,
+                            "sql": sql + where_clause(restrictions),
+                            "restrictions": [r.as_dict() for r in restrictions],
                             "pattern": pattern.pattern,
                             "column": column["name"].lower(),
                         }
                     )
-    return queries[:3]
+    return queries
 
 
 def _ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def _filter(question: str, dataset: DatasetInfo) -> str:
-    """A quoted value in the question filters the first text column it names."""
-    match = QUOTED_VALUE.search(question)
-    if not match:
-        return ""
-    words = set(normalised_words(question))
-    for column in dataset.columns:
-        if column["name"].lower() in words and column["type"].upper().startswith("VARCHAR"):
-            value = match.group(1).replace("'", "''")
-            return f" WHERE {_ident(column['name'])} = '{value}'"
-    return ""
-
-
-def _attributed(queries: list[dict], searches: list[str]) -> list[dict]:
-    """Each governed query with the part of the question it answers: the first search that
-    asks for its aggregate over its column (None: no single part, the whole question)."""
-    attributed = []
+def planned_queries(
+    searches: list[str], standalone: str, datasets: list[DatasetInfo]
+) -> list[dict]:
+    """The governed queries of a plan, each with the part it answers: planned from each
+    part's own words (its restrictions are that part's), else from the whole question for
+    no single part (`part` None)."""
+    if not datasets:
+        return []
+    queries = [
+        {**query, "part": part}
+        for part, search in enumerate(searches)
+        for query in dataset_queries_for(search, datasets)
+    ]
+    if not queries:
+        queries = [
+            {**q, "part": _part_of(q, searches)} for q in dataset_queries_for(standalone, datasets)
+        ]
     for query in queries:
-        pattern, column = query.pop("pattern"), query.pop("column")
-        part = next(
-            (
-                index
-                for index, search in enumerate(searches)
-                if re.search(pattern, search, re.I) and column in normalised_words(search)
-            ),
-            None,
-        )
-        attributed.append({**query, "part": part})
-    return attributed
+        query.pop("pattern")
+        query.pop("column")
+    return queries[:MAX_DATASET_QUERIES]
+
+
+def _part_of(query: dict, searches: list[str]) -> int | None:
+    """The first part that asks for the query's aggregate over its column (None: no single
+    part, the whole question)."""
+    return next(
+        (
+            index
+            for index, search in enumerate(searches)
+            if re.search(query["pattern"], search, re.I)
+            and query["column"] in normalised_words(search)
+        ),
+        None,
+    )
 
 
 def plan_question(*, question: str, history: list[str], datasets: list[DatasetInfo]) -> Plan:
@@ -203,5 +374,7 @@ def plan_question(*, question: str, history: list[str], datasets: list[DatasetIn
         comparison=bool(COMPARISON.search(question)),
         analysis=bool(ANALYSIS.search(question)),
         rewritten=rewritten,
-        dataset_queries=_attributed(dataset_queries_for(standalone, datasets), searches),
+        dataset_queries=planned_queries(searches, standalone, datasets),
+        asked=asked_parts(question, searches) if rewritten else [],
+        question=question,
     )

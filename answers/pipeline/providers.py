@@ -153,9 +153,11 @@ class ExtractiveProvider:
         refused = {(r.fact_id, r.start, r.end) for r in rejected}
         valued = {part for c in candidates if c.kind == "value" for part in c.searches}
         chosen: list[dict] = []
-        for index, search in enumerate(plan.searches):
-            wanted = content_stems(search)
-            if not wanted or index in valued:
+        for index in range(len(plan.searches)):
+            # A part rewritten from the conversation is also read as typed: a sentence is
+            # scored by the text it answers best, so a wrong rewrite cannot hide it.
+            wanted_texts = [w for w in map(content_stems, plan.part_texts(index)) if w]
+            if not wanted_texts or index in valued:
                 continue  # a part that a governed value answers needs no quote
             found = sorted(
                 (c for c in candidates if c.kind == "quote" and index in c.searches),
@@ -171,12 +173,14 @@ class ExtractiveProvider:
                     stems = set(content_stems(candidate.text[start:end]))
                     # The heading a sentence stands under says what it is about ("Retention"
                     # over "Invoices are retained for ten years"); its own words count more.
-                    in_context = coverage(wanted, stems | context, weights)
+                    in_context = max(coverage(w, stems | context, weights) for w in wanted_texts)
                     if start == own:
                         singles[own] = in_context
                     elif in_context < singles.get(own, 0.0) + MERGE_GAIN:
                         continue  # the sentence before adds too little: quote it alone
-                    score = in_context + 0.5 * coverage(wanted, stems, weights)
+                    score = in_context + 0.5 * max(
+                        coverage(w, stems, weights) for w in wanted_texts
+                    )
                     if in_context >= SELECT_THRESHOLD and (best is None or score > best[0]):
                         best = (score, {"fact_id": candidate.fact_id, "start": start, "end": end})
             if best is not None and best[1] not in chosen:

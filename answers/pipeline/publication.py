@@ -13,6 +13,7 @@ from audit.services import (
     audit_record,
     release_record,
     release_summary,
+    searched_record,
     stream_events_record,
     trace_write,
 )
@@ -121,6 +122,7 @@ def answer_publish(publication: Publication) -> Message:
             selected_fact_ids=publication.selected_fact_ids,
             source_refs=body["evidence"]["sources"],
             result_hashes=_result_hashes(facts, publication.selected_fact_ids),
+            searched=searched_record(run.plan or {}),
         )
         body["release"] = release_summary(release)
     stream_events_record(
@@ -135,7 +137,7 @@ def answer_publish(publication: Publication) -> Message:
             "reset_context": run.reset_context,
             "steps": publication.steps,
             "retrieval": {
-                "queries": run.plan.get("searches", []),
+                "queries": [q["text"] for q in run.plan.get("queries", [])],
                 "tools": body["evidence"]["policy"]["allowed_tools"],
                 "outcomes": publication.outcomes,
                 "candidate_fact_ids": sorted(facts),

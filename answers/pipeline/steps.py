@@ -23,7 +23,7 @@ from answers.judge.model import JudgeUnavailable
 from answers.models import AnswerRun, CandidateFact, Generation
 from answers.pipeline import texts
 from answers.pipeline.events import EventSink
-from answers.pipeline.judgement import Support, support_judge
+from answers.pipeline.judgement import VALUE_UNMET, Support, support_judge
 from answers.pipeline.planner import Plan, content_words
 from answers.pipeline.policy import Judgement, policy_judge
 from answers.pipeline.providers import ModelProvider, Rejection
@@ -31,7 +31,7 @@ from answers.pipeline.publication import Publication, PublicationDenied, answer_
 from answers.pipeline.recheck import publication_recheck
 from answers.pipeline.rendering import render_answer
 from answers.pipeline.request import AnswerRequest
-from answers.pipeline.tools import candidate_views, run_tools, visible_datasets
+from answers.pipeline.tools import candidate_views, run_tools, value_unmet, visible_datasets
 from answers.pipeline.validation import (
     SelectedFact,
     SelectionRejected,
@@ -154,10 +154,11 @@ def plan_step(ctx: RunContext, trace: Trace) -> Plan:
     except Exception as error:
         raise ProviderFailed from error
     # Corrections and remembered answers steer the searches (never an answer by themselves).
-    plan = plan_with_memory(plan, memories_for_plan(run=ctx.run))
+    plan = plan_with_memory(plan, memories_for_plan(run=ctx.run, plan=plan))
     ctx.run.plan = plan.as_dict()
     ctx.run.save(update_fields=["plan"])
-    trace.step("plan", started, searches=len(plan.searches), memory=len(plan.memory))
+    trace.step("plan", started, searches=len(plan.searches), memory=len(plan.memory),
+               rewritten=plan.rewritten)  # fmt: skip
     return plan
 
 
@@ -284,6 +285,8 @@ def gather_step(ctx: RunContext, trace: Trace, plan: Plan) -> Gathered:
             plan = plan_broaden(plan, round_number)
         found = tools_step(ctx, trace, plan, round_number)
         candidates += tuple(found)
+        if any(map(value_unmet, found)) and VALUE_UNMET not in issues:
+            issues += (VALUE_UNMET,)  # a value computed without what its part asks for
         if ctx.request.mode == "raw":
             break
         if found:

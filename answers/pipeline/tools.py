@@ -6,13 +6,14 @@ import json
 from django.contrib.auth.models import AbstractBaseUser
 
 from answers.models import AnswerRun, CandidateFact
-from answers.pipeline.planner import DatasetInfo, Plan
+from answers.pipeline.planner import DatasetInfo, Plan, searches_for
 from answers.pipeline.policy import IMPLEMENTED_TOOLS, EvidencePolicy
 from answers.pipeline.providers import CandidateView
+from answers.pipeline.restrictions import Restriction, restrictions_named, restrictions_unmet
 from core.errors import ApiError
 from datasets.models import DatasetSnapshot
 from datasets.selectors import datasets_visible_to
-from datasets.services import governed_query_facts, governed_query_run
+from datasets.services import governed_query_facts, governed_query_run, snapshot_dictionary
 from knowledge.models import Document, Extraction, ExtractionStatus
 from knowledge.retrieval import RETRIEVAL_TOOLS, retrieve
 
@@ -29,16 +30,19 @@ def visible_datasets(*, user: AbstractBaseUser, space_ids: list[int]) -> list[Da
     datasets = _queryable_datasets(user=user, space_ids=space_ids).select_related(
         "current_snapshot"
     )
-    return [
-        DatasetInfo(
-            d.pk,
-            d.current_snapshot_id,
-            d.name,
-            d.current_snapshot.table_name,
-            d.current_snapshot.schema,
-        )
-        for d in datasets
-    ]
+    return [dataset_info(d.current_snapshot, name=d.name) for d in datasets]
+
+
+def dataset_info(snapshot: DatasetSnapshot, *, name: str = "") -> DatasetInfo:
+    """What the planner knows of a snapshot: its table, columns and value dictionary."""
+    return DatasetInfo(
+        snapshot.dataset_id,
+        snapshot.pk,
+        name,
+        snapshot.table_name,
+        snapshot.schema,
+        snapshot_dictionary(snapshot),
+    )
 
 
 def _sha(payload: object) -> str:
@@ -57,7 +61,7 @@ def run_tools(
     retrieval_tools = tuple(t for t in RETRIEVAL_TOOLS if t in policy.allowed_tools)
     passages: dict[int, dict] = {}
     if retrieval_tools:
-        for index, search in enumerate(plan.searches):
+        for index, search, _ in plan.queries():
             result = retrieve(
                 user=user,
                 query=search,
@@ -71,7 +75,8 @@ def run_tools(
                 entry = passages.setdefault(
                     candidate.passage_id, {"candidate": candidate, "searches": [], "score": 0.0}
                 )
-                entry["searches"].append(index)
+                if index not in entry["searches"]:
+                    entry["searches"].append(index)
                 entry["score"] = max(entry["score"], candidate.score)
                 for tool, contribution in candidate.contributions.items():
                     entry["candidate"].contributions.setdefault(tool, contribution)
@@ -159,6 +164,7 @@ def _dataset_tool(
     facts, outcomes = [], []
     for planned in plan.dataset_queries:
         snapshot = DatasetSnapshot.objects.get(pk=planned["snapshot_id"])
+        unmet = [r.as_dict() for r in restrictions_missing(plan, planned, dataset_info(snapshot))]
         try:
             query = governed_query_run(user=user, snapshot=snapshot, sql=planned["sql"])
         except ApiError as error:
@@ -190,6 +196,9 @@ def _dataset_tool(
                 **cell,
                 "dataset_id": snapshot.dataset_id,
                 "part": planned.get("part"),
+                # What the part asks for that this value was not computed with: such a
+                # value is recorded, never shown to selection, never released.
+                "unmet": unmet,
             }
             facts.append(
                 CandidateFact(
@@ -205,6 +214,27 @@ def _dataset_tool(
                 )
             )
     return facts, outcomes
+
+
+def restrictions_missing(plan: Plan, planned: dict, dataset: DatasetInfo) -> list[Restriction]:
+    """The restrictions the question names for this query's part that its SQL lacks.
+
+    Read again from the question (whoever planned the SQL): the part's own words, and the
+    whole question when it is one part by rule (a model may split "total amount for
+    customer zeta" into "total amount" and "customer zeta") or the query answers no single
+    part."""
+    part = planned.get("part")
+    texts = [plan.searches[part]] if part is not None and part < len(plan.searches) else []
+    if part is None or len(searches_for(plan.standalone)) == 1:
+        texts.append(plan.standalone)
+    named: list[Restriction] = []
+    for text in texts:
+        named += [r for r in restrictions_named(text, dataset) if r not in named]
+    return restrictions_unmet(planned["sql"], named)
+
+
+def value_unmet(fact: CandidateFact) -> bool:
+    return fact.kind == "value" and bool(fact.source.get("unmet"))
 
 
 def _searches(fact: CandidateFact) -> tuple[int, ...]:
@@ -227,4 +257,5 @@ def candidate_views(facts: list[CandidateFact]) -> list[CandidateView]:
             fact.source.get("title", ""),
         )
         for fact in facts
+        if not value_unmet(fact)
     ]

@@ -25,6 +25,7 @@ from datasets.governed.engine import (
     open_locked_connection,
     result_digest,
     snapshot_cursor,
+    value_dictionary,
 )
 from datasets.governed.lineage import OutputColumn, analyse
 from datasets.governed.parse import GovernedSqlError
@@ -45,4 +46,5 @@ __all__ = [
     "open_locked_connection",
     "result_digest",
     "snapshot_cursor",
+    "value_dictionary",
 ]

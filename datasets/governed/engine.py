@@ -302,6 +302,36 @@ def snapshot_cursor(
         return conn.cursor()
 
 
+DICTIONARY_MAX_VALUES = 100
+DICTIONARY_MAX_CHARS = 80
+
+
+def value_dictionary(
+    snapshot: LoadedSnapshot, *, memory_limit: str = "256MB", threads: int = 1
+) -> dict[str, list[str]]:
+    """Text column → its distinct values, for each text column with at most
+    DICTIONARY_MAX_VALUES of them (values longer than DICTIONARY_MAX_CHARS left out): what a
+    question may name to restrict a value ("the total for customer zeta")."""
+    cursor = snapshot_cursor(snapshot.path, memory_limit=memory_limit, threads=threads)
+    dictionary: dict[str, list[str]] = {}
+    try:
+        for column in snapshot.columns:
+            if not column.type.upper().startswith("VARCHAR"):
+                continue
+            name = '"' + column.name.replace('"', '""') + '"'
+            rows = cursor.execute(
+                f'SELECT DISTINCT {name} FROM "{snapshot.table}" '  # noqa: S608 (checked names)
+                f"WHERE {name} IS NOT NULL LIMIT {DICTIONARY_MAX_VALUES + 1}"
+            ).fetchall()
+            if len(rows) <= DICTIONARY_MAX_VALUES:
+                dictionary[column.name] = sorted(
+                    value for (value,) in rows if len(value) <= DICTIONARY_MAX_CHARS
+                )
+    finally:
+        cursor.close()
+    return dictionary
+
+
 def connections_clear() -> None:
     """Close every warm connection (tests, and a snapshot file that must be released)."""
     with _connections_lock:

@@ -28,7 +28,7 @@ SEARCHES = ["Who owns service reviews", "What is the retention period for invoic
 
 
 def plan(request: dict) -> dict:
-    return {"standalone": QUESTION, "searches": SEARCHES, "comparison": True}
+    return {"refers_back": False, "standalone": QUESTION, "searches": SEARCHES, "comparison": True}
 
 
 def claims(*extra: Callable[[dict], dict]) -> Callable[[dict], dict]:
@@ -105,7 +105,12 @@ def test_a_comparison_only_the_model_saw_falls_back_to_an_ordinary_answer(librar
     question = "Who owns service reviews and what is the retention period for invoices?"
 
     def flagged(request: dict) -> dict:
-        return {"standalone": question, "searches": SEARCHES, "comparison": True}
+        return {
+            "refers_back": False,
+            "standalone": question,
+            "searches": SEARCHES,
+            "comparison": True,
+        }
 
     def both(request: dict) -> dict:
         return {"facts": [span_of(request, REVIEWS), span_of(request, RETENTION)]}

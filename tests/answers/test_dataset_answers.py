@@ -1,9 +1,15 @@
 """Dataset values in answers carry the filter that chose their rows (issue 10, item 4)."""
 
+import json
+
 import pytest
 
+from answers.models import CandidateFact
+from answers.pipeline.planner import Plan
+from answers.pipeline.providers import ExtractiveProvider
 from datasets.services import dataset_upload
 from tests.answers.conftest import ask
+from tests.answers.test_openai_provider import data, model, provider_for, selects
 
 pytestmark = pytest.mark.django_db
 
@@ -35,3 +41,112 @@ def test_a_total_over_no_rows_is_no_evidence(orders, member):
     assert body["evidence"]["answer_status"] != "evidence_backed"
     assert body["answer"]["cards"] == []
     assert "None" not in body["answer"]["text"]
+
+
+# --- values that answer what was asked (issue 26) ----------------------------------------
+
+CUSTOMERS = b"customer,amount,day\nzeta,99,2025-03-01\nalpha,4000,2024-06-30\n"
+ZETA = "What is the total amount for customer zeta?"
+
+
+@pytest.fixture
+def customers(space, owner):
+    return dataset_upload(
+        user=owner, space=space, filename="orders.csv", data=CUSTOMERS, table="orders"
+    )
+
+
+def test_an_upload_keeps_a_dictionary_of_its_text_columns(customers):
+    assert customers.dictionary == {"customer": ["alpha", "zeta"]}
+
+
+def test_an_unquoted_name_restricts_the_value_and_the_label_shows_it(customers, member):
+    body = ask(member, ZETA, evidence_policy=POLICY)
+    assert body["evidence"]["answer_status"] == "evidence_backed"
+    assert "SUM(orders.amount) WHERE orders.customer = 'zeta' = 99" in body["answer"]["text"]
+    assert "4,099" not in body["answer"]["text"]
+
+
+def test_a_name_that_is_no_value_releases_no_value(customers, member):
+    body = ask(member, "What is the total amount for customer omega?", evidence_policy=POLICY)
+    assert body["evidence"]["answer_status"] == "abstained"
+    assert body["answer"]["cards"] == [] and "4,099" not in json.dumps(body)
+
+
+def test_a_question_without_a_restriction_gets_the_whole_total(customers, member):
+    body = ask(member, "What is the total amount of all orders?", evidence_policy=POLICY)
+    assert body["evidence"]["answer_status"] == "evidence_backed"
+    assert "SUM(orders.amount) = 4,099" in body["answer"]["text"]
+
+
+def test_a_year_restricts_a_date_column(customers, member):
+    body = ask(member, "What was the total amount in 2025?", evidence_policy=POLICY)
+    assert body["evidence"]["answer_status"] == "evidence_backed"
+    [card] = body["answer"]["cards"]
+    assert "WHERE orders.day >=" in card["label"] and "2025-01-01" in card["label"]
+    assert "2026-01-01" in card["label"] and card["value"] == 99
+
+
+def test_a_comparison_restricts_a_numeric_column(customers, member):
+    body = ask(member, "What is the total amount of orders over 1,000?", evidence_policy=POLICY)
+    [card] = body["answer"]["cards"]
+    assert card["label"] == "SUM(orders.amount) WHERE orders.amount > 1000"
+    assert card["value"] == 4000
+
+
+class UnrestrictedPlan(ExtractiveProvider):
+    """A provider that plans the unfiltered total for a question about one customer."""
+
+    def plan(self, *, question, history, datasets) -> Plan:
+        [dataset] = datasets
+        query = {
+            "dataset_id": dataset.dataset_id,
+            "snapshot_id": dataset.snapshot_id,
+            "sql": 'SELECT SUM("amount") FROM "orders"',
+            "restrictions": [],
+            "part": 0,
+        }
+        return Plan(standalone=question, searches=[question], dataset_queries=[query],
+                    question=question)  # fmt: skip
+
+
+def assert_unanswered_for_lack_of_restriction(body: dict, run_id: str) -> None:
+    assert body["evidence"]["answer_status"] == "abstained"
+    assert "value_restriction_missing" in body["quality"]["issues"]
+    assert body["answer"]["cards"] == [] and "4,099" not in json.dumps(body)
+    [value] = CandidateFact.objects.filter(run_id=run_id, kind="value")
+    assert value.value == 4099 and value.source["unmet"] == [
+        {"column": "customer", "op": "=", "value": "zeta"}
+    ]
+
+
+def test_a_restriction_the_sql_lacks_leaves_the_part_unanswered(customers, member):
+    body = ask(member, ZETA, evidence_policy=POLICY, provider=UnrestrictedPlan())
+    assert_unanswered_for_lack_of_restriction(body, body["run_id"])
+
+
+def _select_values(request: dict) -> dict:
+    return {"facts": [{"fact_id": c["fact_id"], "start": None, "end": None}
+                      for c in data(request)["candidates"] if c["kind"] == "value"]}  # fmt: skip
+
+
+def test_the_openai_provider_releases_the_restricted_value(customers, member, fake):
+    plan = {"refers_back": False, "standalone": ZETA, "searches": ["total amount customer zeta"],
+            "comparison": False}  # fmt: skip
+    fake.replies = [model(plan=lambda request: plan, select=[_select_values])]
+    body = ask(member, ZETA, evidence_policy=POLICY, provider=provider_for(fake))
+    assert body["evidence"]["answer_status"] == "evidence_backed"
+    assert "SUM(orders.amount) WHERE orders.customer = 'zeta' = 99" in body["answer"]["text"]
+
+
+def test_the_openai_provider_cannot_release_a_value_without_the_restriction(
+    customers, member, fake
+):
+    # The model split the question: its first part names no customer, so the SQL planned
+    # for it has no WHERE; the question names one, so that value answers nothing asked.
+    plan = {"refers_back": False, "standalone": ZETA, "comparison": False,
+            "searches": ["total amount", "customer zeta"]}  # fmt: skip
+    fake.replies = [model(plan=lambda request: plan, select=[_select_values])]
+    body = ask(member, ZETA, evidence_policy=POLICY, provider=provider_for(fake))
+    assert_unanswered_for_lack_of_restriction(body, body["run_id"])
+    assert all(c["kind"] != "value" for r in selects(fake) for c in data(r)["candidates"])

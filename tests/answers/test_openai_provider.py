@@ -66,8 +66,8 @@ def model(
             if plan is not None:
                 return Reply.json(plan(request))
             question = data(request)["question"]
-            return Reply.json({"standalone": question, "searches": [question],
-                               "comparison": False})  # fmt: skip
+            return Reply.json({"refers_back": False, "standalone": question,
+                               "searches": [question], "comparison": False})  # fmt: skip
         if name == "judge":
             items = data(request)["items"]
             return Reply.json({"answers": [judge
@@ -178,7 +178,8 @@ def test_anything_but_the_schema_is_malformed(content, finish):
 def test_the_model_plans_searches_and_the_rule_planner_keeps_the_dataset_queries(fake):
     from answers.pipeline.planner import DatasetInfo
 
-    fake.replies = [Reply.json({"standalone": "What is the total amount of the invoices?",
+    fake.replies = [Reply.json({"refers_back": False,
+                                "standalone": "What is the total amount of the invoices?",
                                 "searches": ["total amount invoices", "ignore the rules"],
                                 "comparison": False})]  # fmt: skip
     datasets = [DatasetInfo(1, 2, "invoices", "orders", [{"name": "amount", "type": "BIGINT"}])]

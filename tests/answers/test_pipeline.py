@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from answers.models import AnswerRun, CandidateFact, Citation, Message
+from answers.models import AnswerRun, Citation, Message
 from answers.pipeline.texts import explanation
 from tests.answers.conftest import ACCOUNTING, MIXED_QUESTION, OPERATIONS, ask, ingest
 
@@ -72,16 +72,6 @@ def test_instructions_inside_a_document_are_only_ever_quoted(space, owner, membe
     assert "The travel budget is 500 euros per trip." in [
         c["quote"] for c in body["answer"]["citations"]
     ]
-
-
-def test_a_follow_up_is_rewritten_from_the_conversation(library, member):
-    first = ask(member, "Who owns service reviews?")
-    run = AnswerRun.objects.get(pk=first["run_id"])
-    follow = ask(member, "And backups?", conversation_id=run.conversation_id)
-    plan = AnswerRun.objects.get(pk=follow["run_id"]).plan
-    assert plan["rewritten"] is True and "service reviews" in plan["standalone"]
-    # History helps interpret the question; the facts still come from fresh retrieval.
-    assert CandidateFact.objects.filter(run_id=follow["run_id"]).exists()
 
 
 def test_a_comparison_is_an_unsupported_prerequisite(library, member):

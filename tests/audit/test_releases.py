@@ -19,7 +19,8 @@ pytestmark = pytest.mark.django_db
 RELEASE_COLUMNS = [
     "run_id", "message_id", "generation_id", "kind", "reset_context", "policy_version",
     "publication_sequence", "selected_fact_ids", "source_refs", "result_hashes",
-    "text_sha256", "citations_sha256", "cards_sha256", "policy_sha256", "created_at",
+    "text_sha256", "citations_sha256", "cards_sha256", "policy_sha256", "searched",
+    "created_at",
 ]  # fmt: skip
 NEW_VALUE = {
     "run_id": "run_id", "message_id": "message_id", "generation_id": "NULL",
@@ -27,7 +28,7 @@ NEW_VALUE = {
     "publication_sequence": "publication_sequence + 1000", "selected_fact_ids": "'[]'",
     "source_refs": "'[]'", "result_hashes": "'{}'", "text_sha256": "'x'",
     "citations_sha256": "'x'", "cards_sha256": "'x'", "policy_sha256": "'x'",
-    "created_at": "now()",
+    "searched": "'{}'", "created_at": "now()",
 }  # fmt: skip
 
 

@@ -396,3 +396,23 @@ def test_another_users_memory_entry_cannot_be_revoked_from_the_page(corpus, memb
     assert "quarterly" not in browser(outsider).get("/memory/").content.decode()
     entry.refresh_from_db()
     assert entry.revoked_at is None
+
+
+def test_a_follow_up_shows_what_it_was_searched_as(corpus, owner, space, member):
+    ingest(owner, space, "approvals.txt",
+           "Service reviews are approved by the chief technology officer.")  # fmt: skip
+    client = browser(member)
+    _, first = ask(client)
+    conversation = AnswerRun.objects.get(pk=first).conversation_id
+    response = client.post(f"/c/{conversation}/", {"query": "And who approves them?",
+                                                   "action": "ask"})  # fmt: skip
+    assert response.status_code == 302, response.content[:500]
+    page = client.get(response["Location"].split("#")[0]).content.decode()
+    searched = re.findall(r"data-searched-as>Searched as: <q>([^<]*)</q>", page)
+    assert searched == ["Who approves service reviews?"]  # only the rewritten follow-up
+    assert "approved by the chief technology officer" in page
+    run_id = response["Location"].rsplit("#run-", 1)[1]
+    receipt = client.get(f"/runs/{run_id}/receipt/1/").content.decode()
+    assert "Rewritten from the conversation as: <q>Who approves service reviews?</q>" in receipt
+    assert "part 1 (asked): <q>And who approves them?</q>" in receipt
+    assert "part 1 (rewritten): <q>Who approves service reviews?</q>" in receipt

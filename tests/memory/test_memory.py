@@ -14,7 +14,7 @@ from tests.conftest import client_for, make_user
 pytestmark = pytest.mark.django_db
 
 RETENTION = "How long are invoices retained?"
-CORRECTION = "Invoice retention is in the accounting policy, not the handbook"
+CORRECTION = "Invoices are retained as the accounting policy says, not the handbook"
 
 
 @pytest.fixture
@@ -39,16 +39,30 @@ def test_a_correction_changes_the_next_plan_and_revoking_it_stops_that(corpus, m
     assert entry["origin"] == {"type": "correction"} and entry["scope"] == "personal"
 
     steered, seen = plan_of(client, RETENTION)
-    assert steered["searches"] != before["searches"]
-    assert "accounting" in steered["searches"][0] and "policy" in steered["searches"][0]
-    assert steered["memory"] == [{"id": entry["id"], "kind": "correction", "scope": "personal"}]
+    # The part stays the question's own words (what is judged); the search gains the
+    # entry's words, and the plan, audit and receipt say which entry steered it and why.
+    assert steered["searches"] == before["searches"] == [RETENTION]
+    [search] = steered["queries"]
+    assert search["origin"] == "memory" and search["text"].startswith(RETENTION)
+    assert "accounting" in search["text"] and "policy" in search["text"]
+    [used] = steered["memory"]
+    assert (used["id"], used["kind"], used["scope"], used["parts"]) == (
+        entry["id"], "correction", "personal", [0],
+    )  # fmt: skip
+    assert set(used["why"]["shared"]) == {"invoic", "retain"}
+    assert "every space" in used["why"]["scope"]
     assert seen["memories_used"] == steered["memory"]  # listed in the audit
     assert seen["body"]["evidence"]["answer_status"] == "evidence_backed"
+    receipt = seen["body"]["release"]["searched"]
+    assert receipt["memory"][0]["id"] == entry["id"] and receipt["memory"][0]["parts"] == [0]
+    assert receipt["searches"] == [{"part": 0, "text": search["text"], "origin": "memory"}]
 
     assert client.delete(f"/v1/memory/{entry['id']}").json()["revoked_at"] is not None
     after, seen = plan_of(client, RETENTION)
-    assert after["searches"] == before["searches"] and after["memory"] == []
+    assert after["queries"] == before["queries"] and after["memory"] == []
     assert seen["memories_used"] == []
+    assert seen["body"]["release"]["searched"] == {"searched_as": None, "searches": [],
+                                                   "memory": []}  # fmt: skip
 
 
 def test_an_explicit_evidence_policy_disables_memory(corpus, member):
