@@ -87,17 +87,18 @@ class QualityOutput(serializers.Serializer):
     issues = serializers.ListField(child=serializers.CharField())
 
 
-class SearchOutput(serializers.Serializer):
+class PlannedSearchOutput(serializers.Serializer):
     part = serializers.IntegerField()
     text = serializers.CharField()
     origin = serializers.ChoiceField(
         choices=["planned", "asked", "rewritten", "memory"],
         help_text="asked: the part as typed; rewritten: from the conversation; memory: "
-        "with words of memory entries that steered it.",
+        "with words of the memory entries listed (recorded by id, not as text).",
     )
+    memory = serializers.ListField(child=serializers.IntegerField(), required=False)
 
 
-class SteeringOutput(serializers.Serializer):
+class MemorySteeringOutput(serializers.Serializer):
     id = serializers.IntegerField()
     kind = serializers.CharField()
     scope = serializers.CharField()
@@ -105,17 +106,17 @@ class SteeringOutput(serializers.Serializer):
     why = serializers.DictField()
 
 
-class SearchedOutput(serializers.Serializer):
+class ReleaseSearchedOutput(serializers.Serializer):
     """What the release searched for when it differs from what was typed (rewritten from
     the conversation, steered by memory); empty lists otherwise, and an empty object for
     releases made before it was recorded."""
 
     searched_as = serializers.CharField(
-        required=False, allow_null=True,
-        help_text="The standalone question when rewritten from the conversation.",
+        required=False, allow_blank=True,
+        help_text="The standalone question when rewritten from the conversation, else empty.",
     )  # fmt: skip
-    searches = SearchOutput(many=True, required=False)
-    memory = SteeringOutput(many=True, required=False)
+    searches = PlannedSearchOutput(many=True, required=False)
+    memory = MemorySteeringOutput(many=True, required=False)
 
 
 class ReleaseOutput(serializers.Serializer):
@@ -128,7 +129,7 @@ class ReleaseOutput(serializers.Serializer):
     citations_sha256 = serializers.CharField()
     cards_sha256 = serializers.CharField()
     policy_sha256 = serializers.CharField()
-    searched = SearchedOutput()
+    searched = ReleaseSearchedOutput()
 
 
 class AnswerOutput(serializers.Serializer):

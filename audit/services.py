@@ -98,9 +98,9 @@ def searched_record(plan: dict) -> dict:
     ]
     differs = rewritten or bool(memory)
     return {
-        "searched_as": plan.get("standalone") if rewritten else None,
+        "searched_as": plan.get("standalone", "") if rewritten else "",
         "searches": [
-            {"part": q["part"], "text": q["text"], "origin": q["origin"]}
+            {key: q[key] for key in ("part", "text", "origin", "memory") if key in q}
             for q in plan.get("queries", [])
         ]
         if differs

@@ -47,3 +47,14 @@ class CorrectionForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 2}),
         help_text=_("For example: the retention period is in the new policy, not the old one."),
     )
+    # Which searches it steers: those of one space, or (empty) only those over every space.
+    space = forms.TypedChoiceField(
+        coerce=int, required=False, empty_value=None, label=_("For"),
+        help_text=_("A correction for one space steers questions asked in that space."),
+    )  # fmt: skip
+
+    def __init__(self, *args: object, user: AbstractBaseUser, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["space"].choices = [("", _("questions over every space"))] + [
+            (space.pk, space.name) for space in spaces_visible_to(user=user).order_by("name")
+        ]

@@ -296,13 +296,14 @@ def remember(request: HttpRequest, run_id: str) -> HttpResponse:
 def memory(request: HttpRequest) -> HttpResponse:
     """The user's memory (and the project memory of spaces they curate): list, add a
     correction, revoke."""
-    form = CorrectionForm(request.POST or None)
+    form = CorrectionForm(request.POST or None, user=request.user)
     status = 200
     if request.method == "POST":
         if form.is_valid():
             try:
-                correction_create(user=request.user, text=form.cleaned_data["text"],
-                                  scope="personal")  # fmt: skip
+                values = form.cleaned_data
+                correction_create(user=request.user, text=values["text"], scope="personal",
+                                  space_id=values["space"])  # fmt: skip
                 messages.success(request, _("Correction saved."))
                 return redirect("chat:memory")
             except ApiError as error:

@@ -177,6 +177,8 @@ class OpenAIProvider:
         allowed = set(content_words(" ".join([question, *(history if follow else [])])))
         searches: list[str] = []
         for search in (s.strip() for s in answer["searches"]):
+            if not follow and not set(content_words(search)) <= allowed:
+                continue  # a complete question is searched with its own words only
             if _mostly_from(search, allowed) and search.casefold() not in {
                 s.casefold() for s in searches
             }:

@@ -159,10 +159,22 @@ class Plan:
         return queries
 
     def as_dict(self) -> dict:
+        """The plan as stored (run, audit, receipt). Words memory added are recorded by
+        entry id, never as text: a remembered quote's words must not outlive access to
+        its source in a record."""
         data = asdict(self)
-        data["queries"] = [
-            {"part": part, "text": text, "origin": origin} for part, text, origin in self.queries()
+        data["memory"] = [
+            {key: value for key, value in entry.items() if key != "words"} for entry in self.memory
         ]
+        queries = []
+        for part, text, origin in self.queries():
+            if origin == "memory":
+                steering = [e["id"] for e in self.memory if part in e.get("parts", ())]
+                queries.append({"part": part, "text": self.searches[part], "origin": origin,
+                                "memory": steering})  # fmt: skip
+            else:
+                queries.append({"part": part, "text": text, "origin": origin})
+        data["queries"] = queries
         return data
 
 

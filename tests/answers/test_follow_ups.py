@@ -55,7 +55,7 @@ def test_a_complete_short_question_after_another_is_searched_as_asked_and_answer
     assert [c["quote"] for c in body["answer"]["citations"]] == [
         "Invoices are retained for ten years."
     ]
-    assert body["release"]["searched"]["searched_as"] is None
+    assert body["release"]["searched"]["searched_as"] == ""
 
 
 def test_a_follow_up_is_searched_with_the_earlier_subject_and_shown(library, space, owner, member):

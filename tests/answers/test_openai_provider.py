@@ -392,3 +392,29 @@ def test_instructions_inside_a_document_change_nothing(space, owner, member, fak
     assert body["evidence"]["policy"]["mode"] == "auto"
     for request in fake.requests:
         assert "SYSTEM OVERRIDE" not in request["messages"][0]["content"]
+
+
+def test_the_model_plan_rewrites_only_a_question_that_refers_back(fake):
+    history = ["Who owns service reviews?"]
+    complete = "What is our retention period?"
+    # The model rewrote a complete question with the earlier one: the server plans it alone.
+    fake.replies = [Reply.json({"refers_back": False, "comparison": False,
+                                "standalone": f"Who owns service reviews — {complete}",
+                                "searches": ["service reviews retention period"]})]  # fmt: skip
+    plan = provider_for(fake).plan(question=complete, history=history, datasets=[])
+    assert (plan.standalone, plan.rewritten, plan.asked) == (complete, False, [])
+    assert plan == plan_question(question=complete, history=history, datasets=[])
+    assert "refers_back" in fake.requests[0]["response_format"]["json_schema"]["schema"]["required"]
+
+    # A follow-up by the rule: the model's rewrite is kept, and the question as typed is
+    # searched and judged too.
+    follow = "And who approves them?"
+    fake.replies = [Reply.json({"refers_back": True, "comparison": False,
+                                "standalone": "Who approves service reviews?",
+                                "searches": ["who approves service reviews"]})]  # fmt: skip
+    plan = provider_for(fake).plan(question=follow, history=history, datasets=[])
+    assert (plan.standalone, plan.rewritten) == ("Who approves service reviews?", True)
+    assert plan.queries() == [
+        (0, follow, "asked"),
+        (0, "who approves service reviews", "rewritten"),
+    ]

@@ -388,6 +388,23 @@ def test_memory_page_adds_lists_and_revokes_corrections_and_remembers_an_answer(
     assert checked.post("/memory/", {"text": "x"}).status_code == 403
 
 
+def test_a_correction_made_for_a_space_on_the_memory_page_steers_that_space(
+    corpus, space, member, outsider
+):
+    from memory.models import MemoryEntry
+
+    client = browser(member)
+    text = "Service reviews are owned by the platform operations team"
+    assert client.post("/memory/", {"text": text, "space": space.pk}).status_code == 302
+    entry = MemoryEntry.objects.get(user=member)
+    assert (entry.scope, entry.space_id) == ("personal", space.pk)
+    _, run_id = ask(client, spaces=[space.pk])
+    assert [m["id"] for m in AnswerRun.objects.get(pk=run_id).plan["memory"]] == [entry.pk]
+    # A space the user cannot read is no choice: a field error, nothing saved.
+    refused = browser(outsider).post("/memory/", {"text": text, "space": space.pk})
+    assert refused.status_code == 422 and not MemoryEntry.objects.filter(user=outsider).exists()
+
+
 def test_another_users_memory_entry_cannot_be_revoked_from_the_page(corpus, member, outsider):
     from memory.services import correction_create
 

@@ -1,9 +1,12 @@
 """Memory in scope (issue 26): an entry steers only the searches it is about, in the scope
 it came from; the relevance threshold is the one measured on the labelled set."""
 
+import json
+
 import pytest
 
 from answers.judge.lexical import TermWeights, content_stems
+from answers.pipeline.planner import Plan
 from audit.models import AnswerAudit
 from knowledge.services import space_create, space_member_set
 from memory.relevance_set import PAIRS
@@ -119,3 +122,15 @@ def test_the_shipped_relevance_threshold_separates_the_labelled_set():
     single = memory_relevance("Which platform is affected?", "The platform team.", weights)
     assert single.shared == ("platform",) and not single.relevant
     assert MIN_SHARED_STEMS == 2 and 0 < RELEVANCE_THRESHOLD < 1
+
+
+def test_memory_words_steer_the_search_and_are_recorded_by_entry_id():
+    question = "How long are invoices retained?"
+    entry = {"id": 7, "kind": "correction", "scope": "personal", "parts": [0],
+             "words": ["accounting", "policy"], "why": {"scope": "…"}}  # fmt: skip
+    plan = Plan(question, [question], memory=[entry], question=question)
+    assert plan.queries() == [(0, f"{question} accounting policy", "memory")]
+    assert plan.part_texts(0) == [question]  # the judge reads the part's own words
+    stored = plan.as_dict()
+    assert stored["queries"] == [{"part": 0, "text": question, "origin": "memory", "memory": [7]}]
+    assert "accounting" not in json.dumps(stored)
