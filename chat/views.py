@@ -37,6 +37,7 @@ from knowledge.selectors import private_files_of, spaces_curated_by, spaces_visi
 from memory.services import (
     correction_create,
     fact_remember,
+    memory_entries_shown,
     memory_entries_visible_to,
     memory_entry_get_for_user,
     memory_revoke,
@@ -312,7 +313,8 @@ def memory(request: HttpRequest) -> HttpResponse:
         else:
             status = 422
     entries = memory_entries_visible_to(user=request.user).select_related("user", "space")
-    context = {"entries": entries[:200], "form": form}
+    shown = memory_entries_shown(user=request.user, entries=list(entries[:200]))
+    context = {"entries": shown, "form": form}
     return _page(request, "chat/memory.html", context, status)
 
 

@@ -7,6 +7,8 @@ reads it now; anything else — prose that was never sealed, a generation a retr
 replaced — shows the localized regeneration notice instead, never its text.
 """
 
+import html
+
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
@@ -23,7 +25,7 @@ from audit.models import OutputRelease
 from audit.services import body_hashes, canonical_json, sha256_hex
 from conversations.models import ConversationShare, PublicationIntent
 from core.errors import ConflictError, NotFoundError, UnprocessableError
-from core.inputs import object_id_parse
+from core.inputs import object_id_parse, text_is_storable
 from knowledge.curation import proposal_create
 from knowledge.models import KnowledgeProposal, ProposalOrigin
 from knowledge.selectors import spaces_visible_to
@@ -131,18 +133,24 @@ def conversation_export(*, user: AbstractBaseUser, conversation: Conversation) -
     }
 
 
+def _inert(text: str) -> str:
+    """Text of questions, answers and documents as Markdown shows it: `<`, `>` and `&` as
+    entities, so no raw HTML of theirs is ever rendered (issue 27)."""
+    return html.escape(text, quote=False)
+
+
 def export_markdown(export: dict) -> str:
     """The export for people: the same messages, citations as a list under each answer."""
-    lines = [f"# {export['conversation']['title'] or 'Conversation'}", ""]
+    lines = [f"# {_inert(export['conversation']['title'] or 'Conversation')}", ""]
     for message in export["messages"]:
         if message["role"] == "user":
-            lines += [f"**Question:** {message['text']}", ""]
+            lines += [f"**Question:** {_inert(message['text'])}", ""]
             continue
-        lines += [message["text"], ""]
+        lines += [_inert(message["text"]), ""]
         body = message.get("body") or {}
         for index, citation in enumerate(body.get("answer", {}).get("citations", []), 1):
             where = citation.get("title") or citation.get("label") or ""
-            lines.append(f"{index}. {where}")
+            lines.append(f"{index}. {_inert(where)}")
         release = body.get("release")
         if release:
             lines += ["", f"Release `{release['id']}`, text SHA-256 `{release['text_sha256']}`"]
@@ -206,7 +214,11 @@ def share_create(
 ) -> ConversationShare:
     """Share read-only with a named, active user. Precondition: the user's own
     conversation (selector). An unknown user is 404 like any missing thing."""
-    recipient = get_user_model().objects.filter(username=username, is_active=True).first()
+    recipient = (
+        get_user_model().objects.filter(username=username, is_active=True).first()
+        if text_is_storable(username)
+        else None
+    )
     if recipient is None or recipient.pk == user.pk:
         raise NotFoundError("User not found.")
     try:
@@ -219,6 +231,10 @@ def share_create(
 
 
 def share_delete(*, conversation: Conversation, username: str) -> None:
+    """Remove a share; NotFoundError for a name no share has (also for a name no user can
+    have, such as one with a NUL byte: PostgreSQL cannot even compare it)."""
+    if not text_is_storable(username):
+        raise NotFoundError("Share not found.")
     deleted, _ = ConversationShare.objects.filter(
         conversation=conversation, recipient__username=username
     ).delete()

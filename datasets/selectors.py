@@ -31,3 +31,14 @@ def snapshot_of(*, dataset: Dataset, version: object = None) -> DatasetSnapshot:
     if snapshot is None:
         raise NotFoundError("Snapshot not found.", code="snapshot_not_found")
     return snapshot
+
+
+def snapshot_get_for_user(
+    *, user: AbstractBaseUser | AnonymousUser, snapshot_id: object
+) -> DatasetSnapshot | None:
+    """A snapshot of a dataset the user may read; None whether missing or hidden."""
+    pk = object_id_parse(snapshot_id)
+    if not pk:
+        return None
+    visible = datasets_visible_to(user=user).values("pk")
+    return DatasetSnapshot.objects.filter(pk=pk, dataset__in=visible).first()

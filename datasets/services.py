@@ -9,7 +9,7 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 
-from core.errors import ConflictError, PayloadTooLargeError, UnprocessableError
+from core.errors import ConflictError, NotFoundError, PayloadTooLargeError, UnprocessableError
 from datasets.governed import ColumnSchema as GovernedColumn
 from datasets.governed import (
     GovernedSqlError,
@@ -20,6 +20,7 @@ from datasets.governed import (
     value_dictionary,
 )
 from datasets.models import Dataset, DatasetSnapshot, GovernedQuery
+from datasets.selectors import datasets_visible_to
 from knowledge.models import Space
 
 FORMATS = {".csv": "csv", ".parquet": "parquet"}
@@ -126,9 +127,13 @@ def governed_query_run(
 ) -> GovernedQuery:
     """Execute allow-listed SQL natively on the snapshot and record it with its proof.
 
-    Raises UnprocessableError with the engine's typed code (`unsupported_sql`,
-    `invalid_sql`, `unknown_column`, `timeout`, …); failed queries are not recorded.
+    Precondition, checked here too: the user may read the snapshot's dataset (NotFoundError
+    otherwise, as for a missing one). Raises UnprocessableError with the engine's typed
+    code (`unsupported_sql`, `invalid_sql`, `unknown_column`, `timeout`, …); failed queries
+    are not recorded.
     """
+    if not datasets_visible_to(user=user).filter(pk=snapshot.dataset_id).exists():
+        raise NotFoundError("Dataset not found.")
     try:
         result = execute(
             sql,

@@ -18,6 +18,7 @@ from memory.models import MemoryEntry, ProjectMemory
 from memory.services import (
     correction_create,
     fact_remember,
+    memory_entries_shown,
     memory_entries_visible_to,
     memory_entry_get_for_user,
     memory_revoke,
@@ -67,7 +68,8 @@ class MemoryListCreateApi(APIView):
         paginator = Pagination()
         entries = memory_entries_visible_to(user=request.user).select_related("user")
         page = paginator.paginate_queryset(entries, request, self)
-        return paginator.get_paginated_response(MemoryEntryOutput(page, many=True).data)
+        shown = memory_entries_shown(user=request.user, entries=list(page))
+        return paginator.get_paginated_response(MemoryEntryOutput(shown, many=True).data)
 
     @extend_schema(
         operation_id="memory_create",
@@ -94,12 +96,15 @@ class MemoryDetailApi(APIView):
     @extend_schema(responses=MemoryEntryOutput)
     def get(self, request: Request, entry_id: str) -> Response:
         entry = memory_entry_get_for_user(user=request.user, entry_id=entry_id)
-        return Response(MemoryEntryOutput(entry).data)
+        [shown] = memory_entries_shown(user=request.user, entries=[entry])
+        return Response(MemoryEntryOutput(shown).data)
 
     @extend_schema(responses={200: MemoryEntryOutput}, description="Revoke: never used again.")
     def delete(self, request: Request, entry_id: str) -> Response:
         entry = memory_entry_get_for_user(user=request.user, entry_id=entry_id)
-        return Response(MemoryEntryOutput(memory_revoke(user=request.user, entry=entry)).data)
+        revoked = memory_revoke(user=request.user, entry=entry)
+        [shown] = memory_entries_shown(user=request.user, entries=[revoked])
+        return Response(MemoryEntryOutput(shown).data)
 
 
 class ProjectMemoryApi(APIView):

@@ -9,6 +9,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
+from django.utils.translation import get_language
 
 from answers.boundary import sealed_answer_read, sources_visible
 from answers.judge.lexical import TermWeights, content_stems, content_words, stem
@@ -48,6 +49,42 @@ def memory_entry_get_for_user(*, user: AbstractBaseUser, entry_id: object) -> Me
     if entry is None:
         raise NotFoundError("Memory entry not found.")
     return entry
+
+
+def memory_entries_shown(
+    *, user: AbstractBaseUser, entries: list[MemoryEntry]
+) -> list[MemoryEntry]:
+    """Entries as the user may read them now: a fact whose sources are no longer all
+    visible to the user shows the access-failure text and no sources (its text is a sealed
+    quote; issue 27). Unsaved copies; at most two statements for any number of entries."""
+    from copy import copy
+
+    from answers.pipeline import texts
+    from datasets.selectors import datasets_visible_to
+    from knowledge.selectors import documents_visible_to
+
+    documents = {s["document_id"] for e in entries for s in e.sources
+                 if s.get("type") == "revision"}  # fmt: skip
+    datasets = {s["dataset_id"] for e in entries for s in e.sources if s.get("type") == "snapshot"}
+    seen_documents = set(
+        documents_visible_to(user=user).filter(pk__in=documents).values_list("pk", flat=True)
+    ) if documents else set()  # fmt: skip
+    seen_datasets = set(
+        datasets_visible_to(user=user).filter(pk__in=datasets).values_list("pk", flat=True)
+    ) if datasets else set()  # fmt: skip
+    shown = []
+    for entry in entries:
+        visible = all(
+            s["document_id"] in seen_documents if s.get("type") == "revision"
+            else s.get("dataset_id") in seen_datasets
+            for s in entry.sources
+        )  # fmt: skip
+        if not visible:
+            entry = copy(entry)
+            entry.text = texts.explanation("access_failure", get_language() or "en")
+            entry.sources = []
+        shown.append(entry)
+    return shown
 
 
 # An entry is about a part of the question when they share at least MIN_SHARED_STEMS

@@ -12,7 +12,7 @@ from answers.pipeline.providers import CandidateView
 from answers.pipeline.restrictions import Restriction, restrictions_named, restrictions_unmet
 from core.errors import ApiError
 from datasets.models import DatasetSnapshot
-from datasets.selectors import datasets_visible_to
+from datasets.selectors import datasets_visible_to, snapshot_get_for_user
 from datasets.services import governed_query_facts, governed_query_run, snapshot_dictionary
 from knowledge.models import Document, Extraction, ExtractionStatus
 from knowledge.retrieval import RETRIEVAL_TOOLS, retrieve
@@ -163,7 +163,14 @@ def _dataset_tool(
         ]
     facts, outcomes = [], []
     for planned in plan.dataset_queries:
-        snapshot = DatasetSnapshot.objects.get(pk=planned["snapshot_id"])
+        # The plan is a provider's output: its snapshot id is read through the selector
+        # (missing and hidden alike: nothing found).
+        snapshot = snapshot_get_for_user(user=user, snapshot_id=planned.get("snapshot_id"))
+        if snapshot is None:
+            outcomes.append({"tool": "dataset_query", "state": "succeeded",
+                             "code": "no_relevant_hit", "result_count": 0,
+                             "retryable": False})  # fmt: skip
+            continue
         unmet = [r.as_dict() for r in restrictions_missing(plan, planned, dataset_info(snapshot))]
         try:
             query = governed_query_run(user=user, snapshot=snapshot, sql=planned["sql"])

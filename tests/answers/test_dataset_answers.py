@@ -150,3 +150,35 @@ def test_the_openai_provider_cannot_release_a_value_without_the_restriction(
     body = ask(member, ZETA, evidence_policy=POLICY, provider=provider_for(fake))
     assert_unanswered_for_lack_of_restriction(body, body["run_id"])
     assert all(c["kind"] != "value" for r in selects(fake) for c in data(r)["candidates"])
+
+
+def test_a_plan_naming_another_spaces_snapshot_reads_nothing(customers, staff, owner, member):
+    """The one unscoped lookup (issue 27): a provider's plan is output, not authority."""
+    from datasets.models import GovernedQuery
+    from knowledge.services import space_create
+
+    hidden_space = space_create(name="Finance", created_by=staff)
+    hidden = dataset_upload(user=staff, space=hidden_space, filename="pay.csv", table="orders",
+                            data=b"customer,amount\nzeta,777\n")  # fmt: skip
+
+    class Elsewhere(ExtractiveProvider):
+        def plan(self, *, question, history, datasets) -> Plan:
+            query = {"dataset_id": hidden.dataset_id, "snapshot_id": hidden.pk, "part": 0,
+                     "sql": 'SELECT SUM("amount") FROM "orders"', "restrictions": []}  # fmt: skip
+            return Plan(standalone=question, searches=[question], dataset_queries=[query])
+
+    body = ask(member, "What is the total amount?", evidence_policy=POLICY, provider=Elsewhere())
+    assert body["evidence"]["answer_status"] == "abstained"
+    assert "777" not in json.dumps(body)
+    assert [o["code"] for o in body["evidence"]["outcomes"]] == ["no_relevant_hit"]
+    assert not GovernedQuery.objects.filter(snapshot=hidden).exists()
+
+
+def test_the_governed_run_refuses_a_snapshot_its_user_cannot_read(customers, outsider):
+    from core.errors import NotFoundError
+    from datasets.services import governed_query_run
+
+    with pytest.raises(NotFoundError):
+        governed_query_run(
+            user=outsider, snapshot=customers, sql='SELECT SUM("amount") FROM "orders"'
+        )

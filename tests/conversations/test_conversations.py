@@ -246,3 +246,31 @@ def test_a_reader_who_lost_the_space_cannot_capture_its_answer(answered, space, 
         {"run_id": str(answered["run"].pk), "space_id": space.pk}, format="json",
     )  # fmt: skip
     assert response.status_code == 404
+
+
+@pytest.mark.parametrize("name", ["a%00b", "%00", "x" * 400])
+def test_a_share_name_no_user_can_have_is_404_not_an_error(answered, name):
+    """Issue 27 (11): a NUL byte in the share's path was a 500."""
+    conversation = answered["conversation"]
+    response = answered["client"].delete(f"/v1/conversations/{conversation.pk}/shares/{name}")
+    assert response.status_code == 404 and response.json()["error"]["code"] == "not_found"
+    created = answered["client"].post(f"/v1/conversations/{conversation.pk}/shares",
+                                      {"username": "a\x00b"}, format="json")  # fmt: skip
+    assert created.status_code == 422 and created.json()["error"]["fields"]["username"]
+
+
+def test_the_markdown_export_renders_no_raw_html_of_questions_or_documents(space, owner, member):
+    """Issue 27 (12): HTML in a question, a document title or a quote stays text."""
+    text = "The night shift team owns the database backups.\n\n<script>alert(1)</script>\n"
+    ingest(owner, space, "evil.txt", text, title="<img src=x onerror=alert(1)> Runbook")
+    client = client_for(member)
+    body = client.post("/v1/answer", {"query": "Who owns the database <i>backups</i>?"},
+                       format="json").json()  # fmt: skip
+    assert body["answer"]["citations"], (body["evidence"], body["quality"])
+    conversation = AnswerRun.objects.get(pk=body["run_id"]).conversation
+    markdown = client.get(f"/v1/conversations/{conversation.pk}/export", {"as": "markdown"})
+    exported = markdown.content.decode()
+    assert "<" not in exported and ">" not in exported, exported
+    assert "&lt;i&gt;backups&lt;/i&gt;" in exported  # the question
+    assert "&lt;img src=x onerror=alert(1)&gt; Runbook" in exported  # the title, twice
+    assert exported.count("&lt;img") == 2  # in the answer's source line and the citation

@@ -8,7 +8,6 @@ import json
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import duckdb
@@ -26,6 +25,7 @@ from datasets.governed import (
     open_locked_connection,
     snapshot_cursor,
 )
+from tests.guards import no_hang
 
 INVOICES = b"invoice,amount\nA-1,1250\nA-2,2750\n"
 
@@ -312,12 +312,10 @@ SLOW = "SELECT COUNT(*) FROM orders o1 JOIN orders o2 ON o1.amount = o2.amount"
 
 def test_long_query_is_interrupted(tmp_path: Path) -> None:
     snapshot = _big(tmp_path)
-    started = time.monotonic()
 
-    with pytest.raises(GovernedSqlError) as error:
+    with no_hang(), pytest.raises(GovernedSqlError) as error:  # uninterrupted, it never ends
         execute(SLOW, snapshot=snapshot, timeout_s=0.5)
     assert error.value.code == "timeout"
-    assert time.monotonic() - started < 10  # sanity bound only, not a performance claim
 
 
 def test_one_watchdog_thread_watches_every_query(tmp_path: Path) -> None:

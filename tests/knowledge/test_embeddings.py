@@ -22,6 +22,7 @@ from knowledge.embeddings import (
     clear_embedding_caches,
     get_embedding_provider,
 )
+from tests.guards import no_hang
 
 
 def norm(vector: list[float]) -> float:
@@ -354,13 +355,13 @@ def test_openai_wrong_dimension_is_a_configuration_error(fake_server: FakeServer
 
 
 def test_openai_timeout_is_unavailable(fake_server: FakeServer) -> None:
-    fake_server.behaviour = lambda n, body: (200, embeddings_answer(body), 1.0)
-    started = time.monotonic()
-    with pytest.raises(EmbeddingError) as caught:
+    # The server would answer after 3 s; a client that ignored its 0.3 s timeout would
+    # wait 6 s for the two tries: the guard (far above 2 × 0.3 s) catches that.
+    fake_server.behaviour = lambda n, body: (200, embeddings_answer(body), 3.0)
+    with no_hang(5), pytest.raises(EmbeddingError) as caught:
         client(fake_server, timeout=0.3, retries=1).embed(["x"])
     assert caught.value.code == "embedding_unavailable"
     assert len(fake_server.requests) == 2  # a timeout is retried too
-    assert time.monotonic() - started < 2.0
 
 
 def test_openai_connection_refused_is_unavailable() -> None:

@@ -2,7 +2,6 @@
 
 import io
 import socket
-import time
 import zipfile
 import zlib
 from urllib.parse import urlparse
@@ -11,6 +10,7 @@ import pytest
 
 from knowledge.documents import document_upload, revision_extract
 from knowledge.models import Extraction
+from tests.guards import no_hang
 from tests.knowledge.test_documents import docx_bytes, pdf_bytes
 
 pytestmark = pytest.mark.django_db
@@ -75,10 +75,9 @@ def extract_upload(owner, space, filename: str, data: bytes) -> dict[str, tuple[
 def test_a_docx_of_eight_million_empty_paragraphs_is_too_large_not_a_memory_hog(space, owner):
     data = docx_with_empty_paragraphs(8_000_000)
     assert len(data) < 200_000  # what the review sent: ~100 KB
-    started = time.monotonic()
-    outcome = extract_upload(owner, space, "bomb.docx", data)
+    with no_hang():
+        outcome = extract_upload(owner, space, "bomb.docx", data)
     assert outcome == {"primary": ("failed", "too_large"), "secondary": ("failed", "too_large")}
-    assert time.monotonic() - started < 60
 
 
 @pytest.mark.parametrize("isolation", ["forkserver", "spawn"])
@@ -119,9 +118,7 @@ def test_a_request_declaring_a_huge_body_is_refused_before_it_is_read(live_serve
             b"Content-Type: multipart/form-data; boundary=x\r\n"
             b"Content-Length: 1073741824\r\n\r\n"
         )
-        started = time.monotonic()
-        answer = client.recv(4096)
-        elapsed = time.monotonic() - started
+        answer = client.recv(4096)  # the socket's timeout guards against a hang
+    # Refused from the header alone: the gigabyte was never sent.
     assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
     assert b'"code": "too_large"' in answer
-    assert elapsed < 5

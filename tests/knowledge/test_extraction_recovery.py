@@ -15,6 +15,7 @@ from knowledge.documents import extractions_recover, revision_extract, revision_
 from knowledge.models import DocumentRevision
 from koinon.celery import app as celery_app
 from tests.conftest import client_for
+from tests.guards import no_hang
 from tests.knowledge.test_documents import wait_for_extraction
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -67,15 +68,12 @@ def stuck_running(revision: DocumentRevision, *, attempts: int) -> None:
 def test_an_upload_while_the_broker_is_down_is_stored_answers_503_and_is_extracted_later(
     settings, tmp_path, celery_worker, space, owner
 ):
-    with broker_unreachable(tmp_path):
-        started = time.monotonic()
+    with broker_unreachable(tmp_path), no_hang():  # refused, not waiting on the broker
         response = upload(owner, space, "outage.txt", b"Written while Redis was down.\n")
-        elapsed = time.monotonic() - started
     assert response.status_code == 503
     error = response.json()["error"]
     assert error["code"] == "extraction_delayed"
     assert "stored" in error["message"]
-    assert elapsed < 10, f"the refusal took {elapsed:.1f}s"
     revision = DocumentRevision.objects.get(pk=error["fields"]["revision"])
     assert set(revision.extractions.values_list("status", flat=True)) == {"pending"}
 

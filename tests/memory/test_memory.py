@@ -194,3 +194,27 @@ def test_bad_memory_bodies_are_typed_errors(member, bad):
     response = client_for(member).post("/v1/memory", bad, format="json")
     assert response.status_code in (400, 404, 422), response.content
     assert "error" in response.json()
+
+
+def test_a_remembered_quote_is_not_served_after_its_source_is_lost(corpus, space, member):
+    """Issue 27 (2): the list, the entry and the chat page show the access-failure text."""
+    from django.test import Client
+
+    from answers.pipeline.texts import explanation
+
+    client = client_for(member)
+    answered = client.post("/v1/answer", {"query": RETENTION}, format="json").json()
+    fact = client.post("/v1/memory", {"kind": "fact", "run_id": answered["run_id"]},
+                       format="json").json()  # fmt: skip
+    assert "ten years" in client.get(f"/v1/memory/{fact['id']}").json()["text"]
+
+    remove_perm("knowledge.view_space", member, space)
+    entry = client.get(f"/v1/memory/{fact['id']}").json()
+    listed = client.get("/v1/memory").json()["results"]
+    page = Client()
+    page.force_login(member)
+    html = page.get("/memory/").content.decode()
+    for shown in (entry, *listed):
+        assert shown["text"] == explanation("access_failure", "en") and shown["sources"] == []
+    assert "ten years" not in json.dumps([entry, listed]) and "ten years" not in html
+    assert "ten years" in MemoryEntry.objects.get(pk=fact["id"]).text  # kept, not served
