@@ -3,6 +3,8 @@ shares, MCP): the caller may see every source the answer cites, now — or they 
 fixed access-failure text instead of it. Sealed text never outlives the access it was
 sealed under."""
 
+from collections.abc import Callable
+
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
 from answers.models import AnswerRun
@@ -23,6 +25,30 @@ def sources_visible(*, user: AbstractBaseUser | AnonymousUser, sources: list[dic
     return not datasets or datasets_visible_to(user=user).filter(pk__in=datasets).count() == len(
         datasets
     )
+
+
+def source_visibility(
+    *, user: AbstractBaseUser | AnonymousUser, sources: list[dict]
+) -> Callable[[dict], bool]:
+    """Whether each of these source references (revisions, snapshots) is visible to the
+    user now: at most two statements for any number of them."""
+    documents = {s["document_id"] for s in sources if s.get("type") == "revision"}
+    datasets = {s["dataset_id"] for s in sources if s.get("type") == "snapshot"}
+    seen_documents = set(
+        documents_visible_to(user=user).filter(pk__in=documents).values_list("pk", flat=True)
+    ) if documents else set()  # fmt: skip
+    seen_datasets = set(
+        datasets_visible_to(user=user).filter(pk__in=datasets).values_list("pk", flat=True)
+    ) if datasets else set()  # fmt: skip
+
+    def visible(source: dict) -> bool:
+        if source.get("type") == "revision":
+            return source["document_id"] in seen_documents
+        if source.get("type") == "snapshot":
+            return source["dataset_id"] in seen_datasets
+        return True
+
+    return visible
 
 
 def access_failure_body(body: dict) -> dict:
@@ -89,22 +115,7 @@ def sealed_answers_read(
     events = StreamEvent.objects.filter(run__in=runs, event="completed")
     bodies = {(e.run_id, e.generation): e.data["payload"]["result"] for e in events}
     cited = [s for body in bodies.values() for s in body.get("evidence", {}).get("sources", [])]
-    documents = {s["document_id"] for s in cited if s.get("type") == "revision"}
-    datasets = {s["dataset_id"] for s in cited if s.get("type") == "snapshot"}
-    seen_documents = set(
-        documents_visible_to(user=user).filter(pk__in=documents).values_list("pk", flat=True)
-    ) if documents else set()  # fmt: skip
-    seen_datasets = set(
-        datasets_visible_to(user=user).filter(pk__in=datasets).values_list("pk", flat=True)
-    ) if datasets else set()  # fmt: skip
-
-    def visible(source: dict) -> bool:
-        if source.get("type") == "revision":
-            return source["document_id"] in seen_documents
-        if source.get("type") == "snapshot":
-            return source["dataset_id"] in seen_datasets
-        return True
-
+    visible = source_visibility(user=user, sources=cited)
     return {
         key: body
         if all(visible(s) for s in body.get("evidence", {}).get("sources", []))

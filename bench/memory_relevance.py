@@ -25,18 +25,9 @@ import django
 
 django.setup()
 
-from answers.judge.lexical import TermWeights, content_stems  # noqa: E402
-from memory.relevance_set import PAIRS  # noqa: E402
+from answers.judge.lexical import content_stems  # noqa: E402
+from memory.relevance_set import PAIRS, set_weights  # noqa: E402
 from memory.services import MIN_SHARED_STEMS, RELEVANCE_THRESHOLD, memory_relevance  # noqa: E402
-
-
-def set_weights() -> TermWeights:
-    texts = list(dict.fromkeys(text for pair in PAIRS for text in pair[:2]))
-    frequencies: dict[str, int] = {}
-    for text in texts:
-        for stem in set(content_stems(text)):
-            frequencies[stem] = frequencies.get(stem, 0) + 1
-    return TermWeights(frequencies, len(texts))
 
 
 def figures(predicted: list[bool]) -> dict:

@@ -7,6 +7,8 @@ threshold on it and `tests/memory/test_memory_scope.py` checks the shipped one.
 subject and property), not merely share a word with it.
 """
 
+from answers.judge.lexical import TermWeights, content_stems
+
 PAIRS: tuple[tuple[str, str, bool], ...] = (
     # Corrections and facts about the same subject and property.
     ("How long are invoices retained?",
@@ -68,3 +70,14 @@ PAIRS: tuple[tuple[str, str, bool], ...] = (
     ("What is the retention period of log files?",
      "Invoices are retained for ten years.", False),
 )  # fmt: skip
+
+
+def set_weights() -> TermWeights:
+    """IDF over the set's own texts, each text one document: what the measurement and the
+    test weigh stems with."""
+    texts = list(dict.fromkeys(text for pair in PAIRS for text in pair[:2]))
+    frequencies: dict[str, int] = {}
+    for text in texts:
+        for stem in set(content_stems(text)):
+            frequencies[stem] = frequencies.get(stem, 0) + 1
+    return TermWeights(frequencies, len(texts))

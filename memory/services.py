@@ -59,27 +59,13 @@ def memory_entries_shown(
     quote; issue 27). Unsaved copies; at most two statements for any number of entries."""
     from copy import copy
 
+    from answers.boundary import source_visibility
     from answers.pipeline import texts
-    from datasets.selectors import datasets_visible_to
-    from knowledge.selectors import documents_visible_to
 
-    documents = {s["document_id"] for e in entries for s in e.sources
-                 if s.get("type") == "revision"}  # fmt: skip
-    datasets = {s["dataset_id"] for e in entries for s in e.sources if s.get("type") == "snapshot"}
-    seen_documents = set(
-        documents_visible_to(user=user).filter(pk__in=documents).values_list("pk", flat=True)
-    ) if documents else set()  # fmt: skip
-    seen_datasets = set(
-        datasets_visible_to(user=user).filter(pk__in=datasets).values_list("pk", flat=True)
-    ) if datasets else set()  # fmt: skip
+    visible = source_visibility(user=user, sources=[s for e in entries for s in e.sources])
     shown = []
     for entry in entries:
-        visible = all(
-            s["document_id"] in seen_documents if s.get("type") == "revision"
-            else s.get("dataset_id") in seen_datasets
-            for s in entry.sources
-        )  # fmt: skip
-        if not visible:
+        if not all(map(visible, entry.sources)):
             entry = copy(entry)
             entry.text = texts.explanation("access_failure", get_language() or "en")
             entry.sources = []

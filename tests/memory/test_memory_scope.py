@@ -5,11 +5,10 @@ import json
 
 import pytest
 
-from answers.judge.lexical import TermWeights, content_stems
 from answers.pipeline.planner import Plan
 from audit.models import AnswerAudit
 from knowledge.services import space_create, space_member_set
-from memory.relevance_set import PAIRS
+from memory.relevance_set import PAIRS, set_weights
 from memory.services import MIN_SHARED_STEMS, RELEVANCE_THRESHOLD, memory_relevance
 from tests.answers.conftest import OPERATIONS, ingest
 from tests.conftest import client_for
@@ -99,15 +98,6 @@ def test_a_correction_for_a_space_the_user_cannot_see_is_404(two_spaces, outside
         format="json",
     )  # fmt: skip
     assert response.status_code == 404 and response.json()["error"]["code"] == "not_found"
-
-
-def set_weights() -> TermWeights:
-    texts = list(dict.fromkeys(text for pair in PAIRS for text in pair[:2]))
-    frequencies: dict[str, int] = {}
-    for text in texts:
-        for stem in set(content_stems(text)):
-            frequencies[stem] = frequencies.get(stem, 0) + 1
-    return TermWeights(frequencies, len(texts))
 
 
 def test_the_shipped_relevance_threshold_separates_the_labelled_set():
