@@ -3,6 +3,7 @@ shares, MCP): the caller may see every source the answer cites, now — or they 
 fixed access-failure text instead of it. Sealed text never outlives the access it was
 sealed under."""
 
+import uuid
 from collections.abc import Callable
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -10,7 +11,9 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from answers.models import AnswerRun
 from answers.pipeline import texts
 from audit.models import StreamEvent
+from datasets.models import Dataset
 from datasets.selectors import datasets_visible_to
+from knowledge.models import Document
 from knowledge.selectors import documents_visible_to
 
 
@@ -25,6 +28,19 @@ def sources_visible(*, user: AbstractBaseUser | AnonymousUser, sources: list[dic
     return not datasets or datasets_visible_to(user=user).filter(pk__in=datasets).count() == len(
         datasets
     )
+
+
+def sources_in_space(*, sources: list[dict], space_id: int) -> bool:
+    """Whether every cited document and dataset belongs to that space."""
+    documents = {s["document_id"] for s in sources if s.get("type") == "revision"}
+    datasets = {s["dataset_id"] for s in sources if s.get("type") == "snapshot"}
+    if documents and Document.objects.filter(pk__in=documents, space_id=space_id).count() != len(
+        documents
+    ):
+        return False
+    return not datasets or Dataset.objects.filter(
+        pk__in=datasets, space_id=space_id
+    ).count() == len(datasets)
 
 
 def source_visibility(
@@ -122,3 +138,25 @@ def sealed_answers_read(
         else access_failure_body(body)
         for key, body in bodies.items()
     }
+
+
+def capture_sources_fit(*, user: AbstractBaseUser, capture: dict, space_id: int) -> str | None:
+    """Whether an output capture (run, generation, release: a publication intent's or a
+    conversation-derived proposal's) may still carry its text into `space_id` for `user`
+    (its author): None when it may, else the typed reason — `sources_unavailable` when
+    the captured answer no longer passes this boundary for them (a lost source, a missing
+    run or release), `sources_outside_space` when a cited source is in another space."""
+    try:
+        run = AnswerRun.objects.filter(pk=uuid.UUID(str(capture.get("run_id")))).first()
+    except ValueError:
+        run = None
+    generation = capture.get("generation")
+    if run is None or run.user_id != user.pk or not isinstance(generation, int):
+        return "sources_unavailable"
+    body = sealed_answer_read(user=user, run=run, generation=generation)
+    release = (body or {}).get("release") or {}
+    if not release or str(release.get("id")) != str(capture.get("release_id")):
+        return "sources_unavailable"
+    if not sources_in_space(sources=body["evidence"]["sources"], space_id=space_id):
+        return "sources_outside_space"
+    return None

@@ -20,6 +20,7 @@ from conversations.services import (
     conversations_visible_to,
     export_markdown,
     intent_get_for_user,
+    intent_shown,
     intent_preview,
     intent_propose,
     share_create,
@@ -88,7 +89,10 @@ class IntentOutput(serializers.Serializer):
     generation = serializers.IntegerField()
     space = serializers.IntegerField(source="space_id")
     title = serializers.CharField()
-    text = serializers.CharField(help_text="The sealed text, exactly as released.")
+    text = serializers.CharField(
+        help_text="The sealed text, exactly as released — or the access-failure text once a "
+        "cited source is no longer visible to you."
+    )
     capture = serializers.DictField(help_text="run_id, generation, release_id, text_sha256")
     proposal = serializers.IntegerField(source="proposal_id", allow_null=True)
     created_at = serializers.DateTimeField()
@@ -231,7 +235,8 @@ class IntentDetailApi(APIView):
     @extend_schema(responses=IntentOutput)
     def get(self, request: Request, intent_id: str) -> Response:
         return Response(
-            IntentOutput(intent_get_for_user(user=request.user, intent_id=intent_id)).data
+            IntentOutput(intent_shown(user=request.user, intent=intent_get_for_user(
+                user=request.user, intent_id=intent_id))).data
         )
 
 

@@ -16,7 +16,12 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from answers.boundary import sealed_answer_read, sealed_answers_read
+from answers.boundary import (
+    capture_sources_fit,
+    sealed_answer_read,
+    sealed_answers_read,
+    sources_in_space,
+)
 from answers.models import AnswerRun, Conversation, Message
 from answers.pipeline import texts
 from answers.selectors import conversation_get_for_user as owner_conversation_get
@@ -266,6 +271,12 @@ def intent_preview(
     release = (body or {}).get("release") or {}
     if release.get("kind") != "answer":
         raise ConflictError("Only a sealed answer can be proposed.", code="not_sealed")
+    if not sources_in_space(sources=body["evidence"]["sources"], space_id=space.pk):
+        raise UnprocessableError(
+            "A proposal for a space may carry only answers whose sources are all in that "
+            "space.",
+            code="sources_outside_space", fields={"space_id": "Sources are elsewhere."},
+        )  # fmt: skip
     title = title.strip()[:300] or conversation.title[:300] or run.question[:300]
     return PublicationIntent.objects.create(
         conversation=conversation, run=run, generation=body["generation"],
@@ -283,6 +294,34 @@ def intent_get_for_user(*, user: AbstractBaseUser, intent_id: object) -> Publica
     return intent
 
 
+def intent_shown(*, user: AbstractBaseUser, intent: PublicationIntent) -> dict:
+    """The intent as its author may read it now: its captured text only while every
+    cited source is still visible to them (the sealed-read boundary), else the fixed
+    access-failure text. Precondition: `intent` came from `intent_get_for_user`."""
+    shown = {field: getattr(intent, field) for field in (
+        "id", "run_id", "generation", "space_id", "title", "text", "capture", "proposal_id",
+        "created_at")}  # fmt: skip
+    fit = capture_sources_fit(user=user, capture=intent.capture, space_id=intent.space_id)
+    if fit == "sources_unavailable":
+        language = ((intent.run.response or {}).get("answer") or {}).get("language", "en")
+        shown["text"] = texts.explanation("access_failure", language)
+    return shown
+
+
+def _intent_sources_check(*, user: AbstractBaseUser, capture: dict, space_id: int) -> None:
+    reason = capture_sources_fit(user=user, capture=capture, space_id=space_id)
+    if reason == "sources_outside_space":
+        raise UnprocessableError(
+            "A cited source is no longer in the proposal's space.",
+            code="sources_outside_space", fields={"space_id": "Sources are elsewhere."},
+        )  # fmt: skip
+    if reason is not None:
+        raise ConflictError(
+            "The answer's sources are no longer visible to you; it cannot be proposed.",
+            code="sources_unavailable",
+        )
+
+
 @transaction.atomic
 def intent_propose(*, user: AbstractBaseUser, intent: PublicationIntent) -> KnowledgeProposal:
     """Submit the preview as a pending proposal that keeps its exact output capture.
@@ -295,6 +334,7 @@ def intent_propose(*, user: AbstractBaseUser, intent: PublicationIntent) -> Know
                             code="capture_stale")  # fmt: skip
     if not spaces_visible_to(user=user).filter(pk=intent.space_id).exists():
         raise NotFoundError("Space not found.")
+    _intent_sources_check(user=user, capture=intent.capture, space_id=intent.space_id)
     proposal = proposal_create(user=user, space=intent.space, body=intent.text,
                                title=intent.title, origin=ProposalOrigin.CONVERSATION,
                                reason="Proposed from a conversation answer.")  # fmt: skip

@@ -105,8 +105,10 @@ def proposal_approve(
     Raises CurationForbidden for a non-curator, ConflictError `not_pending`,
     ConflictError `superseded` when the entry moved on since the proposal was made, and
     ConflictError `capture_stale` when a conversation-derived proposal's answer was
-    regenerated since its preview (either way the proposal is then marked superseded;
-    that mark is kept).
+    regenerated since its preview, and ConflictError `sources_unavailable` /
+    `sources_outside_space` when its author can no longer see a source it cites or a
+    source is not in the proposal's space (each way the proposal is then marked
+    superseded; that mark is kept).
     """
     with transaction.atomic():
         proposal = _locked_pending(proposal_id, curator)
@@ -117,7 +119,15 @@ def proposal_approve(
         if entry is not None:
             entry = KnowledgeEntry.objects.select_for_update().get(pk=entry.pk)
         stale = proposal.capture is not None and not _capture_current(proposal.capture)
-        if stale:
+        unavailable = (
+            None if proposal.capture is None or stale else _capture_sources_unfit(proposal)
+        )
+        if unavailable:
+            # Conversation-derived: its author lost a cited source, or one left the space.
+            _review(proposal, curator, ProposalStatus.SUPERSEDED,
+                    note or "The answer's sources are no longer visible to its author.")  # fmt: skip
+            superseded = True
+        elif stale:
             # Conversation-derived: the answer it captured was regenerated since.
             _review(proposal, curator, ProposalStatus.SUPERSEDED,
                     note or "The conversation was regenerated since the preview.")  # fmt: skip
@@ -130,6 +140,12 @@ def proposal_approve(
             version = _version_create(proposal=proposal, entry=entry, curator=curator)
             proposal.approved_version = version
             _review(proposal, curator, ProposalStatus.APPROVED, note)
+    if superseded and unavailable:
+        raise ConflictError(
+            "The answer this proposal captured cites a source its author can no longer see, "
+            "or one outside the proposal's space; it cannot be approved.",
+            code=unavailable,
+        )
     if superseded and stale:
         raise ConflictError(
             "The answer this proposal captured was regenerated since its preview; make a "
@@ -143,6 +159,14 @@ def proposal_approve(
             code="superseded",
         )
     return version
+
+
+def _capture_sources_unfit(proposal: KnowledgeProposal) -> str | None:
+    from answers.boundary import capture_sources_fit  # answers builds on knowledge
+
+    return capture_sources_fit(
+        user=proposal.proposed_by, capture=proposal.capture, space_id=proposal.space_id
+    )
 
 
 def _capture_current(capture: dict) -> bool:

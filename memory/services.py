@@ -11,7 +11,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 from django.utils.translation import get_language
 
-from answers.boundary import sealed_answer_read, sources_visible
+from answers.boundary import sealed_answer_read, sources_in_space, sources_visible
 from answers.judge.lexical import TermWeights, content_stems, content_words, stem
 from answers.models import AnswerRun
 from answers.pipeline.planner import Plan
@@ -324,7 +324,7 @@ def fact_remember(
         raise ConflictError("Only a sealed answer can be remembered.", code="not_sealed")
     space = _scope_space(user=user, scope=scope, space_id=space_id)
     sources = body["evidence"]["sources"]
-    if space is not None and not _all_in_space(sources, space):
+    if space is not None and not sources_in_space(sources=sources, space_id=space.pk):
         raise UnprocessableError(
             "An entry for a space keeps only answers whose sources are all in that space.",
             code="sources_outside_space", fields={"space_id": "Sources are elsewhere."},
@@ -337,16 +337,6 @@ def fact_remember(
     return MemoryEntry.objects.create(user=user, scope=scope, space=space, sources=sources,
                                       kind=MemoryEntry.Kind.FACT, text="\n".join(lines),
                                       origin=origin)  # fmt: skip
-
-
-def _all_in_space(sources: list[dict], space: Space) -> bool:
-    documents = {s["document_id"] for s in sources if s.get("type") == "revision"}
-    if Document.objects.filter(pk__in=documents, space=space).count() != len(documents):
-        return False
-    from datasets.models import Dataset
-
-    datasets = {s["dataset_id"] for s in sources if s.get("type") == "snapshot"}
-    return Dataset.objects.filter(pk__in=datasets, space=space).count() == len(datasets)
 
 
 @transaction.atomic
