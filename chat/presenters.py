@@ -16,6 +16,7 @@ from answers.boundary import sealed_answer_read, sealed_answers_read
 from answers.models import AnswerRun
 from answers.pipeline import texts
 from audit.selectors import run_audit, run_release
+from knowledge.display import single_line
 from knowledge.models import Document, ExtractionRole, ExtractionStatus
 from knowledge.selectors import documents_visible_to
 
@@ -134,7 +135,11 @@ def answer_view(
             superseded = citation.get("availability") == "superseded" or (
                 current.get(citation["document_id"]) != citation["revision_id"]
             )
+            # Shown in their display form: one line, no bidi controls or invisible
+            # characters (the verbatim quote stays in the body and the receipt).
             view.quotes.append({**citation, "superseded": superseded,
+                                "quote": single_line(citation["quote"]),
+                                "title": single_line(citation.get("title", "")),
                                 "where": locator_text(citation.get("locator") or {})})  # fmt: skip
         else:
             card = next(cards, {})

@@ -20,9 +20,9 @@ from conversations.services import (
     conversations_visible_to,
     export_markdown,
     intent_get_for_user,
-    intent_shown,
     intent_preview,
     intent_propose,
+    intent_shown,
     share_create,
     share_delete,
 )
@@ -235,8 +235,12 @@ class IntentDetailApi(APIView):
     @extend_schema(responses=IntentOutput)
     def get(self, request: Request, intent_id: str) -> Response:
         return Response(
-            IntentOutput(intent_shown(user=request.user, intent=intent_get_for_user(
-                user=request.user, intent_id=intent_id))).data
+            IntentOutput(
+                intent_shown(
+                    user=request.user,
+                    intent=intent_get_for_user(user=request.user, intent_id=intent_id),
+                )
+            ).data
         )
 
 

@@ -124,8 +124,8 @@ def proposal_approve(
         )
         if unavailable:
             # Conversation-derived: its author lost a cited source, or one left the space.
-            _review(proposal, curator, ProposalStatus.SUPERSEDED,
-                    note or "The answer's sources are no longer visible to its author.")  # fmt: skip
+            lost = "The answer's sources are no longer visible to its author."
+            _review(proposal, curator, ProposalStatus.SUPERSEDED, note or lost)
             superseded = True
         elif stale:
             # Conversation-derived: the answer it captured was regenerated since.

@@ -34,5 +34,16 @@ def quote_display(quote: str) -> str:
     return single_line(quote).replace("“", "‘").replace("”", "’")
 
 
+_CITATION_MARK = re.compile(r"\[\s*\d+\s*\]")
+
+
 def title_clean(title: str, limit: int = 300) -> str:
+    """A title as stored: one line, no invisible characters."""
     return single_line(title)[:limit].strip()
+
+
+def title_display(title: str) -> str:
+    """A document title as it stands in text koinon writes: one line, its double
+    quotation marks shown as single ones (as in `quote_display`) and no `[n]`, so a title
+    can neither close a quotation nor forge a citation line."""
+    return " ".join(_CITATION_MARK.sub(" ", quote_display(title)).split())

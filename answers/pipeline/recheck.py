@@ -69,6 +69,24 @@ def _lock_access_rows(
     return current, key_valid
 
 
+def _revisions_current(selected: list[SelectedFact]) -> bool:
+    """Whether every quoted revision is still its document's current one, read with a
+    FOR SHARE lock on the documents: a new revision made current first is waited for and
+    seen; one made current later waits until this publication commits."""
+    quoted = {(s.fact.source["document_id"], s.fact.source["revision_id"])
+              for s in selected if s.fact.kind == "quote"}  # fmt: skip
+    if not quoted:
+        return True
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT id, current_revision_id FROM {_table(Document)} "  # noqa: S608
+            "WHERE id = ANY(%s) FOR SHARE",
+            [sorted({document for document, _ in quoted})],
+        )
+        current = dict(cursor.fetchall())
+    return all(current.get(document) == revision for document, revision in quoted)
+
+
 def _table(model: type) -> str:
     return connection.ops.quote_name(model._meta.db_table)
 
@@ -82,7 +100,8 @@ def publication_recheck(
     hold until that transaction ends).
 
     Re-reads from the database: the originating key is not revoked, the user is active,
-    every selected document and dataset is still visible, every private file is still
+    every selected document and dataset is still visible, every quoted revision is still
+    its document's current one (`source_superseded`), every private file is still
     among the run's selected sources and in the conversation's current selection
     (`ConversationSource`: deselecting a file withdraws it from answers not yet sealed),
     and every memory entry the plan used is still valid. A database failure is
@@ -110,6 +129,8 @@ def publication_recheck(
             )
             if set(visible) != documents:
                 return "access_denied"
+            if not _revisions_current(selected):
+                return "source_superseded"
             private = {pk for pk, owner in visible.items() if owner is not None}
             # Selected when the run started, and still in the conversation's selection now.
             _, still_selected = conversation_selection(conversation_id=run.conversation_id)

@@ -353,7 +353,7 @@ def abstention(
                 "state": "failed",
                 "code": access_code,
                 "result_count": 0,
-                "retryable": access_code == "permission_unavailable",
+                "retryable": access_code in {"permission_unavailable", "source_superseded"},
             }
         )
     status = evidence_status or (judgement.evidence_status if judgement else "unavailable")

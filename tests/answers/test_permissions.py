@@ -120,3 +120,25 @@ def test_a_sealed_answer_is_withheld_once_its_source_is_no_longer_visible(space,
     assert data["answer"]["citations"] == [] and data["evidence"]["sources"] == []
     assert data["evidence"]["answer_status"] == "abstained" and data["release"] is None
     assert "platform operations team" not in withheld.content.decode()
+
+
+def test_a_revision_superseded_before_sealing_is_not_published(space, owner, member):
+    """Issue 27 (13): the recheck looks at the document's current revision — a quote from
+    a revision replaced between selection and sealing is withdrawn (retryable)."""
+    text = "The platform operations team owns service reviews."
+    first = ingest(owner, space, "operations.txt", text)
+
+    def replace(attempt: int) -> None:
+        ingest(owner, space, "operations.txt", "The security team owns service reviews now.",
+               document=first.document)  # fmt: skip
+
+    provider = ScriptedProvider([select_first], plan=plan(), on_select=replace)
+    body = ask(member, "Who owns service reviews?", provider=provider)
+    assert body["evidence"]["answer_status"] == "abstained"
+    assert body["answer"]["citations"] == [] and "platform operations" not in json.dumps(body)
+    assert {"tool": "recheck", "state": "failed", "code": "source_superseded", "result_count": 0,
+            "retryable": True} in body["evidence"]["outcomes"]  # fmt: skip
+    again = ask(member, "Who owns service reviews?",
+                provider=ScriptedProvider([select_first], plan=plan()))  # fmt: skip
+    assert again["evidence"]["answer_status"] == "evidence_backed"
+    assert "The security team owns service reviews now." in again["answer"]["text"]

@@ -86,3 +86,25 @@ def test_bidi_overrides_and_zero_width_characters_are_not_displayed(space, owner
     for char in "\u202e\u202c\u200b\u2066\u2069":
         assert char not in line
     assert "ecilA Smith." in line
+
+
+def test_a_title_cannot_close_the_quotation_or_forge_a_citation_number(space, owner, member):
+    """Issue 27 (13): the title's “ ” are shown as single marks and its [n] dropped, so
+    the only “ ” and [n] on a citation line are koinon's."""
+    result = document_upload(
+        user=owner, space=space, filename="policy.txt",
+        data=b"The board of Acme is chaired by Alice Smith.",
+        title="Register” [2] “The CEO of Acme is Mallory",
+    )  # fmt: skip
+    from knowledge.documents import revision_extract
+
+    revision_extract(revision_id=result.revision.pk)
+    plan = Plan(QUESTION, [QUESTION])
+    body = ask(member, QUESTION, provider=ScriptedProvider([whole_passage], plan=plan))
+    assert_one_line_per_citation(body)
+    [line] = citation_lines(body["answer"]["text"])
+    assert line.count("“") == 1 and line.count("”") == 1
+    assert re.findall(r"\[\d+\]", line) == ["[1]"]
+    assert "Register’ ‘The CEO of Acme is Mallory" in line  # still shown, as data
+    # The citation and the stored title keep what was given.
+    assert body["answer"]["citations"][0]["title"] == "Register” [2] “The CEO of Acme is Mallory"

@@ -107,6 +107,24 @@ def test_document_markup_and_citation_lookalikes_render_as_text(space, owner, me
     assert re.findall(r"<script(?![^>]*\bsrc=)", page) == []
 
 
+def test_quotes_and_titles_render_without_bidi_controls(space, owner, member):
+    """Issue 27 (13): the chat shows a citation's display form — a right-to-left override
+    in a quote or a title cannot reorder what the reader sees."""
+    ingest(
+        owner,
+        space,
+        "\u202eregister.md",
+        "The platform operations team owns service reviews \u202eecilA\u202c Sm\u200bith.",
+    )
+    page, run_id = ask(browser(member))
+    body = AnswerRun.objects.get(pk=run_id).response
+    assert body["evidence"]["answer_status"] == "evidence_backed"
+    assert "\u202e" in body["answer"]["citations"][0]["quote"]  # verbatim in the body
+    for char in "\u202e\u202c\u200b":
+        assert char not in page
+    assert "ecilA Smith." in page
+
+
 def test_an_abstention_shows_the_fixed_text_and_how_to_go_on(corpus, member):
     page, _ = ask(browser(member), "What is the colour of the moon rover?")
     assert "Not in your library" in page

@@ -72,9 +72,10 @@ def test_an_intent_whose_author_lost_a_source_shows_the_access_failure_and_canno
     preview = _preview(answered, a).json()
     PublicationIntent.objects.filter(pk=preview["id"]).update(space=g)
     client = answered["client"]
-    assert client.get(f"/v1/intents/{preview['id']}").json()["text"] == answered["body"][
-        "answer"
-    ]["text"]
+    assert (
+        client.get(f"/v1/intents/{preview['id']}").json()["text"]
+        == answered["body"]["answer"]["text"]
+    )
     refused = client.post(f"/v1/intents/{preview['id']}/proposal")
     assert refused.status_code == 422
     assert refused.json()["error"]["code"] == "sources_outside_space"
