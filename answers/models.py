@@ -94,7 +94,7 @@ class Message(models.Model):
         ordering = ["conversation_id", "id"]
 
     def __str__(self) -> str:
-        return f"{self.role}: {self.text[:40]}"
+        return f"{self.role} message {self.pk}"  # never its text (admin shows this)
 
 
 class CandidateFact(models.Model):

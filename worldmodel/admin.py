@@ -4,19 +4,33 @@ from worldmodel.models import WorldClaim, WorldStance
 
 
 class WorldStanceInline(admin.TabularInline):
+    """Stances without their quotes: a quote may come from a private file."""
+
     model = WorldStance
     extra = 0
     can_delete = False
-    readonly_fields = ("document", "revision", "fact_id", "stance", "quote")
+    fields = ("document", "revision", "fact_id", "stance", "quote_length")
+    readonly_fields = fields
+
+    @admin.display(description="quote")
+    def quote_length(self, obj: WorldStance) -> str:
+        return f"‹{len(obj.quote)} characters›"
 
 
 @admin.register(WorldClaim)
 class WorldClaimAdmin(admin.ModelAdmin):
-    """Read-only, superusers only: a world model is personal (as answer audits are)."""
+    """Read-only, superusers only, and without text: a world model is personal (as answer
+    audits are) and its claims and quotes may come from a private file."""
 
-    list_display = ("text", "user", "run", "created_at")
+    list_display = ("id", "user", "run", "created_at")
     list_select_related = ("user", "run")
-    readonly_fields = ("user", "run", "generation", "question", "text", "created_at")
+    fields = ("user", "run", "generation", "text_length", "created_at")
+    readonly_fields = fields
+
+    @admin.display(description="claim")
+    def text_length(self, obj: WorldClaim) -> str:
+        return f"‹{len(obj.text)} characters›"  # derived from quotes, maybe a private file
+
     inlines = (WorldStanceInline,)
 
     def has_module_permission(self, request: object) -> bool:

@@ -26,7 +26,7 @@ class WorldClaim(models.Model):
         indexes = [models.Index(fields=["user", "-id"], name="worldclaim_user_recent")]
 
     def __str__(self) -> str:
-        return self.text[:80]
+        return f"claim {self.pk}"  # never its text: admin titles and breadcrumbs show this
 
 
 class WorldStance(models.Model):
@@ -48,4 +48,4 @@ class WorldStance(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.stance}: {self.quote[:60]}"
+        return f"{self.stance} ({self.fact_id})"

@@ -211,3 +211,19 @@ def test_the_world_model_needs_credentials():
 
     assert APIClient().get("/v1/world-model").status_code == 401
     assert connection.vendor == "postgresql"
+
+
+def test_the_world_model_admin_shows_no_claim_text_or_quote(compared, member):
+    """Issue 27 (8): claims and quotes may come from a private file."""
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    root = Client()
+    root.force_login(get_user_model().objects.create_superuser("root", "r@example.invalid", "pw"))
+    claim = WorldClaim.objects.filter(user=member).first()
+    for path in ("/admin/worldmodel/worldclaim/",
+                 f"/admin/worldmodel/worldclaim/{claim.pk}/change/"):  # fmt: skip
+        page = root.get(path)
+        assert page.status_code == 200
+        html = page.content.decode()
+        assert claim.text not in html and REVIEWS not in html and RETENTION not in html
