@@ -25,6 +25,9 @@ PG_SYSTEM_USER = "pgserver"  # postgres refuses to run as root
 PG_SUPERUSER = "postgres"
 # What Daphne and Celery connect as under koinon_up: it owns nothing (docs/releases.md).
 RUNTIME_ROLE = "koinon_app"
+# Tables whose rows are records (append-only, enforced by triggers): the runtime role may
+# only SELECT and INSERT them.
+RECORD_TABLES = ("audit_outputrelease", "audit_streamevent", "mcp_server_toolcall")
 UNIX_SOCKET_PATH_MAX = 103  # sun_path is 108 bytes on Linux, 104 on macOS
 
 
@@ -245,9 +248,10 @@ class EmbeddedPostgres:
     def ensure_runtime_role(self, *, database: str, role: str = RUNTIME_ROLE) -> None:
         """Create (once) a login role that owns nothing and grant it the app's tables.
 
-        Read and write on every table and sequence of `public`, except receipts:
-        `audit_outputrelease` only SELECT and INSERT. Not being the owner or a
-        superuser, the role can neither disable the release triggers nor set
+        Read and write on every table and sequence of `public`, except records:
+        `RECORD_TABLES` (receipts, stream events, MCP tool calls) only SELECT and
+        INSERT. Not being the owner or a superuser, the role can neither disable the
+        record triggers nor set
         `session_replication_role`. Grants cover the tables that exist: run after
         every migration (koinon_up does).
         """
@@ -269,7 +273,10 @@ class EmbeddedPostgres:
                 "GRANT USAGE ON SCHEMA public TO {role}",
                 "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {role}",
                 "GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO {role}",
-                "REVOKE UPDATE, DELETE, TRUNCATE ON audit_outputrelease FROM {role}",
+                *(
+                    f"REVOKE UPDATE, DELETE, TRUNCATE ON {table} FROM {{role}}"
+                    for table in RECORD_TABLES
+                ),
             ):
                 conn.execute(
                     sql.SQL(statement).format(database=sql.Identifier(database), role=name)

@@ -118,9 +118,9 @@ def client_for(user) -> APIClient:
 
 @pytest.fixture(autouse=True)
 def _allow_flushing_releases(request):
-    """Transactional tests end with a TRUNCATE of every table, which the release
-    triggers refuse while receipts exist. As the database owner would (docs/
-    releases.md), remove this test's receipts with triggers bypassed, just before."""
+    """Transactional tests end with a TRUNCATE of every table, which the record triggers
+    refuse while receipts, stream events or tool calls exist. As the database owner
+    would (docs/releases.md), remove this test's records with triggers bypassed, first."""
     marker = request.node.get_closest_marker("django_db")
     if not (marker and marker.kwargs.get("transaction")):
         yield
@@ -129,9 +129,12 @@ def _allow_flushing_releases(request):
     yield
     from django.db import connection
 
+    from core.embedded import RECORD_TABLES
+
     with connection.cursor() as cursor:
         cursor.execute("SET session_replication_role = replica")
-        cursor.execute("DELETE FROM audit_outputrelease")
+        for table in RECORD_TABLES:
+            cursor.execute(f"DELETE FROM {table}")  # noqa: S608
         cursor.execute("SET session_replication_role = DEFAULT")
 
 

@@ -276,3 +276,48 @@ def test_releases_and_audits_are_read_only_in_admin(published):
     assert page.status_code == 403
     release.refresh_from_db()
     assert release.kind == "answer"
+
+
+def test_stream_events_and_mcp_tool_calls_are_append_only(published, member):
+    """Issue 27 (10): what replays, exports and the chat serve, and the MCP audit, are
+    records — PostgreSQL refuses to change or remove them."""
+    from mcp_server.models import ToolCall
+
+    call = ToolCall.objects.create(user=member, key_prefix="k", transport="http", tool="search",
+                                   arguments={}, result_count=1, duration_ms=1)  # fmt: skip
+    for statement in (
+        "UPDATE audit_streamevent SET data = '{}'::jsonb",
+        "DELETE FROM audit_streamevent",
+        "TRUNCATE audit_streamevent CASCADE",
+        "UPDATE mcp_server_toolcall SET result_count = 0",
+        "DELETE FROM mcp_server_toolcall",
+        "TRUNCATE mcp_server_toolcall",
+    ):
+        assert "append-only" in refused_in_savepoint(statement), statement
+    assert StreamEvent.objects.filter(run_id=published["run_id"], event="completed").exists()
+    assert ToolCall.objects.get(pk=call.pk).result_count == 1
+
+
+def test_a_runs_sealed_body_is_written_once_per_generation(published, member):
+    """Issue 27 (10): the body may only move on to a newer generation's sealed body (the
+    one its append-only `completed` event holds); a retry still publishes."""
+    run_id = published["run_id"]
+    forged = {**published, "answer": {**published["answer"], "text": "Forged."}}
+    for statement, params in (
+        ("UPDATE answers_answerrun SET response = %s::jsonb WHERE id = %s",
+         [json.dumps(forged), run_id]),
+        ("UPDATE answers_answerrun SET response = NULL WHERE id = %s", [run_id]),
+        ("UPDATE answers_answerrun SET response = %s::jsonb WHERE id = %s",
+         [json.dumps({**forged, "generation": 2}), run_id]),
+    ):  # fmt: skip
+        assert "written once" in refused_in_savepoint(statement, params)
+    run = AnswerRun.objects.get(pk=run_id)
+    assert run.response == published
+    answer_retry(user=member, run=run)
+    run.refresh_from_db()
+    assert run.response["generation"] == 2 and run.response["release"] is not None
+    older = StreamEvent.objects.get(run_id=run_id, generation=1, event="completed")
+    assert "written once" in refused_in_savepoint(
+        "UPDATE answers_answerrun SET response = %s::jsonb WHERE id = %s",
+        [json.dumps(older.data["payload"]["result"]), run_id],
+    )
