@@ -2,6 +2,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from chat import views
+from core.throttle import ThrottledAuthenticationForm
 
 app_name = "chat"
 
@@ -10,7 +11,9 @@ urlpatterns = [
     path(
         "login/",
         auth_views.LoginView.as_view(
-            template_name="chat/login.html", redirect_authenticated_user=True
+            template_name="chat/login.html",
+            redirect_authenticated_user=True,
+            authentication_form=ThrottledAuthenticationForm,
         ),
         name="login",
     ),

@@ -25,3 +25,21 @@ class ApiKey(models.Model):
     @property
     def is_revoked(self) -> bool:
         return self.revoked_at is not None
+
+
+class LoginFailure(models.Model):
+    """One wrong password on the sign-in pages (chat and admin): what throttles the next
+    attempts for that user name and that address (`core.throttle`)."""
+
+    username = models.CharField(max_length=150)  # as typed, case-folded; may name no user
+    address = models.GenericIPAddressField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["username", "created_at"], name="loginfailure_username"),
+            models.Index(fields=["address", "created_at"], name="loginfailure_address"),
+        ]
+
+    def __str__(self) -> str:
+        return f"login failure {self.pk}"

@@ -6,6 +6,7 @@ from django.views.decorators.csp import csp_override
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from core.errors import json_not_found, json_server_error
+from core.throttle import ThrottledAdminAuthenticationForm
 
 v1 = [
     path("", include("core.urls")),
@@ -26,6 +27,8 @@ v1 = [
         name="schema-docs",
     ),
 ]
+
+admin.site.login_form = ThrottledAdminAuthenticationForm  # wrong passwords are throttled
 
 urlpatterns = [
     path("", include("chat.urls")),
