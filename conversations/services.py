@@ -164,42 +164,119 @@ def export_markdown(export: dict) -> str:
 
 
 def export_verify(export: object) -> list[str]:
-    """Recompute every hash of an export against the stored releases; one line per
-    mismatch (empty: the export is what was sealed). Never trusts the file: a release
-    it names must exist, belong to the run and generation it says, and match."""
-    problems: list[str] = []
+    """Check an export against the store; one line per problem (empty: the export is
+    what this server let leave). Never trusts the file — every value is checked for its
+    type before use — and verifies, per SPEC §8 and issue 27:
+
+    - the conversation exists here and its title is the stored one;
+    - the messages are this conversation's, in the stored order, none missing (up to
+      `exported_at`: later questions may follow) and none added;
+    - every question is the stored text of its message;
+    - every answer is of the run and generation stored for its message; a sealed one
+      carries that message's own release, whose hashes recompute from the body; any
+      other carries exactly the fixed text its state stands for, and only the state the
+      store allows (a release is never relabelled `superseded` or `unsealed`).
+    """
     if not isinstance(export, dict) or export.get("format") != EXPORT_FORMAT:
         return ["not a koinon conversation export"]
-    for index, message in enumerate(export.get("messages") or []):
-        if not isinstance(message, dict) or message.get("state") != "sealed":
-            continue
+    about, messages = export.get("conversation"), export.get("messages")
+    if not isinstance(about, dict) or not isinstance(messages, list):
+        return ["not a koinon conversation export: no conversation or message list"]
+    conversation = Conversation.objects.filter(pk=object_id_parse(about.get("id"))).first()
+    if conversation is None:
+        return [f"conversation {about.get('id')!r} is not stored here"]
+    problems: list[str] = []
+    if about.get("title") != conversation.title:
+        problems.append("the conversation title is not the stored one")
+    stored = {m.pk: m for m in conversation.messages.select_related("generation")}
+    releases = {r.message_id: r for r in OutputRelease.objects.filter(
+        run__conversation=conversation).select_related("message__generation")}  # fmt: skip
+    newest: dict[object, int] = {}
+    for release in releases.values():
+        number = release.message.generation.number if release.message.generation_id else 0
+        newest[release.run_id] = max(newest.get(release.run_id, 0), number)
+    language = conversation.language or settings.KOINON_RESPONSE_LANGUAGE
+    seen: list[int] = []
+    for index, message in enumerate(messages):
         where = f"message {index + 1}"
-        body = message.get("body")
-        try:
-            release_id = body["release"]["id"]
-            computed = body_hashes(body)
-        except (KeyError, TypeError):
-            problems.append(f"{where}: no release or body to verify")
+        pk = message.get("id") if isinstance(message, dict) else None
+        own = stored.get(pk) if type(pk) is int else None
+        if own is None or own.pk in seen:
+            problems.append(f"{where}: not a message of this conversation")
             continue
-        stored = OutputRelease.objects.filter(pk=_uuid(release_id)).select_related(
-            "message__generation"
-        ).first()  # fmt: skip
-        if stored is None:
-            problems.append(f"{where}: release {release_id} is not stored here")
-            continue
-        if str(stored.run_id) != str(body.get("run_id")):
-            problems.append(f"{where}: release {release_id} belongs to another run")
-        generation = stored.message.generation.number if stored.message.generation_id else None
-        if generation != body.get("generation"):
-            problems.append(f"{where}: release {release_id} is of another generation")
-        for name, value in computed.items():
-            if getattr(stored, name) != value:
-                problems.append(f"{where}: {name} does not match release {release_id}")
-            if body["release"].get(name) != getattr(stored, name):
-                problems.append(f"{where}: the export's {name} is not the stored one")
-        if message.get("text") != body["answer"]["text"]:
-            problems.append(f"{where}: the message text differs from its sealed body")
+        seen.append(own.pk)
+        problems += [f"{where}: {p}" for p in _message_problems(
+            message, own, releases.get(own.pk), newest, language)]  # fmt: skip
+    if seen != sorted(seen):
+        problems.append("the messages are not in the stored order")
+    until = _instant(export.get("exported_at"))
+    for pk, own in sorted(stored.items()):
+        if pk not in seen and (until is None or own.created_at <= until):
+            problems.append(f"message {pk} ({own.role}) is missing from the export")
     return problems
+
+
+def _message_problems(
+    message: dict, own: Message, release: OutputRelease | None, newest: dict, language: str
+) -> list[str]:
+    run_id = str(own.run_id) if own.run_id else None
+    if message.get("role") != own.role or message.get("run_id") != run_id:
+        return ["its role or run is not the stored one"]
+    if own.role == Message.Role.USER:
+        return [] if message.get("text") == own.text else ["the question is not the stored one"]
+    generation = own.generation.number if own.generation_id else None
+    if message.get("generation") != generation:
+        return ["its generation is not the stored one"]
+    state, text, body = message.get("state"), message.get("text"), message.get("body")
+    if state in ("superseded", "unsealed"):
+        allowed = "unsealed" if release is None else (
+            "superseded" if newest.get(own.run_id, 0) > (generation or 0) else None)  # fmt: skip
+        if state != allowed:
+            return [f"it is marked {state}, but the store says otherwise"]
+        if text != texts.regeneration_notice(language) or body is not None:
+            return [f"a {state} message must carry exactly the fixed notice"]
+        return []
+    if state not in ("sealed", "access_failure") or not isinstance(body, dict):
+        return ["no sealed body to verify"]
+    if release is None:
+        return ["it claims a release, but this message has none"]
+    answer = body.get("answer")
+    if not isinstance(answer, dict) or text != answer.get("text"):
+        return ["the message text differs from its sealed body"]
+    if state == "access_failure":
+        fixed = texts.explanation("access_failure", answer.get("language") or language)
+        if body.get("release") is not None or text != fixed:
+            return ["an access failure must carry exactly the fixed text"]
+        return []
+    return _release_problems(body, release)
+
+
+def _release_problems(body: dict, release: OutputRelease) -> list[str]:
+    claimed = body.get("release")
+    if not isinstance(claimed, dict) or str(claimed.get("id")) != str(release.pk):
+        return ["its release is not the one stored for this message"]
+    if str(body.get("run_id")) != str(release.run_id):
+        return ["its body belongs to another run"]
+    try:
+        computed = body_hashes(body)
+    except (KeyError, TypeError, ValueError, AttributeError, RecursionError):
+        return ["its body cannot be hashed"]
+    problems = []
+    for name, value in computed.items():
+        if getattr(release, name) != value:
+            problems.append(f"{name} does not match release {release.pk}")
+        if claimed.get(name) != getattr(release, name):
+            problems.append(f"the export's {name} is not the stored one")
+    return problems
+
+
+def _instant(value: object):
+    from django.utils.dateparse import parse_datetime
+
+    try:
+        return parse_datetime(value) if isinstance(value, str) else None
+    except ValueError:
+        return None
 
 
 def _uuid(value: object) -> object:

@@ -19,9 +19,12 @@ class Command(BaseCommand):
     def handle(self, *args, file: str, **options) -> None:
         try:
             export = json.loads(Path(file).read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
             export = None
-        problems = export_verify(export)
+        try:
+            problems = export_verify(export)
+        except RecursionError:
+            problems = ["not a koinon conversation export: nested too deeply"]
         if problems:
             for problem in problems:
                 self.stderr.write(problem)
