@@ -94,6 +94,8 @@ def exception_handler(exc: Exception, context: dict) -> Response:
         )
     elif isinstance(exc, SuspiciousOperation):  # too many fields or files, a bad multipart
         exc = ApiError("The request could not be read.", code="malformed_request")
+    elif database_unavailable(exc):
+        return _database_unavailable_response()
 
     if isinstance(exc, ApiError):
         body = error_body(exc.error_code, str(exc.detail), exc.fields)
@@ -121,6 +123,55 @@ def exception_handler(exc: Exception, context: dict) -> Response:
         error_body("internal_error", "The server could not complete the request."),
         status=status.HTTP_500_INTERNAL_SERVER_ERROR,
     )
+
+
+DATABASE_AWAY = "The database cannot be reached right now; try again shortly."
+DATABASE_RETRY_AFTER = 5  # seconds a client is told to wait while the database is away
+
+
+def database_unavailable(exc: BaseException) -> bool:
+    """Whether an exception means "PostgreSQL cannot be reached now" (a restart, a
+    failover, the pool found no live connection in time) rather than a bug."""
+    from django.db import InterfaceError, OperationalError
+    from psycopg_pool import PoolTimeout
+
+    return isinstance(exc, OperationalError | InterfaceError | PoolTimeout)
+
+
+def _database_unavailable_response() -> Response:
+    logger.warning("database unavailable")
+    return Response(
+        error_body(
+            "database_unavailable", "The database cannot be reached right now; try again shortly."
+        ),
+        status=status.HTTP_503_SERVICE_UNAVAILABLE,
+        headers={"Retry-After": str(DATABASE_RETRY_AFTER)},
+    )
+
+
+class DatabaseUnavailableMiddleware:
+    """Pages and API views alike: a database that cannot be reached is a 503 with
+    Retry-After (JSON under /v1/, a short page elsewhere), never a 500 with a trace."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if not database_unavailable(exception):
+            return None
+        logger.warning("database unavailable")
+        if _is_api(request):
+            response = JsonResponse(error_body("database_unavailable", DATABASE_AWAY), status=503)
+        else:
+            response = HttpResponse(
+                "koinon cannot reach its database right now; try again in a few seconds.",
+                status=503, content_type="text/plain; charset=utf-8",
+            )  # fmt: skip
+        response["Retry-After"] = str(DATABASE_RETRY_AFTER)
+        return response
 
 
 def _is_api(request: HttpRequest) -> bool:

@@ -35,6 +35,21 @@ def check_database() -> list[ComponentStatus]:
     return [database, ComponentStatus("vector", True, f"pgvector {row[0]}")]
 
 
+def check_database_pool() -> ComponentStatus | None:
+    """The web process's connection pool (None where there is none): how many
+    connections it holds and how many requests wait for one. Requests waiting during a
+    burst are normal; failed only while they wait and the pool holds no connection at
+    all (it cannot reach the database)."""
+    pool = getattr(connection, "pool", None)
+    if pool is None:
+        return None
+    stats = pool.get_stats()
+    size, idle = stats.get("pool_size", 0), stats.get("pool_available", 0)
+    waiting = stats.get("requests_waiting", 0)
+    detail = f"{size} of {pool.max_size} open, {idle} idle, {waiting} waiting"
+    return ComponentStatus("database_pool", not (waiting and not size), detail)
+
+
 def check_redis_and_workers() -> list[ComponentStatus]:
     """Redis reachable, and how many workers have a fresh heartbeat in it.
 
@@ -97,6 +112,9 @@ def health_check() -> tuple[bool, dict[str, dict]]:
     from django.conf import settings
 
     components = check_database()
+    pool = check_database_pool()
+    if pool is not None:
+        components.append(pool)
     components.extend(check_redis_and_workers())
     components.append(check_extractions())
     if settings.KOINON_MODEL_PROVIDER == "openai":

@@ -81,6 +81,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
+    "core.errors.DatabaseUnavailableMiddleware",
 ]
 
 ROOT_URLCONF = "koinon.urls"
@@ -172,12 +173,19 @@ _default_db["CONN_HEALTH_CHECKS"] = True
 KOINON_DB_POOL = env_int("KOINON_DB_POOL", 0)
 if KOINON_DB_POOL < 0:
     raise ImproperlyConfiguredEnv("KOINON_DB_POOL must be 0 (no pool) or a pool size")
+# A request waits at most KOINON_DB_POOL_TIMEOUT seconds for a pooled connection, then
+# gets 503 `database_unavailable` (core.errors): while PostgreSQL is away (a restart, a
+# failover) clients hear so quickly instead of hanging. Every connection is checked as it
+# leaves the pool (CONN_HEALTH_CHECKS: psycopg_pool's check_connection), so a dead one is
+# replaced, never handed out; the pool reconnects on its own when the database returns.
+KOINON_DB_POOL_TIMEOUT = env_int("KOINON_DB_POOL_TIMEOUT", 5)
 if KOINON_DB_POOL:
     _default_db["CONN_MAX_AGE"] = 0  # the pool keeps the connections; Django refuses both
     _default_db["OPTIONS"] = {
         **_default_db.get("OPTIONS", {}),
-        "pool": {"min_size": 1, "max_size": KOINON_DB_POOL, "timeout": 30},
-    }
+        "pool": {"min_size": 1, "max_size": KOINON_DB_POOL,
+                 "timeout": max(1, KOINON_DB_POOL_TIMEOUT)},
+    }  # fmt: skip
 DATABASES = {"default": _default_db}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

@@ -63,14 +63,16 @@ def celery_worker_process(database_name: str, log_path: Path) -> Iterator[subpro
 
 
 @contextmanager
-def daphne_process(database_name: str, log_path: Path) -> Iterator[str]:
+def daphne_process(
+    database_name: str, log_path: Path, env: dict[str, str] | None = None
+) -> Iterator[str]:
     port = free_port()
     log = log_path.open("w")
     process = subprocess.Popen(
         [sys.executable, "-m", "core.server", "-b", "127.0.0.1", "-p", str(port),
          "koinon.asgi:application"],
-        env=child_env(database_name), cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-        start_new_session=True,
+        env={**child_env(database_name), **(env or {})}, cwd=ROOT, stdout=log,
+        stderr=subprocess.STDOUT, start_new_session=True,
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:
