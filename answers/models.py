@@ -2,6 +2,7 @@ import uuid
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 
 class Conversation(models.Model):
@@ -61,6 +62,12 @@ class Generation(models.Model):
     status = models.CharField(max_length=16, default="running")
     attempts = models.PositiveSmallIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
+    # Recovery of lost work (answers.recovery): how often its task was queued, and who
+    # took it when (the worker's hostname; "" when executed in the web process).
+    dispatches = models.PositiveSmallIntegerField(default=1)
+    queued_at = models.DateTimeField(default=timezone.now)
+    worker = models.CharField(max_length=200, blank=True)
+    claimed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["run", "number"]

@@ -3,8 +3,8 @@ import contextlib
 from celery import shared_task
 
 
-@shared_task(name="answers.run_execute", ignore_result=True)
-def run_execute_task(run_id: str, generation: int) -> None:
+@shared_task(name="answers.run_execute", ignore_result=True, bind=True)
+def run_execute_task(self, run_id: str, generation: int) -> None:
     """Execute a stored run in the worker (streamed answers). A failure is recorded on
     the run by run_execute itself (status, `failed` event); nothing to raise here."""
     from answers.pipeline.events import ChannelsSink
@@ -12,4 +12,5 @@ def run_execute_task(run_id: str, generation: int) -> None:
 
     # A delivered-again task (acks_late) finds its generation taken: nothing to do.
     with contextlib.suppress(RunFailed, AlreadyExecuted):
-        run_execute(run_id=run_id, generation=generation, events=ChannelsSink())
+        run_execute(run_id=run_id, generation=generation, events=ChannelsSink(),
+                    worker=self.request.hostname or "")  # fmt: skip

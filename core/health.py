@@ -108,6 +108,19 @@ def check_model() -> ComponentStatus:
     return ComponentStatus("model", True, "reachable")
 
 
+def check_runs() -> ComponentStatus:
+    """Answer runs the sweeper should have settled by now (answers.recovery)."""
+    from answers.recovery import generations_stuck
+
+    try:
+        stuck = generations_stuck().count()
+    except Exception:
+        return ComponentStatus("runs", False, "unknown: database unreachable")
+    if stuck:
+        return ComponentStatus("runs", False, f"{stuck} stuck (queued or executing too long)")
+    return ComponentStatus("runs", True, "none stuck")
+
+
 def health_check() -> tuple[bool, dict[str, dict]]:
     from django.conf import settings
 
@@ -117,6 +130,7 @@ def health_check() -> tuple[bool, dict[str, dict]]:
         components.append(pool)
     components.extend(check_redis_and_workers())
     components.append(check_extractions())
+    components.append(check_runs())
     if settings.KOINON_MODEL_PROVIDER == "openai":
         components.append(check_model())
     healthy = all(component.ok for component in components)

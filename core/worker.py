@@ -3,7 +3,8 @@
 A thread of the worker's main process writes `koinon:worker:<hostname>` to Redis
 (its own connection, not the broker pool) so that `/v1/health` reads a key instead
 of broadcasting a ping; the same thread re-queues extraction work that was lost
-(see knowledge.documents.extractions_recover) and queues the embedding again of
+(see knowledge.documents.extractions_recover), settles lost answer runs
+(answers.recovery.runs_recover) and queues the embedding again of
 passages whose vectors came from another model (embeddings_refresh_schedule).
 Several workers may sweep at once: the sweep locks the rows it changes and skips
 locked ones.
@@ -65,10 +66,11 @@ class WorkerMaintenance(threading.Thread):
     def sweep(self) -> None:
         from django.db import connection
 
+        from answers.recovery import runs_recover
         from knowledge.documents import embeddings_refresh_schedule, extractions_recover
 
         try:
-            for step in (extractions_recover, embeddings_refresh_schedule):
+            for step in (extractions_recover, runs_recover, embeddings_refresh_schedule):
                 try:
                     step()
                 except Exception:

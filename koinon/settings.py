@@ -208,6 +208,13 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_TIME_LIMIT = env_int("KOINON_TASK_TIME_LIMIT", 600)
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("KOINON_TASK_SOFT_TIME_LIMIT", 540)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# An unacknowledged message (acks_late: its worker was killed) goes back to the queue
+# after this many seconds — longer than any task may run, far shorter than kombu's
+# default hour. The sweeper (answers.recovery) usually settles a lost run before that.
+KOINON_VISIBILITY_TIMEOUT = env_int("KOINON_VISIBILITY_TIMEOUT", CELERY_TASK_TIME_LIMIT + 300)
+if KOINON_VISIBILITY_TIMEOUT <= CELERY_TASK_TIME_LIMIT:
+    raise ImproperlyConfiguredEnv("KOINON_VISIBILITY_TIMEOUT must exceed KOINON_TASK_TIME_LIMIT")
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": KOINON_VISIBILITY_TIMEOUT}
 CELERY_RESULT_EXPIRES = 3600
 
 # --- Auth -------------------------------------------------------------------
@@ -363,6 +370,11 @@ KOINON_ENQUEUE_TIMEOUT = env_float("KOINON_ENQUEUE_TIMEOUT", 3.0)
 KOINON_WORKER_HEARTBEAT_INTERVAL = env_float("KOINON_WORKER_HEARTBEAT_INTERVAL", 5.0)
 KOINON_WORKER_STALE_AFTER = env_int("KOINON_WORKER_STALE_AFTER", 30)
 KOINON_SWEEP_INTERVAL = env_float("KOINON_SWEEP_INTERVAL", 30.0)
+# A streamed run's generation still `running` (no worker took it: its message was lost
+# with a Redis restart) this many seconds after it was queued is queued again, once;
+# then it ends failed, `worker_lost`. One `executing` on a worker whose heartbeat is gone
+# ends the same way (its partial events are kept, so it is not run again).
+KOINON_RUN_CLAIM_TIMEOUT = env_int("KOINON_RUN_CLAIM_TIMEOUT", 120)
 # A worker sweeps once as it starts (work lost by the worker it replaces), then each interval.
 KOINON_SWEEP_AT_START = True
 # How long one refresh of vectors from another embedding model runs before it queues

@@ -8,6 +8,7 @@ import logging
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import DatabaseError, transaction
 from django.db.models import Max
+from django.utils import timezone
 
 from answers.models import AnswerRun, Conversation, Generation, Message
 from answers.pipeline.events import EventSink, NullSink
@@ -119,7 +120,9 @@ class AlreadyExecuted(Exception):
     """This generation was taken by an execution before: a redelivered task."""
 
 
-def generation_claim(*, run_id: object, generation: int, events: EventSink) -> None:
+def generation_claim(
+    *, run_id: object, generation: int, events: EventSink, worker: str = ""
+) -> None:
     """Take the generation for this execution (`running` → `executing`), once.
 
     A task delivered again (acks_late: a worker that died mid-run, a restored message)
@@ -127,7 +130,7 @@ def generation_claim(*, run_id: object, generation: int, events: EventSink) -> N
     belongs to an execution that died — it ends `failed`, `worker_lost`, so nothing
     stays running. Raises AlreadyExecuted in both cases."""
     claimed = Generation.objects.filter(run_id=run_id, number=generation, status="running").update(
-        status="executing"
+        status="executing", worker=worker[:200], claimed_at=timezone.now()
     )
     if claimed:
         return
@@ -145,8 +148,10 @@ def run_execute(
     generation: int,
     provider: ModelProvider | None = None,
     events: EventSink | None = None,
+    worker: str = "",
 ) -> dict:
     """Execute one generation of a stored run and return its sealed response body.
+    `worker`: the Celery worker's hostname when a worker executes it (recovery reads it).
 
     Reads only stored state, and executes a generation at most once (AlreadyExecuted).
     Provider failures and invalid selections end in a fixed abstention; any other failure
@@ -155,7 +160,7 @@ def run_execute(
     """
     provider = provider or get_model_provider()
     events = events or NullSink()
-    generation_claim(run_id=run_id, generation=generation, events=events)
+    generation_claim(run_id=run_id, generation=generation, events=events, worker=worker)
     run = AnswerRun.objects.select_related("user", "api_key").get(pk=run_id)
     row = run.generations.get(number=generation)
     history = list(

@@ -1,0 +1,109 @@
+"""Lost answer work (issue 27, item 3), settled by every worker's sweeper (core.worker)
+as extractions already are.
+
+A streamed run is a Celery message on the `answers` queue. It can be lost two ways: a
+Redis restart while it waits (its generation stays `running`, no worker ever claims
+it), or the whole worker killed while it executes (`executing`, the message unacked
+until the visibility timeout, and maybe never delivered again). So:
+
+- `running` for KOINON_RUN_CLAIM_TIMEOUT seconds without a claim → queued again, once;
+  still unclaimed after that → `failed`, `worker_lost`.
+- `executing` on a worker whose heartbeat is gone → `failed`, `worker_lost` (not run
+  again: its tool activity is already recorded, and events are append-only). Executed
+  in a web process (no worker name) and still `executing` after the task time limit →
+  the same.
+
+Every ending is `run_fail`'s: status, a `failed` event to replay; streams listening on
+the run are told it is sealed. Rows locked by another sweeper are skipped.
+"""
+
+import logging
+from datetime import datetime, timedelta
+
+import redis
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q, QuerySet
+from django.utils import timezone
+
+from answers.models import AnswerRun, Generation
+
+logger = logging.getLogger(__name__)
+
+MAX_DISPATCHES = 2  # the first queueing and one more
+
+
+def generations_stuck(*, now: datetime | None = None) -> QuerySet[Generation]:
+    """Generations the sweeper should have settled by now: unclaimed for twice the claim
+    timeout, or executing for longer than any task may run. What health reports."""
+    now = now or timezone.now()
+    unclaimed = now - timedelta(seconds=2 * settings.KOINON_RUN_CLAIM_TIMEOUT)
+    overdue = now - timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT + 60)
+    return Generation.objects.filter(
+        Q(status="running", queued_at__lt=unclaimed) | Q(status="executing", claimed_at__lt=overdue)
+    )
+
+
+def workers_alive_names() -> set[str] | None:
+    """Hostnames of workers with a fresh heartbeat; None when Redis cannot say (then
+    nothing is declared lost: unknown is not dead)."""
+    from core.worker import HEARTBEAT_PREFIX, redis_client
+
+    try:
+        keys = redis_client().scan_iter(match=f"{HEARTBEAT_PREFIX}*", count=100)
+        return {key.decode()[len(HEARTBEAT_PREFIX) :] for key in keys}
+    except redis.RedisError:
+        return None
+
+
+_ASK_REDIS = object()
+
+
+def runs_recover(*, now: datetime | None = None, alive: object = _ASK_REDIS) -> dict:
+    """One sweep: returns {"queued": [...], "failed": [...]} as "run:generation" keys.
+    `alive`: the live workers' hostnames (None: unknown); by default read from Redis."""
+    from answers.pipeline.events import ChannelsSink
+    from answers.pipeline.run import run_fail
+    from answers.tasks import run_execute_task
+    from core.queue import QueueUnavailable, task_enqueue
+
+    now = now or timezone.now()
+    alive = workers_alive_names() if alive is _ASK_REDIS else alive
+    claim_deadline = now - timedelta(seconds=settings.KOINON_RUN_CLAIM_TIMEOUT)
+    grace = now - timedelta(seconds=settings.KOINON_WORKER_STALE_AFTER)
+    inline_deadline = now - timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT + 60)
+    lost = Q(status="running", queued_at__lt=claim_deadline) | Q(
+        status="executing", worker="", claimed_at__lt=inline_deadline
+    )
+    if alive is not None:
+        lost |= Q(status="executing", claimed_at__lt=grace) & ~Q(worker="") & ~Q(worker__in=alive)
+    queued, failed = [], []
+    with transaction.atomic():
+        rows = list(
+            Generation.objects.filter(lost, run__status=AnswerRun.Status.RUNNING)
+            .select_for_update(skip_locked=True, of=("self",))
+            .only("pk", "run_id", "number", "status", "dispatches")
+        )
+        for row in rows:
+            key = f"{row.run_id}:{row.number}"
+            if row.status == "running" and row.dispatches < MAX_DISPATCHES:
+                Generation.objects.filter(pk=row.pk).update(
+                    dispatches=row.dispatches + 1, queued_at=now
+                )
+                queued.append((row, key))
+            else:
+                run_fail(run_id=row.run_id, generation=row.number, reason="worker_lost")
+                failed.append(key)
+    sink = ChannelsSink()  # streams waiting on a failed run end now, not at their timeout
+    for key in failed:
+        run_id, number = key.split(":")
+        sink.sealed(run_id=run_id, generation=int(number))
+    for row, _key in queued:
+        try:
+            task_enqueue(run_execute_task, str(row.run_id), row.number)
+        except QueueUnavailable:
+            break  # still `running`: the next sweep tries again (and then ends it)
+    if rows:
+        logger.warning("sweeper: runs queued again %s, failed (worker lost) %s",
+                       [k for _, k in queued], failed)  # fmt: skip
+    return {"queued": [k for _, k in queued], "failed": failed}
