@@ -93,8 +93,16 @@ def test_koinon_up_serves_refuses_a_second_copy_and_stops_cleanly(up_data_dir):
             health = wait_healthy(url, first)
             assert {name: part["status"] for name, part in health["components"].items()} == {
                 "database": "ok", "vector": "ok", "redis": "ok", "celery": "ok",
-                "extractions": "ok",
+                "extractions": "ok", "runs": "ok", "database_pool": "ok",
             }  # fmt: skip
+            # Answers have worker processes of their own (issue 27, item 4).
+            queues = {}
+            for name in ("celery", "celery-answers"):
+                pid = int((up_data_dir / "run" / f"{name}.pid").read_text())
+                queues[name] = [
+                    a for a in psutil.Process(pid).cmdline() if a.startswith("--queues")
+                ]
+            assert queues == {"celery": ["--queues=celery"], "celery-answers": ["--queues=answers"]}
             children = children_named_in_pidfiles(up_data_dir)
             postmaster = int((up_data_dir / "pg" / "postmaster.pid").read_text().split()[0])
             # Two web processes accept on the one listening socket of the port.

@@ -25,6 +25,9 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 RESTART_BACKOFF_MIN = 1.0
 RESTART_BACKOFF_MAX = 60.0
 RESTART_BACKOFF_RESET = 60.0
+WORKERS = frozenset(
+    {"celery", "celery-answers"}
+)  # restarted when they exit; anything else stops koinon
 
 
 class Command(BaseCommand):
@@ -36,7 +39,15 @@ class Command(BaseCommand):
         parser.add_argument("--host", default="127.0.0.1")
         parser.add_argument("--port", type=int, default=8000)
         parser.add_argument("--demo", action="store_true", help="load demo data if empty")
-        parser.add_argument("--concurrency", type=int, default=2, help="Celery processes")
+        parser.add_argument(
+            "--concurrency", type=int, default=1,
+            help="Celery processes for extraction, embedding and upkeep (queue `celery`)",
+        )  # fmt: skip
+        parser.add_argument(
+            "--answer-concurrency", type=int, default=2,
+            help="Celery processes that only execute streamed answers (queue `answers`): "
+            "uploads never hold them",
+        )  # fmt: skip
         parser.add_argument(
             "--web-processes", type=int, default=os.cpu_count() or 1,
             help="Daphne processes sharing one listening socket (default: the number of cores)",
@@ -44,6 +55,7 @@ class Command(BaseCommand):
 
     def handle(
         self, *args, host: str, port: int, demo: bool, concurrency: int, web_processes: int,
+        answer_concurrency: int = 2,
         **options,
     ):  # fmt: skip
         if not 1 <= web_processes <= 64:
@@ -82,7 +94,7 @@ class Command(BaseCommand):
                 postgres.ensure_runtime_role(database=settings.DATABASES["default"]["NAME"])
                 self._say(f"runtime role {RUNTIME_ROLE} granted")
             connections.close_all()
-            self._start_children(run_dir, host, port, concurrency)
+            self._start_children(run_dir, host, port, concurrency, answer_concurrency)
             self._wait_until_healthy(host, port)
             base = f"http://{host}:{port}"
             self._say(f"koinon is up: {base}/  API {base}/v1/  health {base}/v1/health")
@@ -151,7 +163,9 @@ class Command(BaseCommand):
                 pass
             pidfile.unlink(missing_ok=True)
 
-    def _start_children(self, run_dir: Path, host: str, port: int, concurrency: int) -> None:
+    def _start_children(
+        self, run_dir: Path, host: str, port: int, concurrency: int, answer_concurrency: int
+    ) -> None:
         env = dict(os.environ)
         env["DJANGO_SETTINGS_MODULE"] = os.environ.get("DJANGO_SETTINGS_MODULE", "koinon.settings")
         if settings.EMBEDDED_POSTGRES:
@@ -166,12 +180,15 @@ class Command(BaseCommand):
         self._commands = {}
         if settings.KOINON_LLM_GGUF:
             self._start_model_server(env)
+        # Two workers: answers have processes of their own, so extractions and embeddings
+        # (minutes for a large upload) never delay a streamed answer (issue 27, item 4).
+        worker = [sys.executable, "-m", "celery", "-A", "koinon", "--quiet", "worker",
+                  "--loglevel=INFO"]  # fmt: skip
         self._commands |= {
-            "celery": [
-                sys.executable, "-m", "celery", "-A", "koinon", "--quiet", "worker",
-                "--loglevel=INFO", f"--concurrency={concurrency}", "--hostname=koinon@%h",
-                "--queues=celery,answers",
-            ],
+            "celery": [*worker, f"--concurrency={max(1, concurrency)}",
+                       "--hostname=koinon@%h", "--queues=celery"],
+            "celery-answers": [*worker, f"--concurrency={max(1, answer_concurrency)}",
+                               "--hostname=koinon-answers@%h", "--queues=answers"],
         }  # fmt: skip
         for number in range(1, self._web_processes + 1):
             self._commands[f"daphne-{number}"] = [
@@ -254,29 +271,31 @@ class Command(BaseCommand):
         """Wait for a stop signal. A worker that dies is restarted with backoff (answers
         need no worker, and its lost work is recovered by the sweeper); Daphne exiting
         stops koinon."""
-        backoff = RESTART_BACKOFF_MIN
-        restart_at: float | None = None
-        worker_started = time.monotonic()
+        backoff: dict[str, float] = {}
+        restart_at: dict[str, float] = {}
+        worker_started: dict[str, float] = {}
         while not self._stopping:
             for index, (name, process) in enumerate(self.children):
                 if process.poll() is None:
                     continue
-                if name != "celery":
+                if name not in WORKERS:
                     self._say(f"{name} exited (code {process.returncode}); stopping koinon")
                     return 1
-                if restart_at is None:
-                    if time.monotonic() - worker_started > RESTART_BACKOFF_RESET:
-                        backoff = RESTART_BACKOFF_MIN
+                if name not in restart_at:
+                    since = time.monotonic() - worker_started.get(name, 0.0)
+                    if since > RESTART_BACKOFF_RESET:
+                        backoff[name] = RESTART_BACKOFF_MIN
+                    wait = backoff.setdefault(name, RESTART_BACKOFF_MIN)
                     self._say(
-                        f"celery exited (code {process.returncode}); restarting it in "
-                        f"{backoff:.0f}s, the web server keeps serving"
+                        f"{name} exited (code {process.returncode}); restarting it in "
+                        f"{wait:.0f}s, the web server keeps serving"
                     )
-                    restart_at = time.monotonic() + backoff
-                    backoff = min(backoff * 2, RESTART_BACKOFF_MAX)
-                elif time.monotonic() >= restart_at:
+                    restart_at[name] = time.monotonic() + wait
+                    backoff[name] = min(wait * 2, RESTART_BACKOFF_MAX)
+                elif time.monotonic() >= restart_at[name]:
                     self.children[index] = (name, self._start_child(name))
-                    restart_at = None
-                    worker_started = time.monotonic()
+                    del restart_at[name]
+                    worker_started[name] = time.monotonic()
             time.sleep(0.3)
         return 0
 
