@@ -1,8 +1,12 @@
+import logging
+
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 from django.db import OperationalError
 
 from knowledge.models import Extraction
+
+logger = logging.getLogger(__name__)
 
 
 @shared_task(
@@ -16,12 +20,34 @@ from knowledge.models import Extraction
     ignore_result=True,
 )
 def extract_revision(revision_id: int) -> None:
+    """Extract a revision when its uploader has a free slot (knowledge.turns); else
+    queue it again a little later (it stays pending; the sweeper also requeues it)."""
     from knowledge.documents import revision_extract, revision_fail_unfinished
+    from knowledge.models import DocumentRevision
+    from knowledge.turns import extraction_turn
+
+    uploader = (
+        DocumentRevision.objects.filter(pk=revision_id)
+        .values_list("uploaded_by_id", flat=True)
+        .first()
+    )
+    with extraction_turn(uploader) as turn:
+        if not turn:
+            _defer(revision_id)
+            return
+        try:
+            revision_extract(revision_id=revision_id)
+        except SoftTimeLimitExceeded:
+            revision_fail_unfinished(revision_id=revision_id, code="timeout")
+
+
+def _defer(revision_id: int) -> None:
+    from django.conf import settings
 
     try:
-        revision_extract(revision_id=revision_id)
-    except SoftTimeLimitExceeded:
-        revision_fail_unfinished(revision_id=revision_id, code="timeout")
+        extract_revision.apply_async((revision_id,), countdown=settings.KOINON_EXTRACT_DEFER)
+    except Exception:  # a broker away: the sweeper queues the pending rows again
+        logger.warning("revision %s: not queued again; the sweeper will", revision_id)
 
 
 @shared_task(name="knowledge.embed_extraction", autoretry_for=(OperationalError,), max_retries=3)

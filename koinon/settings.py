@@ -393,6 +393,11 @@ KOINON_EXTRACT_ISOLATION = env_choice(
     "KOINON_EXTRACT_ISOLATION", "forkserver", {"forkserver", "spawn"}
 )
 KOINON_EXTRACT_TIMEOUT = env_float("KOINON_EXTRACT_TIMEOUT", 120.0)
+# At most this many revisions of one uploader extract at once (knowledge.turns): one
+# user's uploads cannot take every extraction process. Others wait, re-queued after
+# KOINON_EXTRACT_DEFER seconds.
+KOINON_EXTRACT_PER_USER = max(1, env_int("KOINON_EXTRACT_PER_USER", 1))
+KOINON_EXTRACT_DEFER = env_float("KOINON_EXTRACT_DEFER", 3.0)
 KOINON_EXTRACT_MEMORY_BYTES = env_int("KOINON_EXTRACT_MEMORY_BYTES", 1536 * 1024 * 1024)
 KOINON_EXTRACT_MAX_DECOMPRESSED = env_int("KOINON_EXTRACT_MAX_DECOMPRESSED", 256 * 1024 * 1024)
 KOINON_EXTRACT_MAX_ELEMENTS = env_int("KOINON_EXTRACT_MAX_ELEMENTS", 2_000_000)
