@@ -63,7 +63,7 @@ def test_docker_compose_file_is_valid():
 
     result = config("--services", POSTGRES_PASSWORD="example", SECRET_KEY="example")
     assert result.returncode == 0, result.stderr
-    assert set(result.stdout.split()) == {"db", "redis", "web", "worker", "migrate"}
+    assert set(result.stdout.split()) == {"db", "redis", "web", "worker", "answers", "migrate"}
     # Without secrets the stack refuses to start rather than run with a default.
     refused = config("--services")
     assert "is missing a value" in refused.stdout + refused.stderr
