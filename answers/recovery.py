@@ -47,11 +47,11 @@ def generations_stuck(*, now: datetime | None = None) -> QuerySet[Generation]:
 def workers_alive_names() -> set[str] | None:
     """Hostnames of workers with a fresh heartbeat; None when Redis cannot say (then
     nothing is declared lost: unknown is not dead)."""
-    from core.worker import HEARTBEAT_PREFIX, redis_client
+    from core.worker import redis_client
+    from core.worker import workers_alive_names as alive_names
 
     try:
-        keys = redis_client().scan_iter(match=f"{HEARTBEAT_PREFIX}*", count=100)
-        return {key.decode()[len(HEARTBEAT_PREFIX) :] for key in keys}
+        return alive_names(redis_client())
     except redis.RedisError:
         return None
 
@@ -85,25 +85,25 @@ def runs_recover(*, now: datetime | None = None, alive: object = _ASK_REDIS) -> 
             .only("pk", "run_id", "number", "status", "dispatches")
         )
         for row in rows:
-            key = f"{row.run_id}:{row.number}"
             if row.status == "running" and row.dispatches < MAX_DISPATCHES:
                 Generation.objects.filter(pk=row.pk).update(
                     dispatches=row.dispatches + 1, queued_at=now
                 )
-                queued.append((row, key))
+                queued.append(row)
             else:
                 run_fail(run_id=row.run_id, generation=row.number, reason="worker_lost")
-                failed.append(key)
+                failed.append(row)
     sink = ChannelsSink()  # streams waiting on a failed run end now, not at their timeout
-    for key in failed:
-        run_id, number = key.split(":")
-        sink.sealed(run_id=run_id, generation=int(number))
-    for row, _key in queued:
+    for row in failed:
+        sink.sealed(run_id=row.run_id, generation=row.number)
+    for row in queued:
         try:
             task_enqueue(run_execute_task, str(row.run_id), row.number)
         except QueueUnavailable:
             break  # still `running`: the next sweep tries again (and then ends it)
+    settled = {"queued": [f"{r.run_id}:{r.number}" for r in queued],
+               "failed": [f"{r.run_id}:{r.number}" for r in failed]}  # fmt: skip
     if rows:
         logger.warning("sweeper: runs queued again %s, failed (worker lost) %s",
-                       [k for _, k in queued], failed)  # fmt: skip
-    return {"queued": [k for _, k in queued], "failed": failed}
+                       settled["queued"], settled["failed"])  # fmt: skip
+    return settled

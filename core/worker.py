@@ -32,9 +32,15 @@ def redis_client() -> redis.Redis:
     )
 
 
+def workers_alive_names(client: redis.Redis) -> set[str]:
+    """Hostnames of workers whose heartbeat has not expired (the key's TTL is the
+    staleness bound)."""
+    keys = client.scan_iter(match=f"{HEARTBEAT_PREFIX}*", count=100)
+    return {key.decode()[len(HEARTBEAT_PREFIX) :] for key in keys}
+
+
 def workers_alive(client: redis.Redis) -> int:
-    """Workers whose heartbeat has not expired (the key's TTL is the staleness bound)."""
-    return sum(1 for _ in client.scan_iter(match=f"{HEARTBEAT_PREFIX}*", count=100))
+    return len(workers_alive_names(client))
 
 
 class WorkerMaintenance(threading.Thread):
