@@ -4,6 +4,7 @@ from dataclasses import dataclass
 
 import redis
 from django.db import connection
+from django.db.models import Count
 
 from core.worker import redis_client, workers_alive
 
@@ -89,6 +90,34 @@ def check_extractions() -> ComponentStatus:
     return ComponentStatus("extractions", True, "none stale")
 
 
+def check_embeddings() -> ComponentStatus:
+    """Passages without a vector (vector search cannot find them): failed while an
+    extraction waits with no worker embedding it, or the provider was unavailable."""
+    from knowledge.models import EmbeddingStatus, Passage
+    from knowledge.selectors import extractions_embedding_stalled
+
+    try:
+        counts = dict(
+            Passage.objects.exclude(embedding_status=EmbeddingStatus.EMBEDDED)
+            .values_list("embedding_status")
+            .annotate(count=Count("pk"))
+            .order_by()
+        )
+        stalled = extractions_embedding_stalled().count()
+    except Exception:
+        return ComponentStatus("embeddings", False, "unknown: database unreachable")
+    pending = counts.get(EmbeddingStatus.PENDING, 0)
+    unavailable = counts.get(EmbeddingStatus.UNAVAILABLE, 0)
+    if not pending and not unavailable:
+        return ComponentStatus("embeddings", True, "every passage embedded")
+    parts = [f"{pending} passage(s) waiting"]
+    if unavailable:
+        parts.append(f"{unavailable} keyword-only (provider unavailable)")
+    if stalled:
+        parts.append(f"{stalled} extraction(s) stalled (no worker embedding them)")
+    return ComponentStatus("embeddings", not (unavailable or stalled), ", ".join(parts))
+
+
 def check_model() -> ComponentStatus:
     """The `openai` provider's endpoint answers `GET /models` (the embedded local model
     included). Only the HTTP status is reported: an endpoint's text never is."""
@@ -130,6 +159,7 @@ def health_check() -> tuple[bool, dict[str, dict]]:
         components.append(pool)
     components.extend(check_redis_and_workers())
     components.append(check_extractions())
+    components.append(check_embeddings())
     components.append(check_runs())
     if settings.KOINON_MODEL_PROVIDER == "openai":
         components.append(check_model())

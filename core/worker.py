@@ -4,8 +4,9 @@ A thread of the worker's main process writes `koinon:worker:<hostname>` to Redis
 (its own connection, not the broker pool) so that `/v1/health` reads a key instead
 of broadcasting a ping; the same thread re-queues extraction work that was lost
 (see knowledge.documents.extractions_recover), settles lost answer runs
-(answers.recovery.runs_recover) and queues the embedding again of
-passages whose vectors came from another model (embeddings_refresh_schedule).
+(answers.recovery.runs_recover), queues again the embedding no worker is moving
+(embeddings_resume) and that of passages whose vectors came from another model
+(embeddings_refresh_schedule).
 Several workers may sweep at once: the sweep locks the rows it changes and skips
 locked ones.
 """
@@ -73,10 +74,20 @@ class WorkerMaintenance(threading.Thread):
         from django.db import connection
 
         from answers.recovery import runs_recover
-        from knowledge.documents import embeddings_refresh_schedule, extractions_recover
+        from knowledge.documents import (
+            embeddings_refresh_schedule,
+            embeddings_resume,
+            extractions_recover,
+        )
 
         try:
-            for step in (extractions_recover, runs_recover, embeddings_refresh_schedule):
+            steps = (
+                extractions_recover,
+                embeddings_resume,
+                runs_recover,
+                embeddings_refresh_schedule,
+            )
+            for step in steps:
                 try:
                     step()
                 except Exception:

@@ -6,6 +6,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import PurePath
+from typing import Literal
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
@@ -40,6 +41,7 @@ from knowledge.models import (
 from knowledge.normalise import normalised_key
 from knowledge.selectors import (
     embeddings_of_another_model_exist,
+    extractions_embedding_stalled,
     extractions_stale,
     passages_embedded_by_another_model,
 )
@@ -47,6 +49,8 @@ from knowledge.selectors import (
 logger = logging.getLogger(__name__)
 
 EMBED_BATCH = 64
+# Extractions the sweeper queues for embedding again in one sweep.
+EMBED_RESUME_AT_ONCE = 100
 
 
 @dataclass(frozen=True)
@@ -368,8 +372,7 @@ def revision_extract(*, revision_id: int) -> None:
             )
     if serving is not None:
         document_point_to(revision=revision)
-        passages_embed(extraction=serving)
-        _set(serving, progress=100)
+        extraction_embed(extraction=serving)
 
 
 def _serving_choose(*, revision: DocumentRevision, damages: dict[str, float]) -> str | None:
@@ -448,34 +451,113 @@ def document_set_current(*, document: Document, revision: DocumentRevision) -> N
     document.save(update_fields=["current_revision"])
 
 
-def passages_embed(*, extraction: Extraction) -> None:
-    """Embed the extraction's passages in batches; an unavailable provider marks them so."""
+EmbedOutcome = Literal["done", "more", "unavailable"]
+
+
+def passages_embed(*, extraction: Extraction, seconds: float | None = None) -> EmbedOutcome:
+    """Embed the extraction's waiting passages a batch at a time, for up to `seconds`.
+
+    Waiting = not embedded yet: pending, or left `embedding_unavailable` by an earlier
+    try. Each batch is committed on its own, so a time limit or a dead worker loses one
+    batch at most, and the extraction's heartbeat and progress move with every batch
+    (`extractions_embedding_stalled` reads them). Rows another worker is embedding are
+    skipped (locked until its batch commits). Returns "done" when nothing is left that
+    no one is embedding, "more" when `seconds` ran out first (None: no limit), and
+    "unavailable" when the provider failed: what was waiting is then marked
+    `embedding_unavailable` (keyword search still finds it) and the sweeper
+    (embeddings_resume) tries again later.
+    """
     from knowledge.embeddings import EmbeddingError, get_embedding_provider
 
-    pending = list(
-        extraction.passages.exclude(embedding_status=EmbeddingStatus.EMBEDDED).order_by("ordinal")
-    )
+    deadline = None if seconds is None else time.monotonic() + seconds
+    waiting = extraction.passages.exclude(embedding_status=EmbeddingStatus.EMBEDDED)
+    total = extraction.passages.count()
     try:
         provider = get_embedding_provider()
-        for offset in range(0, len(pending), EMBED_BATCH):
-            batch = pending[offset : offset + EMBED_BATCH]
-            vectors = provider.embed([passage.text for passage in batch])
-            for passage, vector in zip(batch, vectors, strict=True):
-                passage.embedding = vector
-                passage.embedding_model = provider.model_id
-                passage.embedding_dimension = provider.dimension
-                passage.embedding_status = EmbeddingStatus.EMBEDDED
-            Passage.objects.bulk_update(
-                batch,
-                ["embedding", "embedding_model", "embedding_dimension", "embedding_status"],
-            )
-            done = min(offset + EMBED_BATCH, len(pending))
-            _set(extraction, progress=30 + int(69 * done / max(len(pending), 1)))
+        while True:
+            with transaction.atomic():
+                batch = list(
+                    waiting.select_for_update(skip_locked=True)
+                    .only("pk", "text")
+                    .order_by("ordinal")[:EMBED_BATCH]
+                )
+                if not batch:
+                    return "done"
+                vectors = provider.embed([passage.text for passage in batch])
+                for passage, vector in zip(batch, vectors, strict=True):
+                    passage.embedding = vector
+                    passage.embedding_model = provider.model_id
+                    passage.embedding_dimension = provider.dimension
+                    passage.embedding_status = EmbeddingStatus.EMBEDDED
+                Passage.objects.bulk_update(
+                    batch,
+                    ["embedding", "embedding_model", "embedding_dimension", "embedding_status"],
+                )
+            left = waiting.count()
+            _set(extraction, progress=30 + int(69 * (total - left) / max(total, 1)))
+            if not left:
+                return "done"
+            if deadline is not None and time.monotonic() >= deadline:
+                return "more"
     except EmbeddingError as error:
         logger.warning("embedding unavailable for extraction %s: %s", extraction.pk, error.code)
-        extraction.passages.exclude(embedding_status=EmbeddingStatus.EMBEDDED).update(
+        waiting.filter(embedding_status=EmbeddingStatus.PENDING).update(
             embedding_status=EmbeddingStatus.UNAVAILABLE
         )
+        return "unavailable"
+
+
+def extraction_embed(*, extraction: Extraction) -> EmbedOutcome:
+    """One turn of embedding an admitted extraction: KOINON_EMBED_SECONDS at most.
+
+    Work left when the time is up goes back to the queue as a task of its own, behind
+    whatever arrived meanwhile, so a file of 100k passages neither holds a worker
+    process for minutes nor meets the task's time limit. Finished (or the provider
+    away: keyword-only until the sweeper's next try) ends the progress at 100.
+    """
+    from knowledge.tasks import embed_extraction
+
+    outcome = passages_embed(extraction=extraction, seconds=settings.KOINON_EMBED_SECONDS)
+    if outcome != "more":
+        _set(extraction, progress=100)
+        return outcome
+    try:
+        task_enqueue(embed_extraction, extraction.pk)
+    except QueueUnavailable:
+        logger.warning("extraction %s: embedding not queued again; the sweeper will", extraction.pk)
+    return outcome
+
+
+def embeddings_resume(*, now: datetime | None = None) -> list[int]:
+    """The sweeper: queue again the embedding of extractions no worker is moving.
+
+    An admitted extraction with passages still waiting for a vector and no heartbeat for
+    KOINON_EXTRACT_STALE_AFTER seconds lost its task (a time limit, a dead worker, a
+    broker restart) or met an unavailable provider. Its heartbeat is renewed as it is
+    queued, so a provider that is still away is tried once per that interval. Rows
+    another sweeper holds are skipped. Returns the extraction ids queued.
+    """
+    from knowledge.tasks import embed_extraction
+
+    now = now or timezone.now()
+    with transaction.atomic():
+        stalled = list(
+            extractions_embedding_stalled(now=now)
+            .select_for_update(skip_locked=True)
+            .order_by("pk")
+            .values_list("pk", flat=True)[:EMBED_RESUME_AT_ONCE]
+        )
+        Extraction.objects.filter(pk__in=stalled).update(heartbeat_at=now)
+    queued = []
+    for extraction_id in stalled:
+        try:
+            task_enqueue(embed_extraction, extraction_id)
+        except QueueUnavailable:
+            break
+        queued.append(extraction_id)
+    if stalled:
+        logger.warning("sweeper: embedding of extraction(s) %s queued again", queued)
+    return queued
 
 
 def passages_embed_stale(*, limit: int = EMBED_BATCH) -> int:

@@ -302,6 +302,12 @@ class Passage(models.Model):
                 condition=models.Q(embedding_status=EmbeddingStatus.EMBEDDED),
                 name="passage_embedding_model_idx",
             ),
+            # Passages still waiting for a vector: few or none, read by health and the sweeper.
+            models.Index(
+                fields=["extraction", "embedding_status"],
+                condition=~models.Q(embedding_status=EmbeddingStatus.EMBEDDED),
+                name="passage_waiting_vector_idx",
+            ),
         ]
 
     def __str__(self) -> str:

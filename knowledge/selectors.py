@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.core.exceptions import EmptyResultSet
-from django.db.models import Q, QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 from guardian.shortcuts import get_objects_for_user, get_users_with_perms
@@ -271,6 +271,28 @@ def extractions_stale(*, now: datetime | None = None) -> QuerySet[Extraction]:
     ).filter(
         Q(status=ExtractionStatus.PENDING, queued__lt=pending_before)
         | Q(status=ExtractionStatus.RUNNING, alive__lt=running_before)
+    )
+
+
+def extractions_embedding_waiting() -> QuerySet[Extraction]:
+    """Admitted extractions with passages that have no vector yet (pending, or the
+    provider was unavailable): keyword search finds them, vector search does not."""
+    waiting = Passage.objects.filter(extraction=OuterRef("pk")).exclude(
+        embedding_status=EmbeddingStatus.EMBEDDED
+    )
+    return Extraction.objects.filter(Exists(waiting), status=ExtractionStatus.ADMITTED)
+
+
+def extractions_embedding_stalled(*, now: datetime | None = None) -> QuerySet[Extraction]:
+    """Extractions waiting for vectors (above) whose heartbeat is older than
+    KOINON_EXTRACT_STALE_AFTER: no worker is embedding them (knowledge.documents.
+    embeddings_resume queues them again; health reports them)."""
+    now = now or timezone.now()
+    before = now - timedelta(seconds=settings.KOINON_EXTRACT_STALE_AFTER)
+    return (
+        extractions_embedding_waiting()
+        .alias(alive=Coalesce("heartbeat_at", "created_at"))
+        .filter(alive__lt=before)
     )
 
 

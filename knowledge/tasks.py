@@ -50,14 +50,31 @@ def _defer(revision_id: int) -> None:
         logger.warning("revision %s: not queued again; the sweeper will", revision_id)
 
 
-@shared_task(name="knowledge.embed_extraction", autoretry_for=(OperationalError,), max_retries=3)
+@shared_task(
+    name="knowledge.embed_extraction",
+    autoretry_for=(OperationalError,),
+    max_retries=3,
+    # A turn lasts KOINON_EMBED_SECONDS plus one batch; the limit only catches a stuck one.
+    soft_time_limit=240,
+    time_limit=300,
+    ignore_result=True,
+)
 def embed_extraction(extraction_id: int) -> None:
-    from knowledge.documents import passages_embed
+    """One turn of embedding an admitted extraction (knowledge.documents.extraction_embed)."""
+    from knowledge.documents import extraction_embed
+    from knowledge.models import ExtractionStatus
 
-    extraction = Extraction.objects.filter(pk=extraction_id).first()
-    if extraction is not None:
-        passages_embed(extraction=extraction)
-        Extraction.objects.filter(pk=extraction_id).update(progress=100)
+    extraction = Extraction.objects.filter(
+        pk=extraction_id, status=ExtractionStatus.ADMITTED
+    ).first()
+    if extraction is None:
+        return
+    try:
+        extraction_embed(extraction=extraction)
+    except SoftTimeLimitExceeded:
+        # The batch under way rolled back; what is left waits, and the sweeper
+        # (embeddings_resume) queues it again once the heartbeat is stale.
+        logger.warning("extraction %s: embedding turn over its time limit", extraction_id)
 
 
 @shared_task(
