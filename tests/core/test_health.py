@@ -21,7 +21,13 @@ def test_health_reports_every_component_ok_with_a_worker(celery_worker):
     assert response.status_code == 200, response.json()
     components = response.json()["components"]
     assert set(components) == {
-        "database", "vector", "redis", "celery", "extractions", "embeddings", "runs"
+        "database",
+        "vector",
+        "redis",
+        "celery",
+        "extractions",
+        "embeddings",
+        "runs",
     }
     assert all(component["status"] == "ok" for component in components.values())
     assert components["vector"]["detail"].startswith("pgvector 0.")

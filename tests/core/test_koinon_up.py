@@ -93,7 +93,7 @@ def test_koinon_up_serves_refuses_a_second_copy_and_stops_cleanly(up_data_dir):
             health = wait_healthy(url, first)
             assert {name: part["status"] for name, part in health["components"].items()} == {
                 "database": "ok", "vector": "ok", "redis": "ok", "celery": "ok",
-                "extractions": "ok", "runs": "ok", "database_pool": "ok",
+                "extractions": "ok", "embeddings": "ok", "runs": "ok", "database_pool": "ok",
             }  # fmt: skip
             # Answers have worker processes of their own (issue 27, item 4).
             queues = {}
