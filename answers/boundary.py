@@ -1,10 +1,11 @@
 """The one boundary every read of a sealed answer passes (runs, event replay, exports,
 shares, MCP): the caller may see every source the answer cites, now — or they get the
-fixed access-failure text instead of it. Sealed text never outlives the access it was
-sealed under."""
+fixed access-failure text instead of it; a cited document withdrawn since gives the fixed
+"source withdrawn" notice. Sealed text never outlives the access it was sealed under."""
 
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
@@ -43,40 +44,91 @@ def sources_in_space(*, sources: list[dict], space_id: int) -> bool:
     ).count() == len(datasets)
 
 
-def source_visibility(
-    *, user: AbstractBaseUser | AnonymousUser, sources: list[dict]
-) -> Callable[[dict], bool]:
-    """Whether each of these source references (revisions, snapshots) is visible to the
-    user now: at most two statements for any number of them."""
+@dataclass(frozen=True)
+class SourceStates:
+    """What a reader may see of cited sources now: which documents and datasets are
+    visible to them, and which of those documents were withdrawn since."""
+
+    documents: frozenset[int]
+    withdrawn: frozenset[int]
+    datasets: frozenset[int]
+
+    def visible(self, source: dict) -> bool:
+        if source.get("type") == "revision":
+            return source["document_id"] in self.documents
+        if source.get("type") == "snapshot":
+            return source["dataset_id"] in self.datasets
+        return True
+
+    def is_withdrawn(self, source: dict) -> bool:
+        return source.get("type") == "revision" and source["document_id"] in self.withdrawn
+
+    def sealed(self, body: dict) -> dict:
+        """The body as this reader may read it: the access-failure text when a source is
+        hidden from them (first: a hidden source reveals nothing, not even a withdrawal),
+        the "source withdrawn" notice when one was withdrawn, else the body itself."""
+        sources = body.get("evidence", {}).get("sources", [])
+        if not all(self.visible(source) for source in sources):
+            return access_failure_body(body)
+        if any(self.is_withdrawn(source) for source in sources):
+            return notice_body(body, kind="source_withdrawn")
+        return body
+
+
+def source_states(*, user: AbstractBaseUser | AnonymousUser, sources: list[dict]) -> SourceStates:
+    """The states of these source references (revisions, snapshots) for the user now: at
+    most two statements for any number of them."""
     documents = {s["document_id"] for s in sources if s.get("type") == "revision"}
     datasets = {s["dataset_id"] for s in sources if s.get("type") == "snapshot"}
-    seen_documents = set(
-        documents_visible_to(user=user).filter(pk__in=documents).values_list("pk", flat=True)
-    ) if documents else set()  # fmt: skip
+    seen = dict(
+        documents_visible_to(user=user).filter(pk__in=documents).values_list("pk", "withdrawn_at")
+    ) if documents else {}  # fmt: skip
     seen_datasets = set(
         datasets_visible_to(user=user).filter(pk__in=datasets).values_list("pk", flat=True)
     ) if datasets else set()  # fmt: skip
+    return SourceStates(
+        documents=frozenset(seen),
+        withdrawn=frozenset(pk for pk, withdrawn_at in seen.items() if withdrawn_at),
+        datasets=frozenset(seen_datasets),
+    )
 
-    def visible(source: dict) -> bool:
-        if source.get("type") == "revision":
-            return source["document_id"] in seen_documents
-        if source.get("type") == "snapshot":
-            return source["dataset_id"] in seen_datasets
-        return True
 
-    return visible
+def source_visibility(
+    *, user: AbstractBaseUser | AnonymousUser, sources: list[dict]
+) -> Callable[[dict], bool]:
+    """Whether each of these source references is visible to the user now."""
+    return source_states(user=user, sources=sources).visible
 
 
 def access_failure_body(body: dict) -> dict:
     """The sealed body's frame with the fixed access-failure text: no prose, citations,
     cards, sources or release claims."""
+    return notice_body(body, kind="access_failure")
+
+
+NOTICE_ISSUES = {"access_failure": "access_denied", "source_withdrawn": "source_withdrawn"}
+
+
+def notice_of(body: dict) -> str | None:
+    """Which fixed notice a read body carries instead of its sealed answer (a kind of
+    NOTICE_ISSUES), or None for the sealed answer itself."""
+    if body.get("release"):
+        return None
+    issues = (body.get("quality") or {}).get("issues") or []
+    return next((kind for kind, issue in NOTICE_ISSUES.items() if issue in issues),
+                "access_failure")  # fmt: skip
+
+
+def notice_body(body: dict, *, kind: str) -> dict:
+    """The sealed body's frame with a fixed notice (`access_failure`, `source_withdrawn`)
+    in place of the answer: no prose, citations, cards, sources or release claims."""
     language = body.get("answer", {}).get("language", "en")
     return {
         "run_id": body["run_id"],
         "generation": body["generation"],
         "mode": body.get("mode"),
         "answer": {
-            "text": texts.explanation("access_failure", language),
+            "text": texts.explanation(kind, language),
             "language": language,
             "citations": [],
             "cards": [],
@@ -88,7 +140,7 @@ def access_failure_body(body: dict) -> dict:
             "sources": [],
             "outcomes": [],
         },
-        "quality": {"completeness": "none", "degraded": True, "issues": ["access_denied"]},
+        "quality": {"completeness": "none", "degraded": True, "issues": [NOTICE_ISSUES[kind]]},
         "release": None,
     }
 
@@ -114,9 +166,9 @@ def sealed_answer_read(
     if body is None:
         return None
     sources = body.get("evidence", {}).get("sources", [])
-    if sources and not sources_visible(user=user, sources=sources):
-        return access_failure_body(body)
-    return body
+    if not sources:
+        return body
+    return source_states(user=user, sources=sources).sealed(body)
 
 
 def sealed_answers_read(
@@ -131,13 +183,8 @@ def sealed_answers_read(
     events = StreamEvent.objects.filter(run__in=runs, event="completed")
     bodies = {(e.run_id, e.generation): e.data["payload"]["result"] for e in events}
     cited = [s for body in bodies.values() for s in body.get("evidence", {}).get("sources", [])]
-    visible = source_visibility(user=user, sources=cited)
-    return {
-        key: body
-        if all(visible(s) for s in body.get("evidence", {}).get("sources", []))
-        else access_failure_body(body)
-        for key, body in bodies.items()
-    }
+    states = source_states(user=user, sources=cited)
+    return {key: states.sealed(body) for key, body in bodies.items()}
 
 
 def capture_sources_fit(*, user: AbstractBaseUser, capture: dict, space_id: int) -> str | None:

@@ -25,7 +25,11 @@ EXTRACTION_ERRORS = {
     "encrypted": gettext_lazy("The file is password-protected."),
     "no_text": gettext_lazy("The file contains no extractable text."),
     "too_large": gettext_lazy("The file is too large to process."),
-    "unsupported_type": gettext_lazy("This file type is not supported."),
+    "unsupported_type": gettext_lazy(
+        "This file type is not supported. Supported: PDF (.pdf), Word (.docx), HTML (.html, "
+        ".htm, .xhtml), Markdown (.md, .markdown), plain text (.txt, .text), WebVTT (.vtt) and "
+        "SubRip (.srt)."
+    ),
     "timeout": gettext_lazy("Reading the file took too long."),
 }
 

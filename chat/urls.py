@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from chat import views
+from chat import library, views
 from core.throttle import ThrottledAuthenticationForm
 
 app_name = "chat"
@@ -27,4 +27,18 @@ urlpatterns = [
     path("memory/<int:entry_id>/revoke/", views.memory_revoke_view, name="memory-revoke"),
     path("files/", views.file_upload, name="file-upload"),
     path("files/<int:document_id>/status/", views.file_status, name="file-status"),
+    path("spaces/", library.spaces, name="spaces"),
+    path("spaces/<int:space_id>/", library.space, name="space"),
+    path("spaces/<int:space_id>/documents/", library.space_upload, name="space-upload"),
+    path(
+        "spaces/<int:space_id>/documents/<int:document_id>/withdraw/",
+        library.document_withdraw_view,
+        name="document-withdraw",
+    ),
+    path(
+        "spaces/<int:space_id>/documents/<int:document_id>/restore/",
+        library.document_restore_view,
+        name="document-restore",
+    ),
+    path("documents/<int:document_id>/status/", library.document_status, name="document-status"),
 ]

@@ -17,7 +17,9 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from answers.boundary import (
+    NOTICE_ISSUES,
     capture_sources_fit,
+    notice_of,
     sealed_answer_read,
     sealed_answers_read,
     sources_in_space,
@@ -88,7 +90,7 @@ def message_view(
         return {**view, "state": notice, "text": texts.regeneration_notice(language),
                 "body": None}  # fmt: skip
     body = bodies[(message.run_id, generation)]
-    state = "sealed" if body.get("release") else "access_failure"
+    state = notice_of(body) or "sealed"
     return {**view, "state": state, "text": body["answer"]["text"], "body": body}
 
 
@@ -236,17 +238,17 @@ def _message_problems(
         if text != texts.regeneration_notice(language) or body is not None:
             return [f"a {state} message must carry exactly the fixed notice"]
         return []
-    if state not in ("sealed", "access_failure") or not isinstance(body, dict):
+    if state not in ("sealed", *NOTICE_ISSUES) or not isinstance(body, dict):
         return ["no sealed body to verify"]
     if release is None:
         return ["it claims a release, but this message has none"]
     answer = body.get("answer")
     if not isinstance(answer, dict) or text != answer.get("text"):
         return ["the message text differs from its sealed body"]
-    if state == "access_failure":
-        fixed = texts.explanation("access_failure", answer.get("language") or language)
+    if state in NOTICE_ISSUES:
+        fixed = texts.explanation(state, answer.get("language") or language)
         if body.get("release") is not None or text != fixed:
-            return ["an access failure must carry exactly the fixed text"]
+            return [f"a {state.replace('_', ' ')} notice must carry exactly the fixed text"]
         return []
     return _release_problems(body, release)
 

@@ -41,6 +41,13 @@ class NotFoundError(ApiError):
     default_detail = "Not found."
 
 
+class ForbiddenError(ApiError):
+    """The object is visible to the caller, the change is not theirs to make (403)."""
+
+    status_code = status.HTTP_403_FORBIDDEN
+    default_code = "permission_denied"
+
+
 class ConflictError(ApiError):
     status_code = status.HTTP_409_CONFLICT
     default_code = "conflict"

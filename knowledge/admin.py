@@ -4,14 +4,15 @@ from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
-from django.urls import reverse
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from guardian.admin import GuardedModelAdmin
 
 from core.errors import ApiError
 from knowledge.curation import proposal_approve, proposal_reject
 from knowledge.documents import revision_retry_extraction
+from knowledge.lifecycle import document_restore, document_withdraw
 from knowledge.models import (
     Document,
     DocumentRevision,
@@ -51,6 +52,18 @@ class SuperuserOnlyAdmin(ReadOnlyAdmin):
 
     def has_view_permission(self, request: HttpRequest, obj=None) -> bool:
         return self.has_module_permission(request)
+
+
+class NoSaveButtons:
+    """Change pages whose fields are all read-only (actions need change permission) show
+    no Save buttons: there is nothing to save."""
+
+    def change_view(self, request: HttpRequest, object_id: str, form_url: str = "",
+                    extra_context: dict | None = None) -> HttpResponse:  # fmt: skip
+        extra_context = {**(extra_context or {}), "show_save": False,
+                         "show_save_and_continue": False, "show_save_and_add_another": False,
+                         "show_delete": False}  # fmt: skip
+        return super().change_view(request, object_id, form_url, extra_context)
 
 
 class CuratedAdmin(admin.ModelAdmin):
@@ -124,20 +137,55 @@ class ExtractionInline(admin.TabularInline):
 
 
 @admin.register(Document)
-class DocumentAdmin(CuratedAdmin):
-    list_display = ["title", "kind", "space", "current_revision", "created_at"]
-    list_filter = ["kind", ("space", admin.RelatedOnlyFieldListFilter)]
+class DocumentAdmin(NoSaveButtons, CuratedAdmin):
+    """Documents are added and revised in the library (the chat's space pages, which any
+    curator reaches without staff status); here they are read, withdrawn and restored.
+    Every change goes through knowledge.lifecycle, which checks the curator's role."""
+
+    list_display = ["title", "kind", "space", "current_revision", "withdrawn_at", "created_at",
+                    "library"]  # fmt: skip
+    list_filter = ["kind", ("space", admin.RelatedOnlyFieldListFilter),
+                   ("withdrawn_at", admin.EmptyFieldListFilter)]  # fmt: skip
     list_select_related = ["space", "current_revision"]
     search_fields = ["title"]
-    fields = ["title", "space", "kind", "created_by", "created_at", "current_revision"]
+    fields = ["title", "space", "kind", "created_by", "created_at", "current_revision",
+              "withdrawn_at", "withdrawn_by", "withdrawn_reason", "library"]  # fmt: skip
     readonly_fields = fields
+    actions = ["withdraw_selected", "restore_selected"]
 
     def curated(self, request: HttpRequest) -> QuerySet[Document]:
         return documents_curated_by(user=request.user)
 
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        # Actions need change permission; the fields stay read-only.
+        return self.has_view_permission(request, obj)
+
+    @admin.display(description="Add or revise")
+    def library(self, document: Document) -> str:
+        if document.space_id is None:
+            return "—"
+        url = reverse("chat:space", args=[document.space_id]) + f"#document-{document.pk}"
+        return format_html('<a href="{}">In the library</a>', url)
+
+    def _change(self, request: HttpRequest, queryset: QuerySet, change, done: str) -> None:
+        for document in queryset:
+            try:
+                change(user=request.user, document=document)
+                self.message_user(request, f"“{document.title}”: {done}.")
+            except ApiError as error:
+                self.message_user(request, f"“{document.title}”: {error.detail}", messages.ERROR)
+
+    @admin.action(description="Withdraw selected documents (no longer searched or quoted)")
+    def withdraw_selected(self, request: HttpRequest, queryset: QuerySet) -> None:
+        self._change(request, queryset, document_withdraw, "withdrawn")
+
+    @admin.action(description="Restore selected documents")
+    def restore_selected(self, request: HttpRequest, queryset: QuerySet) -> None:
+        self._change(request, queryset, document_restore, "restored")
+
 
 @admin.register(DocumentRevision)
-class DocumentRevisionAdmin(CuratedAdmin):
+class DocumentRevisionAdmin(NoSaveButtons, CuratedAdmin):
     list_display = ["document", "number", "filename", "size", "uploaded_by", "created_at",
                     "extraction_progress", "text_warning"]  # fmt: skip
     list_select_related = ["document", "uploaded_by"]
@@ -156,7 +204,35 @@ class DocumentRevisionAdmin(CuratedAdmin):
         return self.has_view_permission(request, obj)
 
     def get_readonly_fields(self, request: HttpRequest, obj=None) -> list[str]:
-        return [field.name for field in DocumentRevision._meta.fields] + ["text_warning"]
+        names = [field.name for field in DocumentRevision._meta.fields]
+        return [name if name != "file" else "download" for name in names] + ["text_warning"]
+
+    def get_fields(self, request: HttpRequest, obj=None) -> list[str]:
+        return self.get_readonly_fields(request, obj)
+
+    def get_urls(self) -> list:
+        view = self.admin_site.admin_view(self.download_view)
+        return [path("<path:object_id>/file/", view, name="knowledge_documentrevision_file"),
+                *super().get_urls()]  # fmt: skip
+
+    @admin.display(description="File")
+    def download(self, revision: DocumentRevision) -> str:
+        if not revision.file:
+            return "—"
+        url = reverse("admin:knowledge_documentrevision_file", args=[revision.pk])
+        return format_html('<a href="{}">{}</a> ({} bytes)', url, revision.filename, revision.size)
+
+    def download_view(self, request: HttpRequest, object_id: str) -> FileResponse:
+        """The revision's stored bytes, for the curators who may see it (the changelist's
+        scope); anyone else, and a file no longer stored, is a 404."""
+        revision = self.get_object(request, unquote(object_id))
+        if revision is None or not self.has_view_permission(request, revision):
+            raise Http404
+        try:
+            handle = revision.file.open("rb")
+        except (OSError, ValueError):
+            raise Http404 from None
+        return FileResponse(handle, as_attachment=True, filename=revision.filename)
 
     def change_view(self, request: HttpRequest, object_id: str, form_url: str = "",
                     extra_context: dict | None = None) -> HttpResponse:  # fmt: skip
@@ -190,10 +266,10 @@ class DocumentRevisionAdmin(CuratedAdmin):
 
 
 @admin.register(Extraction)
-class ExtractionAdmin(CuratedAdmin):
-    list_display = ["revision", "role", "status", "serves_passages", "damage_summary",
-                    "error_code", "error_message", "progress", "extractor", "attempts",
-                    "heartbeat_at"]  # fmt: skip
+class ExtractionAdmin(NoSaveButtons, CuratedAdmin):
+    # Narrow enough for 1280 px: the error in words (not also its code), no version columns.
+    list_display = ["revision", "role", "status", "progress", "error_message", "damage_summary",
+                    "extractor", "attempts", "heartbeat_at"]  # fmt: skip
     list_filter = ["status", "role", "serves_passages", "error_code"]
     list_select_related = ["revision__document"]
     exclude = ["norm_text"]
@@ -217,7 +293,7 @@ def _proposal_diff(proposal: KnowledgeProposal) -> str:
 
 
 @admin.register(KnowledgeProposal)
-class KnowledgeProposalAdmin(admin.ModelAdmin):
+class KnowledgeProposalAdmin(NoSaveButtons, admin.ModelAdmin):
     """Curators review here; every decision goes through knowledge.curation."""
 
     change_form_template = "admin/knowledge/knowledgeproposal/change_form.html"

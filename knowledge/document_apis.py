@@ -2,7 +2,6 @@ from django.conf import settings
 from django.db.models import Count, Prefetch
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_serializer
 from rest_framework import serializers, status
-from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -12,13 +11,13 @@ from core.inputs import ObjectIdField
 from core.pagination import Pagination
 from core.schema import PAGE_PARAMETERS, paginated
 from knowledge.documents import document_upload
+from knowledge.lifecycle import WITHDRAW_REASON_MAX, document_restore, document_withdraw
 from knowledge.models import Document, DocumentRevision, Extraction
 from knowledge.retrieval import RETRIEVAL_TOOLS, retrieve
 from knowledge.selectors import (
     document_admitted_text,
     document_get_for_user,
     documents_visible_to,
-    space_can_manage,
     space_get_for_user,
 )
 
@@ -66,10 +65,17 @@ class RevisionOutput(serializers.ModelSerializer):
 
 class DocumentOutput(serializers.ModelSerializer):
     private = serializers.BooleanField(source="is_private")
+    withdrawn = serializers.BooleanField(
+        source="is_withdrawn",
+        help_text="Taken out of the current library: not searched, not quotable; its history "
+        "and receipts stay.",
+    )
+    withdrawn_at = serializers.DateTimeField(allow_null=True)
 
     class Meta:
         model = Document
-        fields = ["id", "title", "kind", "space", "private", "created_at", "current_revision"]
+        fields = ["id", "title", "kind", "space", "private", "created_at", "current_revision",
+                  "withdrawn", "withdrawn_at"]  # fmt: skip
 
 
 class DocumentDetailOutput(DocumentOutput):
@@ -166,14 +172,8 @@ class DocumentListCreateApi(APIView):
         space = document = None
         if "space" in values:
             space = space_get_for_user(user=request.user, space_id=values["space"])
-            if not space_can_manage(user=request.user, space=space):
-                raise PermissionDenied("Only curators of this space add documents to it.")
         if "document" in values:
             document = document_get_for_user(user=request.user, document_id=values["document"])
-            if (document.space_id != (space.pk if space else None)) or (
-                values["private"] and document.owner_id != request.user.pk
-            ):
-                raise NotFoundError("Document not found.")
         result = document_upload(
             user=request.user,
             filename=values["file"].name,
@@ -204,6 +204,37 @@ class DocumentDetailApi(APIView):
     @extend_schema(responses=DocumentDetailOutput)
     def get(self, request: Request, document_id: str) -> Response:
         document = document_get_for_user(user=request.user, document_id=document_id)
+        return Response(DocumentDetailOutput(_with_revisions(document)).data)
+
+
+class DocumentWithdrawApi(APIView):
+    """Take a document out of the current library (curators of its space; superusers; a
+    private file's owner). Sealed answers that quoted it read as "source withdrawn"."""
+
+    @extend_schema_serializer(component_name="DocumentWithdrawInput")
+    class InputSerializer(serializers.Serializer):
+        reason = serializers.CharField(
+            required=False, allow_blank=True, default="", max_length=WITHDRAW_REASON_MAX
+        )
+
+    @extend_schema(request=InputSerializer, responses=DocumentDetailOutput)
+    def post(self, request: Request, document_id: str) -> Response:
+        document = document_get_for_user(user=request.user, document_id=document_id)
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        document = document_withdraw(
+            user=request.user, document=document, reason=data.validated_data["reason"]
+        )
+        return Response(DocumentDetailOutput(_with_revisions(document)).data)
+
+
+class DocumentRestoreApi(APIView):
+    """Bring a withdrawn document back into the current library (same roles)."""
+
+    @extend_schema(request=None, responses=DocumentDetailOutput)
+    def post(self, request: Request, document_id: str) -> Response:
+        document = document_get_for_user(user=request.user, document_id=document_id)
+        document = document_restore(user=request.user, document=document)
         return Response(DocumentDetailOutput(_with_revisions(document)).data)
 
 

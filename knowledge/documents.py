@@ -16,6 +16,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from core.errors import (
+    ForbiddenError,
     NotFoundError,
     PayloadTooLargeError,
     ServiceUnavailableError,
@@ -44,6 +45,8 @@ from knowledge.selectors import (
     extractions_embedding_stalled,
     extractions_stale,
     passages_embedded_by_another_model,
+    space_can_manage,
+    spaces_visible_to,
 )
 
 logger = logging.getLogger(__name__)
@@ -64,6 +67,37 @@ def _title_from(filename: str) -> str:
     return title_clean(PurePath(filename).stem.replace("_", " ")) or "Untitled"
 
 
+def document_change_check(
+    *,
+    user: AbstractBaseUser,
+    space: Space | None,
+    private: bool = False,
+    document: Document | None = None,
+) -> None:
+    """The one role check for adding, revising, withdrawing and erasing documents.
+
+    Shared documents: the space must be visible to user (else NotFoundError, as if it did
+    not exist) and user one of its curators or a superuser (else ForbiddenError); a
+    document named must be in that space. Private files: only their owner.
+    """
+    if private:
+        if space is not None:
+            raise UnprocessableError("A private file belongs to no space.", code="invalid")
+        if document is not None and (document.space_id or document.owner_id != user.pk):
+            raise NotFoundError("Document not found.")
+        return
+    if space is None:
+        raise UnprocessableError(
+            "Give a space, or upload a private file.", code="invalid", fields={"space": "Required."}
+        )
+    if not spaces_visible_to(user=user).filter(pk=space.pk).exists():
+        raise NotFoundError("Space not found.")
+    if not space_can_manage(user=user, space=space):
+        raise ForbiddenError("Only curators of this space add or change its documents.")
+    if document is not None and document.space_id != space.pk:
+        raise NotFoundError("Document not found.")
+
+
 @transaction.atomic
 def document_upload(
     *,
@@ -77,11 +111,16 @@ def document_upload(
 ) -> UploadResult:
     """Store the bytes as a revision and queue its extraction.
 
-    Preconditions: the caller has checked that user may add to `space` / `document`.
+    Every way in (API, chat, admin, `ingest`) comes here, and here the acting user's
+    role is checked (`document_change_check`): a space's documents are added and revised
+    by its curators (and superusers), a private file by its owner.
     Identical bytes for the same document return the existing revision unchanged.
-    Raises PayloadTooLargeError (nothing stored) and UnprocessableError with code
-    `unsupported_type` when the name or content is not a supported format.
+    Raises NotFoundError (the space or document is not visible to user), ForbiddenError
+    (visible, not theirs to change), PayloadTooLargeError (nothing stored) and
+    UnprocessableError with code `unsupported_type` when the name or content is not a
+    supported format.
     """
+    document_change_check(user=user, space=space, private=private, document=document)
     if len(data) > settings.KOINON_UPLOAD_MAX_BYTES:
         raise PayloadTooLargeError(
             f"The file is larger than {settings.KOINON_UPLOAD_MAX_BYTES} bytes.", code="too_large"
@@ -435,20 +474,23 @@ def document_point_to(*, revision: DocumentRevision) -> None:
 
 
 def document_set_current(*, document: Document, revision: DocumentRevision) -> None:
-    """Point the document at revision; only its passages stay marked current.
+    """Point the document at revision; only its passages stay marked current (none while
+    the document is withdrawn: knowledge.lifecycle).
 
     Precondition: the caller holds the document's row lock. The flag duplicates
     `document.current_revision` so that retrieval filters on one column of the
     passage table, which lets PostgreSQL use the HNSW index for filtered queries.
     The space's lexeme counts (knowledge.frequencies) move with it.
     """
+    document.current_revision = revision
+    document.save(update_fields=["current_revision"])
+    if document.withdrawn_at is not None:
+        return  # a new revision of a withdrawn document waits, unsearched, for a restore
     lexeme_frequencies_shift(document=document, revision=revision)
     Passage.objects.filter(document=document, is_current=True).exclude(revision=revision).update(
         is_current=False
     )
     Passage.objects.filter(revision=revision).update(is_current=True)
-    document.current_revision = revision
-    document.save(update_fields=["current_revision"])
 
 
 EmbedOutcome = Literal["done", "more", "unavailable"]

@@ -26,8 +26,9 @@ _PASSAGE_LEXEMES = (
 )
 
 
-def lexeme_frequencies_shift(*, document: Document, revision: DocumentRevision) -> None:
-    """Count `revision`'s passages in and the document's other current passages out.
+def lexeme_frequencies_shift(*, document: Document, revision: DocumentRevision | None) -> None:
+    """Count `revision`'s passages in and the document's other current passages out
+    (None: every current passage out, as the document is withdrawn).
 
     Called by document_set_current before it moves `is_current`, in its transaction and
     under the document's row lock; idempotent (passages already current are left alone).
@@ -35,6 +36,7 @@ def lexeme_frequencies_shift(*, document: Document, revision: DocumentRevision) 
     """
     if document.space_id is None:
         return
+    revision_id = revision.pk if revision is not None else 0  # 0: no revision's id
     delta = "sum(CASE WHEN p.revision_id = %s THEN 1 ELSE -1 END)"
     with connection.cursor() as cursor:
         cursor.execute(
@@ -46,7 +48,7 @@ def lexeme_frequencies_shift(*, document: Document, revision: DocumentRevision) 
             "ORDER BY p.space_id, l.lexeme "
             "ON CONFLICT (space_id, lexeme) "
             f"DO UPDATE SET passages = {_FREQUENCIES}.passages + EXCLUDED.passages",
-            [revision.pk, document.pk, revision.pk, revision.pk],
+            [revision_id, document.pk, revision_id, revision_id],
         )
 
 

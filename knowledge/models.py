@@ -60,6 +60,13 @@ class Document(models.Model):
     current_revision = models.ForeignKey(
         "DocumentRevision", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
     )
+    # Withdrawn (knowledge.lifecycle): out of the current library, history kept; null = in it.
+    withdrawn_at = models.DateTimeField(null=True, blank=True)
+    withdrawn_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True,
+        related_name="+",
+    )  # fmt: skip
+    withdrawn_reason = models.CharField(max_length=500, blank=True, default="")
 
     class Meta:
         ordering = ["-id"]
@@ -79,6 +86,10 @@ class Document(models.Model):
     @property
     def is_private(self) -> bool:
         return self.owner_id is not None
+
+    @property
+    def is_withdrawn(self) -> bool:
+        return self.withdrawn_at is not None
 
 
 class DocumentRevision(models.Model):

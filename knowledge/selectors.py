@@ -202,6 +202,20 @@ def documents_visible_to(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[
     )
 
 
+def documents_of_space(
+    *, user: AbstractBaseUser | AnonymousUser, space: Space
+) -> QuerySet[Document]:
+    """A visible space's documents, withdrawn ones included, by title, with their
+    revisions and extractions (the library page)."""
+    return (
+        documents_visible_to(user=user)
+        .filter(space=space)
+        .select_related("current_revision")
+        .prefetch_related("revisions__extractions")
+        .order_by("title", "pk")
+    )
+
+
 def private_files_of(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Document]:
     """The user's own private files, newest first (nobody else's, superusers included)."""
     if not user.is_authenticated or not user.is_active:

@@ -5,7 +5,9 @@ from knowledge.curation_apis import ProposalDetailApi, ProposalListCreateApi
 from knowledge.document_apis import (
     DocumentDetailApi,
     DocumentListCreateApi,
+    DocumentRestoreApi,
     DocumentTextApi,
+    DocumentWithdrawApi,
     SearchApi,
 )
 
@@ -18,6 +20,14 @@ urlpatterns = [
     path("documents", DocumentListCreateApi.as_view(), name="document-list"),
     path("documents/<str:document_id>", DocumentDetailApi.as_view(), name="document-detail"),
     path("documents/<str:document_id>/text", DocumentTextApi.as_view(), name="document-text"),
+    path(
+        "documents/<str:document_id>/withdraw",
+        DocumentWithdrawApi.as_view(),
+        name="document-withdraw",
+    ),
+    path(
+        "documents/<str:document_id>/restore", DocumentRestoreApi.as_view(), name="document-restore"
+    ),
     path("spaces", SpaceListCreateApi.as_view(), name="space-list"),
     path("spaces/<str:space_id>", SpaceDetailApi.as_view(), name="space-detail"),
     path("spaces/<str:space_id>/members", SpaceMembersApi.as_view(), name="space-members"),

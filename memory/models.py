@@ -35,6 +35,7 @@ class MemoryEntry(models.Model):
     )
 
     class Meta:
+        verbose_name_plural = "memory entries"
         ordering = ["-id"]
         constraints = [
             models.CheckConstraint(

@@ -69,22 +69,27 @@ def _lock_access_rows(
     return current, key_valid
 
 
-def _revisions_current(selected: list[SelectedFact]) -> bool:
-    """Whether every quoted revision is still its document's current one, read with a
-    FOR SHARE lock on the documents: a new revision made current first is waited for and
-    seen; one made current later waits until this publication commits."""
+def _quoted_revisions_fit(selected: list[SelectedFact]) -> str | None:
+    """None when every quoted revision is still its document's current one and no quoted
+    document is withdrawn, else `source_superseded` / `source_withdrawn`. Read with a FOR
+    SHARE lock on the documents: a new revision made current (or a withdrawal) first is
+    waited for and seen; one made later waits until this publication commits."""
     quoted = {(s.fact.source["document_id"], s.fact.source["revision_id"])
               for s in selected if s.fact.kind == "quote"}  # fmt: skip
     if not quoted:
-        return True
+        return None
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT id, current_revision_id FROM {_table(Document)} "  # noqa: S608
-            "WHERE id = ANY(%s) FOR SHARE",
+            f"SELECT id, current_revision_id, withdrawn_at IS NOT NULL "  # noqa: S608
+            f"FROM {_table(Document)} WHERE id = ANY(%s) FOR SHARE",
             [sorted({document for document, _ in quoted})],
         )
-        current = dict(cursor.fetchall())
-    return all(current.get(document) == revision for document, revision in quoted)
+        rows = {pk: (current, withdrawn) for pk, current, withdrawn in cursor.fetchall()}
+    if any(rows.get(document, (None, False))[1] for document, _ in quoted):
+        return "source_withdrawn"
+    if not all(rows.get(document, (None, False))[0] == revision for document, revision in quoted):
+        return "source_superseded"
+    return None
 
 
 def _table(model: type) -> str:
@@ -101,7 +106,8 @@ def publication_recheck(
 
     Re-reads from the database: the originating key is not revoked, the user is active,
     every selected document and dataset is still visible, every quoted revision is still
-    its document's current one (`source_superseded`), every private file is still
+    its document's current one (`source_superseded`) and not withdrawn
+    (`source_withdrawn`), every private file is still
     among the run's selected sources and in the conversation's current selection
     (`ConversationSource`: deselecting a file withdraws it from answers not yet sealed),
     and every memory entry the plan used is still valid. A database failure is
@@ -129,8 +135,9 @@ def publication_recheck(
             )
             if set(visible) != documents:
                 return "access_denied"
-            if not _revisions_current(selected):
-                return "source_superseded"
+            unfit = _quoted_revisions_fit(selected)
+            if unfit:
+                return unfit
             private = {pk for pk, owner in visible.items() if owner is not None}
             # Selected when the run started, and still in the conversation's selection now.
             _, still_selected = conversation_selection(conversation_id=run.conversation_id)

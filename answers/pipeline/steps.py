@@ -353,7 +353,8 @@ def abstention(
                 "state": "failed",
                 "code": access_code,
                 "result_count": 0,
-                "retryable": access_code in {"permission_unavailable", "source_superseded"},
+                "retryable": access_code
+                in {"permission_unavailable", "source_superseded", "source_withdrawn"},
             }
         )
     status = evidence_status or (judgement.evidence_status if judgement else "unavailable")

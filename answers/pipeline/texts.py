@@ -33,6 +33,10 @@ def explanation(kind: str, language: str) -> str:
             "A source needed for this answer could not be accessed, so no answer was "
             "published. Try again later or ask an administrator."
         ),
+        "source_withdrawn": lambda: _(
+            "A source this answer quoted has been withdrawn by its curators, so the answer "
+            "is no longer shown. Regenerate it to answer from the current sources."
+        ),
         "unsupported": lambda: _(
             "This request needs a capability that the configured model provider does not "
             "have (such as a comparison or an ungrounded answer), so no answer was published."

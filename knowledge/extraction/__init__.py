@@ -17,12 +17,14 @@ from collections.abc import Callable
 
 from . import docx, html, markdown, pdf, text, transcripts
 from .base import ERROR_CODES, ExtractionError, ExtractionResult, Limits, Segment, normalise_text
-from .formats import FORMATS, detect_format
+from .formats import FORMATS, SUPPORTED_TYPES, UPLOAD_ACCEPT, detect_format
 
 __all__ = [
     "ERROR_CODES",
     "FORMATS",
     "ROLES",
+    "SUPPORTED_TYPES",
+    "UPLOAD_ACCEPT",
     "ExtractionError",
     "ExtractionResult",
     "Limits",

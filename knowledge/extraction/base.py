@@ -22,7 +22,9 @@ _MESSAGES = {
     "encrypted": "The file is password-protected.",
     "no_text": "The file contains no extractable text.",
     "too_large": "The file is too large to process.",
-    "unsupported_type": "This file type is not supported.",
+    "unsupported_type": "This file type is not supported. Supported: PDF (.pdf), Word (.docx), "
+    "HTML (.html, .htm, .xhtml), Markdown (.md, .markdown), plain text (.txt, .text), "
+    "WebVTT (.vtt) and SubRip (.srt).",
     "timeout": "Reading the file took too long.",
 }
 

@@ -26,6 +26,13 @@ _EXTENSIONS = {
     ".srt": "srt",
 }
 
+# For people: the upload form's `accept`, and the words every "unsupported" error uses.
+UPLOAD_ACCEPT = ",".join(sorted(_EXTENSIONS))
+SUPPORTED_TYPES = (
+    "PDF (.pdf), Word (.docx), HTML (.html, .htm, .xhtml), Markdown (.md, .markdown), "
+    "plain text (.txt, .text), WebVTT (.vtt) and SubRip (.srt)"
+)
+
 _IMAGE_MAGIC = (b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"GIF87a", b"GIF89a")
 
 _VTT_HEADER = re.compile(r"\AWEBVTT(?:[ \t]|\r?\n|\r|\Z)")

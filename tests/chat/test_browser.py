@@ -223,3 +223,49 @@ def test_a_private_file_uploads_with_progress_until_admitted_or_failed(
     page.get_by_label("Your question").fill("What is my travel budget per trip?")
     page.get_by_role("button", name="Ask", exact=True).click()
     expect(page.locator("[data-answer] blockquote").first).to_contain_text("900 euros")
+
+
+@pytest.fixture
+def library_curator(demo) -> None:
+    """A curator of the Demo space who is neither staff nor superuser (made before the
+    browser starts: the ORM does not run inside Playwright's loop)."""
+    from knowledge.models import Space
+    from knowledge.services import space_member_set
+
+    get_user_model().objects.create_user("curator", password=PASSWORD)
+    space_member_set(space=Space.objects.get(name="Demo"), username="curator", role="curator")
+
+
+def test_a_curator_adds_two_files_in_the_library_and_a_reader_is_answered_from_one(
+    library_curator, browser, live_server_url, tmp_path
+):
+    """Issue 28: a curator with only a browser adds documents to their space."""
+    crane = "The harbour crane is inspected every Tuesday by the dock master."
+    (tmp_path / "harbour.md").write_text(f"# Harbour\n\n{crane}\n")
+    (tmp_path / "canteen.txt").write_text("The canteen opens at seven in the morning.\n")
+
+    page = new_page(browser)
+    sign_in(page, live_server_url, "curator")
+    page.get_by_role("link", name="Library").click()
+    page.get_by_role("link", name="Demo").click()
+    expect(page.get_by_role("heading", name="Demo")).to_be_visible()
+    page.get_by_label("Add documents to this space").set_input_files(
+        [tmp_path / "harbour.md", tmp_path / "canteen.txt"]
+    )
+    page.get_by_role("button", name="Upload", exact=True).click()
+    # Each file gets its own line with its progress, then the page shows both admitted.
+    expect(page.locator("[data-upload-list] li")).to_have_count(2)
+    for title in ("Harbour", "canteen"):
+        row = page.locator("li[data-document]", has_text=title)
+        expect(row).to_have_attribute("data-state", "admitted", timeout=120_000)
+        expect(row).to_contain_text("Ready")
+    shot(page, "12-library-upload")
+    assert page.console_errors == []
+
+    reader = new_page(browser)
+    sign_in(reader, live_server_url, "reader")
+    reader.get_by_label("Demo").check()
+    reader.get_by_label("Your question").fill("Who inspects the harbour crane?")
+    reader.get_by_role("button", name="Ask", exact=True).click()
+    expect(reader.locator("[data-answer] blockquote").first).to_contain_text(crane)
+    shot(reader, "13-answer-from-the-library")

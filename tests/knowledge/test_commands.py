@@ -31,7 +31,7 @@ def test_ingest_uploads_every_file_and_reports_refusals(tmp_path, space, owner):
 
 
 def test_ingest_rejects_an_unknown_space(tmp_path, owner):
-    with pytest.raises(CommandError, match="no space"):
+    with pytest.raises(CommandError, match="No space is named or numbered 'Nowhere'"):
         call_command("ingest", str(tmp_path), "--space", "Nowhere", "--user", "owner")
 
 

@@ -125,9 +125,85 @@
     }
   }
 
+  // Library uploads: each chosen file goes up on its own request (one refused file loses
+  // nothing of the others), gets a line with its progress, and is polled until its
+  // extraction is admitted or failed; then the page shows the new state.
+  function uploadMany(form) {
+    const list = form.querySelector("[data-upload-list]");
+    const input = form.querySelector("input[type=file]");
+    form.addEventListener("submit", function (event) {
+      event.preventDefault();
+      const files = Array.prototype.slice.call(input.files);
+      list.textContent = "";
+      const pending = files.map(function (file) {
+        const item = document.createElement("li");
+        const label = document.createElement("span");
+        const progress = document.createElement("progress");
+        label.textContent = file.name + ": " + list.dataset.labelUploading;
+        item.appendChild(label);
+        item.appendChild(progress);
+        list.appendChild(item);
+        const body = new FormData();
+        form.querySelectorAll("input[type=hidden]").forEach(function (field) {
+          body.append(field.name, field.value);
+        });
+        body.append("file", file, file.name);
+        return fetch(form.action, {
+          method: "POST", body: body, credentials: "same-origin",
+          headers: { Accept: "application/json" },
+        })
+          .then(function (response) { return response.json(); })
+          .then(function (result) {
+            const outcome = result.files ? result.files[0] : null;
+            if (!outcome || !outcome.ok) {
+              progress.remove();
+              label.textContent = file.name + ": " + ((outcome && outcome.message) ||
+                (result.error && result.error.message) || list.dataset.labelFailed);
+              item.dataset.uploadState = "failed";
+              return;
+            }
+            return follow(outcome, label, progress, item);
+          })
+          .catch(function () {
+            progress.remove();
+            label.textContent = file.name + ": " + list.dataset.labelFailed;
+            item.dataset.uploadState = "failed";
+          });
+      });
+      Promise.all(pending).then(function () {
+        if (list.querySelector("[data-upload-state=admitted]")) {
+          window.setTimeout(function () { window.location.reload(); }, 1500);
+        }
+      });
+    });
+    function follow(outcome, label, progress, item) {
+      return new Promise(function (resolve) {
+        function poll() {
+          fetch(outcome.status_url, { credentials: "same-origin", headers: { Accept: "application/json" } })
+            .then(function (response) { return response.json(); })
+            .then(function (state) {
+              label.textContent = outcome.name + ": " + state.message;
+              if (state.state === "extracting") {
+                progress.max = 100;
+                progress.value = state.progress;
+                window.setTimeout(poll, 500);
+                return;
+              }
+              progress.remove();
+              item.dataset.uploadState = state.state;
+              resolve();
+            })
+            .catch(function () { label.textContent = outcome.name + ": " + list.dataset.labelFailed; resolve(); });
+        }
+        poll();
+      });
+    }
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     document.querySelectorAll("[data-live-run]").forEach(follow);
     document.querySelectorAll("[data-upload-form]").forEach(upload);
+    document.querySelectorAll("[data-upload-many]").forEach(uploadMany);
     document.querySelectorAll("[data-ask-form]").forEach(function (form) {
       form.addEventListener("submit", function (event) {
         const button = event.submitter;

@@ -1,13 +1,18 @@
 import time
 from pathlib import Path
 
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from core.errors import ApiError
-from knowledge.documents import document_upload
+from core.selectors import user_get_by_username
+from knowledge.documents import document_change_check, document_upload
 from knowledge.models import ExtractionRole, ExtractionStatus
-from knowledge.selectors import revision_extractions, space_find
+from knowledge.selectors import (
+    document_get_for_user,
+    revision_extractions,
+    space_find,
+    spaces_all,
+)
 
 UNFINISHED = {ExtractionStatus.PENDING, ExtractionStatus.RUNNING}
 
@@ -22,30 +27,47 @@ class Command(BaseCommand):
         parser.add_argument("paths", nargs="+", type=Path)
         parser.add_argument("--space", required=True, help="space name or id")
         parser.add_argument("--user", default="admin", help="uploader (default: admin)")
+        parser.add_argument(
+            "--document", type=int, help="upload one file as a new revision of this document"
+        )
         parser.add_argument("--wait", action="store_true", help="wait for the extractions")
         parser.add_argument(
             "--timeout", type=float, default=300.0, help="seconds --wait waits in all"
         )
 
     def handle(self, *args, paths: list[Path], space: str, user: str, wait: bool,
-               timeout: float, **options) -> None:  # fmt: skip
+               timeout: float, document: int | None = None, **options) -> None:  # fmt: skip
         target = space_find(name_or_id=space)
         if target is None:
-            raise CommandError(f"no space {space!r}")
-        uploader = get_user_model().objects.filter(username=user).first()
+            names = ", ".join(repr(s.name) for s in spaces_all()[:20]) or "none yet"
+            raise CommandError(
+                f"No space is named or numbered {space!r}. Spaces: {names}. "
+                "Create one with `manage.py space create NAME`."
+            )
+        uploader = user_get_by_username(username=user)
         if uploader is None:
-            raise CommandError(f"no user {user!r}")
+            raise CommandError(f"No active user is named {user!r}.")
+        revised = None
+        try:  # the same role check as every other way in, before any file is read
+            if document is not None:
+                revised = document_get_for_user(user=uploader, document_id=document)
+            document_change_check(user=uploader, space=target, document=revised)
+        except ApiError as error:
+            raise CommandError(f"{user} may not add to {target.name!r}: {error.detail}") from None
         files = [
             p for path in paths for p in (sorted(path.rglob("*")) if path.is_dir() else [path])
         ]
+        if revised is not None and len(files) != 1:
+            raise CommandError("--document takes exactly one file (its new revision).")
         failures = 0
         uploaded: list[tuple[str, int]] = []
         for path in files:
             if not path.is_file():
                 continue
             try:
+                data = path.read_bytes()
                 result = document_upload(
-                    user=uploader, filename=path.name, data=path.read_bytes(), space=target
+                    user=uploader, filename=path.name, data=data, space=target, document=revised
                 )
             except ApiError as error:
                 failures += 1

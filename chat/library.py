@@ -1,0 +1,177 @@
+"""The library in the chat: a space's documents for its readers, and for its curators the
+way to add files, upload new revisions, withdraw and restore — without admin or an API key.
+
+Thin views: every change goes through the document services, which check the acting
+user's role (knowledge.documents.document_change_check). A space or document the user
+cannot see is a 404; one they can see but not change is a 403 with the page and a
+message. Forms work without JavaScript; with it, files go up one by one with progress.
+"""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect
+from django.urls import reverse
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_GET, require_POST
+
+from chat.presenters import file_state
+from chat.views import _not_found_is_404, _page
+from core.errors import ApiError, ForbiddenError, NotFoundError
+from knowledge.documents import document_change_check, document_upload
+from knowledge.extraction import SUPPORTED_TYPES, UPLOAD_ACCEPT
+from knowledge.lifecycle import WITHDRAW_REASON_MAX, document_restore, document_withdraw
+from knowledge.models import Space
+from knowledge.selectors import (
+    document_get_for_user,
+    documents_of_space,
+    space_can_manage,
+    space_get_for_user,
+    space_role_of,
+    spaces_visible_to,
+)
+
+
+def _wants_json(request: HttpRequest) -> bool:
+    return "application/json" in request.headers.get("Accept", "")
+
+
+def _space_page(request: HttpRequest, space: Space, status: int = 200) -> HttpResponse:
+    documents = [
+        {"document": document, **file_state(document)}
+        for document in documents_of_space(user=request.user, space=space)
+    ]
+    context = {
+        "space": space,
+        "documents": documents,
+        "can_manage": space_can_manage(user=request.user, space=space),
+        "supported_types": SUPPORTED_TYPES,
+        "accept": UPLOAD_ACCEPT,
+        "reason_max": WITHDRAW_REASON_MAX,
+    }
+    return _page(request, "chat/space.html", context, status)
+
+
+@login_required
+@require_GET
+def spaces(request: HttpRequest) -> HttpResponse:
+    """The spaces the user may read, with their role in each."""
+    rows = [
+        {"space": space, "role": space_role_of(user=request.user, space=space)}
+        for space in spaces_visible_to(user=request.user).order_by("name")
+    ]
+    return _page(request, "chat/spaces.html", {"rows": rows})
+
+
+@login_required
+@require_GET
+@_not_found_is_404
+def space(request: HttpRequest, space_id: int) -> HttpResponse:
+    return _space_page(request, space_get_for_user(user=request.user, space_id=space_id))
+
+
+def _refused(request: HttpRequest, space: Space, error: ForbiddenError) -> HttpResponse:
+    if _wants_json(request):
+        body = {"error": {"code": error.error_code, "message": str(error.detail)}}
+        return JsonResponse(body, status=error.status_code)
+    messages.error(request, str(error.detail))
+    return _space_page(request, space, status=error.status_code)
+
+
+@login_required
+@require_POST
+@_not_found_is_404
+def space_upload(request: HttpRequest, space_id: int) -> HttpResponse:
+    """Files into the space, or (with `document`) a new revision of one of its documents.
+
+    Each file is stored and queued on its own: one refused file (an unsupported type, too
+    large) does not lose the others. The answer lists every file's outcome."""
+    space = space_get_for_user(user=request.user, space_id=space_id)
+    document = None
+    if request.POST.get("document"):
+        document = document_get_for_user(user=request.user, document_id=request.POST["document"])
+    try:
+        document_change_check(user=request.user, space=space, document=document)
+    except ForbiddenError as error:
+        return _refused(request, space, error)
+    uploads = request.FILES.getlist("file")
+    if not uploads or (document is not None and len(uploads) > 1):
+        message = _("Choose one file.") if document else _("Choose one or more files.")
+        if _wants_json(request):
+            return JsonResponse({"error": {"code": "invalid", "message": message}}, status=422)
+        messages.error(request, message)
+        return redirect("chat:space", space.pk)
+    outcomes = []
+    for upload in uploads:
+        try:
+            result = document_upload(user=request.user, filename=upload.name, data=upload.read(),
+                                     space=space, document=document)  # fmt: skip
+        except ApiError as error:
+            # 503 `extraction_delayed` included: the file is stored, the sweeper queues it.
+            outcomes.append({"name": upload.name, "ok": False, "code": error.error_code,
+                             "message": str(error.detail)})  # fmt: skip
+            continue
+        outcomes.append({
+            "name": upload.name, "ok": True, "document": result.document.pk,
+            "title": result.document.title, "revision": result.revision.number,
+            "created": result.created,
+            "status_url": reverse("chat:document-status", args=[result.document.pk]),
+        })  # fmt: skip
+    if _wants_json(request):
+        status = 202 if any(o["ok"] for o in outcomes) else 422
+        return JsonResponse({"files": outcomes}, status=status)
+    for outcome in outcomes:
+        if outcome["ok"]:
+            text = _("%(name)s: stored as revision %(number)s; its text is being extracted.") % {
+                "name": outcome["name"], "number": outcome["revision"]}  # fmt: skip
+            messages.info(request, text)
+        else:
+            messages.error(request, f"{outcome['name']}: {outcome['message']}")
+    return redirect("chat:space", space.pk)
+
+
+@login_required
+@require_GET
+@_not_found_is_404
+def document_status(request: HttpRequest, document_id: int) -> JsonResponse:
+    """A readable document's extraction state (the upload progress polls it)."""
+    document = document_get_for_user(user=request.user, document_id=document_id)
+    return JsonResponse({"document": document.pk, **file_state(document)})
+
+
+def _lifecycle(request: HttpRequest, space_id: int, document_id: int, change) -> HttpResponse:
+    space = space_get_for_user(user=request.user, space_id=space_id)
+    document = document_get_for_user(user=request.user, document_id=document_id)
+    if document.space_id != space.pk:
+        raise NotFoundError("Document not found.")
+    try:
+        change(document)
+    except ForbiddenError as error:
+        return _refused(request, space, error)
+    return redirect(reverse("chat:space", args=[space.pk]) + f"#document-{document.pk}")
+
+
+@login_required
+@require_POST
+@_not_found_is_404
+def document_withdraw_view(request: HttpRequest, space_id: int, document_id: int) -> HttpResponse:
+    reason = (request.POST.get("reason") or "")[:WITHDRAW_REASON_MAX]
+
+    def withdraw(document) -> None:
+        document_withdraw(user=request.user, document=document, reason=reason)
+        messages.info(request, _("“%(title)s” is withdrawn: it is no longer searched or quoted.")
+                      % {"title": document.title})  # fmt: skip
+
+    return _lifecycle(request, space_id, document_id, withdraw)
+
+
+@login_required
+@require_POST
+@_not_found_is_404
+def document_restore_view(request: HttpRequest, space_id: int, document_id: int) -> HttpResponse:
+    def restore(document) -> None:
+        document_restore(user=request.user, document=document)
+        messages.info(request, _("“%(title)s” is restored: it is searched and quoted again.")
+                      % {"title": document.title})  # fmt: skip
+
+    return _lifecycle(request, space_id, document_id, restore)

@@ -1,0 +1,320 @@
+"""One role check for every way into a space's documents: API, CLI, admin, library pages.
+
+Upload, new revision, withdraw and restore: the space's curator and a superuser may; a
+reader of the space is refused with 403 (they see it); a curator of another space and an
+outsider get 404 (they do not). Nothing changes when refused.
+"""
+
+import re
+from io import StringIO
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import CommandError, call_command
+from django.test import Client
+
+from knowledge.documents import document_upload
+from knowledge.lifecycle import document_withdraw
+from knowledge.models import Document, DocumentRevision
+from knowledge.services import space_create, space_member_set
+from tests.conftest import client_for, make_user
+
+pytestmark = pytest.mark.django_db
+
+ROLES = ["curator", "reader", "other_curator", "outsider", "superuser"]
+REFUSAL = {"reader": 403, "other_curator": 404, "outsider": 404}
+
+
+@pytest.fixture
+def people(space, owner, member, outsider, staff) -> dict:
+    other = make_user("elsewhere")
+    elsewhere = space_create(name="Elsewhere", created_by=staff)
+    space_member_set(space=elsewhere, username=other.username, role="curator")
+    root = get_user_model().objects.create_superuser("root", password="test-password-1")
+    return {"curator": owner, "reader": member, "other_curator": other, "outsider": outsider,
+            "superuser": root}  # fmt: skip
+
+
+@pytest.fixture
+def document(space, owner) -> Document:
+    return document_upload(
+        user=owner, filename="policy.txt", data=b"Invoices are kept for ten years.", space=space
+    ).document
+
+
+def allowed(role: str) -> bool:
+    return role not in REFUSAL
+
+
+def revisions(document: Document) -> int:
+    return DocumentRevision.objects.filter(document=document).count()
+
+
+def withdrawn(document: Document) -> bool:
+    document.refresh_from_db()
+    return document.is_withdrawn
+
+
+# --- API ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_api_upload(people, space, role):
+    response = client_for(people[role]).post(
+        "/v1/documents",
+        {"file": SimpleUploadedFile("new.txt", b"A new text."), "space": space.pk},
+        format="multipart",
+    )
+    assert response.status_code == (202 if allowed(role) else REFUSAL[role]), response.json()
+    assert Document.objects.filter(title="new").exists() == allowed(role)
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_api_new_revision(people, space, document, role):
+    response = client_for(people[role]).post(
+        "/v1/documents",
+        {"file": SimpleUploadedFile("policy.txt", b"Invoices are kept for twelve years."),
+         "space": space.pk, "document": document.pk},
+        format="multipart",
+    )  # fmt: skip
+    assert response.status_code == (202 if allowed(role) else REFUSAL[role]), response.json()
+    assert revisions(document) == (2 if allowed(role) else 1)
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_api_withdraw_and_restore(people, owner, document, role):
+    client = client_for(people[role])
+    response = client.post(f"/v1/documents/{document.pk}/withdraw", {"reason": "outdated"})
+    assert response.status_code == (200 if allowed(role) else REFUSAL[role]), response.json()
+    assert withdrawn(document) == allowed(role)
+    if allowed(role):
+        assert response.json()["withdrawn"] is True
+        assert response.json()["withdrawn_at"]
+    else:
+        document_withdraw(user=owner, document=document)
+    response = client.post(f"/v1/documents/{document.pk}/restore")
+    assert response.status_code == (200 if allowed(role) else REFUSAL[role]), response.json()
+    assert withdrawn(document) == (not allowed(role))
+
+
+def test_api_refusals_are_typed(people, space, document):
+    reader = client_for(people["reader"])
+    body = reader.post(f"/v1/documents/{document.pk}/withdraw").json()
+    assert body["error"]["code"] == "permission_denied"
+    assert "curators" in body["error"]["message"]
+    outsider = client_for(people["outsider"])
+    body = outsider.post(f"/v1/documents/{document.pk}/withdraw").json()
+    assert body["error"]["code"] == "not_found"
+    curator = client_for(people["curator"])
+    too_long = curator.post(f"/v1/documents/{document.pk}/withdraw", {"reason": "x" * 501})
+    assert too_long.status_code == 422
+    assert too_long.json()["error"]["fields"]["reason"]
+    assert not withdrawn(document)
+    for path in ("abc", "0", "99999999999999999999", "%00"):
+        assert curator.post(f"/v1/documents/{path}/withdraw").status_code == 404
+        assert curator.post(f"/v1/documents/{path}/restore").status_code == 404
+
+
+# --- CLI ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_cli_ingest(people, space, tmp_path, role):
+    path = tmp_path / "cli.txt"
+    path.write_bytes(b"Written from the command line.")
+    out, err = StringIO(), StringIO()
+    if allowed(role):
+        call_command("ingest", str(path), space=space.name, user=people[role].username,
+                     stdout=out, stderr=err)  # fmt: skip
+        assert "cli.txt: document" in out.getvalue()
+    else:
+        with pytest.raises(CommandError, match="may not add to 'Operations'"):
+            call_command("ingest", str(path), space=space.name, user=people[role].username,
+                         stdout=out, stderr=err)  # fmt: skip
+    assert Document.objects.filter(title="cli").exists() == allowed(role)
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_cli_new_revision(people, space, document, tmp_path, role):
+    path = tmp_path / "policy.txt"
+    path.write_bytes(b"Invoices are kept for twelve years.")
+    options = {"space": space.name, "user": people[role].username, "document": document.pk,
+               "stdout": StringIO(), "stderr": StringIO()}  # fmt: skip
+    if allowed(role):
+        call_command("ingest", str(path), **options)
+    else:
+        with pytest.raises(CommandError, match="may not add"):
+            call_command("ingest", str(path), **options)
+    assert revisions(document) == (2 if allowed(role) else 1)
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_cli_withdraw_and_restore(people, document, role):
+    name = people[role].username
+    if allowed(role):
+        call_command("document", "withdraw", str(document.pk), user=name, reason="outdated",
+                     stdout=StringIO())  # fmt: skip
+        assert withdrawn(document)
+        call_command("document", "restore", str(document.pk), user=name, stdout=StringIO())
+        assert not withdrawn(document)
+        return
+    code = "permission_denied" if REFUSAL[role] == 403 else "not_found"
+    with pytest.raises(CommandError, match=code):
+        call_command("document", "withdraw", str(document.pk), user=name, stdout=StringIO())
+    assert not withdrawn(document)
+
+
+def test_cli_says_which_spaces_exist_and_who_is_unknown(people, space, tmp_path):
+    path = tmp_path / "a.txt"
+    path.write_bytes(b"Text.")
+    listed = re.escape("No space is named or numbered 'Nope'. Spaces: 'Elsewhere', 'Operations'")
+    with pytest.raises(CommandError, match=listed):
+        call_command("ingest", str(path), space="Nope", user="owner")
+    with pytest.raises(CommandError, match="No active user is named 'nobody'"):
+        call_command("ingest", str(path), space=space.name, user="nobody")
+
+
+# --- admin -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_admin_withdraw_and_restore(people, owner, document, role):
+    user = people[role]
+    user.is_staff = True  # admin opens to staff; what they may change comes from their roles
+    user.save()
+    client = Client()
+    client.force_login(user)
+    url = "/admin/knowledge/document/"
+    response = client.post(url, {"action": "withdraw_selected", "_selected_action": [document.pk]})
+    assert withdrawn(document) == allowed(role)
+    if role == "reader":
+        assert response.status_code == 403  # curates nothing: admin's documents are closed
+    if allowed(role):
+        response = client.post(
+            url, {"action": "restore_selected", "_selected_action": [document.pk]}
+        )
+        assert response.status_code == 302
+        assert not withdrawn(document)
+
+
+def test_admin_revision_page_links_its_file_and_shows_no_save_button(people, owner, document):
+    owner.is_staff = True
+    owner.save()
+    client = Client()
+    client.force_login(owner)
+    revision = document.revisions.get()
+    page = client.get(f"/admin/knowledge/documentrevision/{revision.pk}/change/")
+    assert page.status_code == 200
+    assert b'name="_save"' not in page.content
+    link = f"/admin/knowledge/documentrevision/{revision.pk}/file/"
+    assert link.encode() in page.content
+    download = client.get(link)
+    assert download.status_code == 200
+    assert b"".join(download.streaming_content) == b"Invoices are kept for ten years."
+    assert "policy.txt" in download["Content-Disposition"]
+    # Another space's curator sees neither the page nor the file.
+    other = people["other_curator"]
+    other.is_staff = True
+    other.save()
+    client.force_login(other)
+    assert client.get(link).status_code == 404
+
+
+def test_admin_names_memory_entries_properly(people):
+    client = Client()
+    client.force_login(people["superuser"])
+    page = client.get("/admin/")
+    assert b"Memory entries" in page.content
+    assert b"Memory entrys" not in page.content
+
+
+# --- the library pages (the browser form) ------------------------------------------
+
+
+def page_client(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_library_upload(people, space, role):
+    response = page_client(people[role]).post(
+        f"/spaces/{space.pk}/documents/",
+        {"file": [SimpleUploadedFile("one.txt", b"First text."),
+                  SimpleUploadedFile("two.md", b"# Two\n\nSecond text.")]},
+    )  # fmt: skip
+    assert response.status_code == (302 if allowed(role) else REFUSAL[role])
+    titles = set(Document.objects.values_list("title", flat=True))
+    assert ({"one", "Two"} <= titles or {"one", "two"} <= titles) == allowed(role)
+    if not allowed(role):
+        assert not ({"one", "two", "Two"} & titles)
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_library_new_revision(people, space, document, role):
+    response = page_client(people[role]).post(
+        f"/spaces/{space.pk}/documents/",
+        {"file": SimpleUploadedFile("policy.txt", b"Invoices are kept for twelve years."),
+         "document": document.pk},
+    )  # fmt: skip
+    assert response.status_code == (302 if allowed(role) else REFUSAL[role])
+    assert revisions(document) == (2 if allowed(role) else 1)
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_library_withdraw_and_restore(people, owner, space, document, role):
+    client = page_client(people[role])
+    base = f"/spaces/{space.pk}/documents/{document.pk}"
+    response = client.post(f"{base}/withdraw/", {"reason": "outdated"})
+    assert response.status_code == (302 if allowed(role) else REFUSAL[role])
+    assert withdrawn(document) == allowed(role)
+    if not allowed(role):
+        document_withdraw(user=owner, document=document)
+    response = client.post(f"{base}/restore/")
+    assert response.status_code == (302 if allowed(role) else REFUSAL[role])
+    assert withdrawn(document) == (not allowed(role))
+
+
+def test_library_page_shows_curators_the_forms_and_readers_the_list(people, space, document):
+    curator = page_client(people["curator"]).get(f"/spaces/{space.pk}/")
+    assert curator.status_code == 200
+    assert b"Add documents to this space" in curator.content
+    assert b"Supported: PDF (.pdf)" in curator.content
+    assert b"policy" in curator.content
+    reader = page_client(people["reader"]).get(f"/spaces/{space.pk}/")
+    assert reader.status_code == 200
+    assert b"policy" in reader.content
+    assert b"Add documents to this space" not in reader.content
+    assert b"data-withdraw" not in reader.content
+    assert page_client(people["outsider"]).get(f"/spaces/{space.pk}/").status_code == 404
+    listing = page_client(people["reader"]).get("/spaces/")
+    assert b"Operations" in listing.content and b"Elsewhere" not in listing.content
+
+
+def test_library_refuses_one_bad_file_and_keeps_the_others(people, space):
+    response = page_client(people["curator"]).post(
+        f"/spaces/{space.pk}/documents/",
+        {"file": [SimpleUploadedFile("good.txt", b"Good text."),
+                  SimpleUploadedFile("photo.png", b"\x89PNG\r\n\x1a\nxxxx"),
+                  SimpleUploadedFile("empty.txt", b"")]},
+        headers={"Accept": "application/json"},
+    )  # fmt: skip
+    assert response.status_code == 202
+    files = {f["name"]: f for f in response.json()["files"]}
+    assert files["good.txt"]["ok"] is True
+    assert files["photo.png"]["code"] == "unsupported_type"
+    assert "Supported: PDF (.pdf), Word (.docx)" in files["photo.png"]["message"]
+    assert files["empty.txt"]["ok"] is False
+    assert list(Document.objects.values_list("title", flat=True)) == ["good"]
+
+
+def test_library_upload_without_a_file_is_a_clear_error(people, space):
+    client = page_client(people["curator"])
+    response = client.post(f"/spaces/{space.pk}/documents/", {},
+                           headers={"Accept": "application/json"})  # fmt: skip
+    assert response.status_code == 422
+    assert response.json()["error"]["message"] == "Choose one or more files."
+    assert client.post("/spaces/abc/documents/").status_code == 404
+    assert client.post("/spaces/999999/documents/").status_code == 404
