@@ -340,9 +340,9 @@ def list_sources_run(caller: Caller, values: dict) -> ToolResult:
     ]
     document_rows = [
         {"id": pk, "title": title, "kind": kind, "space_id": space, "private": space is None,
-         "current_revision_id": revision}
-        for pk, title, kind, space, revision in documents.values_list(
-            "pk", "title", "kind", "space_id", "current_revision_id"
+         "current_revision_id": revision, "withdrawn": withdrawn is not None}
+        for pk, title, kind, space, revision, withdrawn in documents.values_list(
+            "pk", "title", "kind", "space_id", "current_revision_id", "withdrawn_at"
         )[: MAX_LIST_ITEMS + 1]
     ]  # fmt: skip
     dataset_rows = [

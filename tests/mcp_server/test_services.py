@@ -34,6 +34,17 @@ def test_list_sources_reads_in_a_fixed_number_of_queries(
     assert len(outcome.payload["documents"]) == 6 and outcome.result_count == 7
 
 
+def test_list_sources_says_which_documents_are_withdrawn(space, owner, member):
+    from knowledge.lifecycle import document_withdraw
+
+    kept = ingest(owner, "kept.txt", "The kept document.", space=space)
+    gone = ingest(owner, "gone.txt", "The withdrawn document.", space=space)
+    document_withdraw(user=owner, document=gone.document)
+    documents = {d["id"]: d for d in run(member, "list_sources").payload["documents"]}
+    assert documents[kept.document.pk]["withdrawn"] is False
+    assert documents[gone.document.pk]["withdrawn"] is True
+
+
 def test_the_audit_keeps_arguments_bounded_and_storable():
     stored = arguments_for_audit(
         {"query": "a\x00b" + "x" * 1000, "ids": list(range(80)),
