@@ -74,7 +74,7 @@ def document_change_check(
     private: bool = False,
     document: Document | None = None,
 ) -> None:
-    """The one role check for adding, revising, withdrawing and erasing documents.
+    """The one role check for adding, revising, withdrawing and restoring documents.
 
     Shared documents: the space must be visible to user (else NotFoundError, as if it did
     not exist) and user one of its curators or a superuser (else ForbiddenError); a
