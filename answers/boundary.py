@@ -1,20 +1,25 @@
 """The one boundary every read of a sealed answer passes (runs, event replay, exports,
 shares, MCP): the caller may see every source the answer cites, now — or they get the
-fixed access-failure text instead of it; a cited document withdrawn since gives the fixed
-"source withdrawn" notice. Sealed text never outlives the access it was sealed under."""
+fixed access-failure text instead of it; a cited revision erased since gives the fixed
+"erased on <date>" notice, a cited document withdrawn since the "source withdrawn" one.
+Sealed text never outlives the access it was sealed under, nor the text it quoted."""
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import UTC, date
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.postgres.expressions import ArraySubquery
+from django.db.models import OuterRef
+from django.db.models.functions import JSONObject
 
 from answers.models import AnswerRun
 from answers.pipeline import texts
 from audit.models import StreamEvent
 from datasets.models import Dataset
 from datasets.selectors import datasets_visible_to
-from knowledge.models import Document
+from knowledge.models import Document, Erasure
 from knowledge.selectors import documents_visible_to
 
 
@@ -47,11 +52,13 @@ def sources_in_space(*, sources: list[dict], space_id: int) -> bool:
 @dataclass(frozen=True)
 class SourceStates:
     """What a reader may see of cited sources now: which documents and datasets are
-    visible to them, and which of those documents were withdrawn since."""
+    visible to them, which of those documents were withdrawn since, and which of their
+    revisions were erased (revision id → the day)."""
 
     documents: frozenset[int]
     withdrawn: frozenset[int]
     datasets: frozenset[int]
+    erased: dict[int, date] = field(default_factory=dict)
 
     def visible(self, source: dict) -> bool:
         if source.get("type") == "revision":
@@ -63,13 +70,23 @@ class SourceStates:
     def is_withdrawn(self, source: dict) -> bool:
         return source.get("type") == "revision" and source["document_id"] in self.withdrawn
 
+    def erased_on(self, source: dict) -> date | None:
+        if source.get("type") != "revision":
+            return None
+        return self.erased.get(source.get("id"))
+
     def sealed(self, body: dict) -> dict:
         """The body as this reader may read it: the access-failure text when a source is
-        hidden from them (first: a hidden source reveals nothing, not even a withdrawal),
-        the "source withdrawn" notice when one was withdrawn, else the body itself."""
+        hidden from them (first: a hidden source reveals nothing, not even an erasure),
+        the "erased on <date>" notice when a quoted revision was erased (its earliest
+        day), the "source withdrawn" notice when a document was withdrawn, else the body
+        itself."""
         sources = body.get("evidence", {}).get("sources", [])
         if not all(self.visible(source) for source in sources):
             return access_failure_body(body)
+        days = [day for day in map(self.erased_on, sources) if day is not None]
+        if days:
+            return notice_body(body, kind="source_erased", day=min(days))
         if any(self.is_withdrawn(source) for source in sources):
             return notice_body(body, kind="source_withdrawn")
         return body
@@ -80,9 +97,21 @@ def source_states(*, user: AbstractBaseUser | AnonymousUser, sources: list[dict]
     most two statements for any number of them."""
     documents = {s["document_id"] for s in sources if s.get("type") == "revision"}
     datasets = {s["dataset_id"] for s in sources if s.get("type") == "snapshot"}
-    seen = dict(
-        documents_visible_to(user=user).filter(pk__in=documents).values_list("pk", "withdrawn_at")
-    ) if documents else {}  # fmt: skip
+    erasures = ArraySubquery(
+        Erasure.objects.filter(document=OuterRef("pk")).values(
+            json=JSONObject(revision="revision_id", at="erased_at")
+        )
+    )
+    rows = (
+        documents_visible_to(user=user)
+        .filter(pk__in=documents)
+        .annotate(erased_revisions=erasures)
+        .values_list("pk", "withdrawn_at", "erased_revisions")
+        if documents
+        else []
+    )
+    seen = {pk: withdrawn_at for pk, withdrawn_at, _ in rows}
+    erased = {item["revision"]: _day(item["at"]) for _, _, found in rows for item in found}
     seen_datasets = set(
         datasets_visible_to(user=user).filter(pk__in=datasets).values_list("pk", flat=True)
     ) if datasets else set()  # fmt: skip
@@ -90,7 +119,16 @@ def source_states(*, user: AbstractBaseUser | AnonymousUser, sources: list[dict]
         documents=frozenset(seen),
         withdrawn=frozenset(pk for pk, withdrawn_at in seen.items() if withdrawn_at),
         datasets=frozenset(seen_datasets),
+        erased=erased,
     )
+
+
+def _day(instant: str) -> date:
+    """The UTC day of an erasure instant as JSON gives it (`2026-12-02T10:00:00+00:00`)."""
+    from django.utils.dateparse import parse_datetime
+
+    parsed = parse_datetime(instant)
+    return parsed.astimezone(UTC).date() if parsed is not None else date.min
 
 
 def source_visibility(
@@ -106,7 +144,11 @@ def access_failure_body(body: dict) -> dict:
     return notice_body(body, kind="access_failure")
 
 
-NOTICE_ISSUES = {"access_failure": "access_denied", "source_withdrawn": "source_withdrawn"}
+NOTICE_ISSUES = {
+    "access_failure": "access_denied",
+    "source_erased": "source_erased",
+    "source_withdrawn": "source_withdrawn",
+}
 
 
 def notice_of(body: dict) -> str | None:
@@ -119,16 +161,19 @@ def notice_of(body: dict) -> str | None:
                 "access_failure")  # fmt: skip
 
 
-def notice_body(body: dict, *, kind: str) -> dict:
-    """The sealed body's frame with a fixed notice (`access_failure`, `source_withdrawn`)
-    in place of the answer: no prose, citations, cards, sources or release claims."""
+def notice_body(body: dict, *, kind: str, day: date | None = None) -> dict:
+    """The sealed body's frame with a fixed notice (`access_failure`, `source_erased` on
+    `day`, `source_withdrawn`) in place of the answer: no prose, citations, cards, sources
+    or release claims."""
     language = body.get("answer", {}).get("language", "en")
+    text = (texts.erased_notice(language, day) if kind == "source_erased"
+            else texts.explanation(kind, language))  # fmt: skip
     return {
         "run_id": body["run_id"],
         "generation": body["generation"],
         "mode": body.get("mode"),
         "answer": {
-            "text": texts.explanation(kind, language),
+            "text": text,
             "language": language,
             "citations": [],
             "cards": [],

@@ -1,5 +1,6 @@
 """The library in the chat: a space's documents for its readers, and for its curators the
-way to add files, upload new revisions, withdraw and restore — without admin or an API key.
+way to add files, upload new revisions, withdraw, restore and erase — without admin or an
+API key.
 
 Thin views: every change goes through the document services, which check the acting
 user's role (knowledge.documents.document_change_check). A space or document the user
@@ -19,12 +20,14 @@ from chat.presenters import file_state
 from chat.views import _not_found_is_404, _page
 from core.errors import ApiError, ForbiddenError, NotFoundError
 from knowledge.documents import document_change_check, document_upload
+from knowledge.erasure import ERASE_REASON_MAX, revision_erase
 from knowledge.extraction import SUPPORTED_TYPES, UPLOAD_ACCEPT
 from knowledge.lifecycle import WITHDRAW_REASON_MAX, document_restore, document_withdraw
 from knowledge.models import Space
 from knowledge.selectors import (
     document_get_for_user,
     documents_of_space,
+    revision_of_document,
     space_can_manage,
     space_get_for_user,
     space_role_of,
@@ -48,6 +51,7 @@ def _space_page(request: HttpRequest, space: Space, status: int = 200) -> HttpRe
         "supported_types": SUPPORTED_TYPES,
         "accept": UPLOAD_ACCEPT,
         "reason_max": WITHDRAW_REASON_MAX,
+        "erase_reason_max": ERASE_REASON_MAX,
     }
     return _page(request, "chat/space.html", context, status)
 
@@ -148,6 +152,11 @@ def _lifecycle(request: HttpRequest, space_id: int, document_id: int, change) ->
         change(document)
     except ForbiddenError as error:
         return _refused(request, space, error)
+    except ApiError as error:  # a missing reason, an erasure made twice
+        if error.status_code == 404:
+            raise
+        messages.error(request, str(error.detail))
+        return _space_page(request, space, status=error.status_code)
     return redirect(reverse("chat:space", args=[space.pk]) + f"#document-{document.pk}")
 
 
@@ -175,3 +184,19 @@ def document_restore_view(request: HttpRequest, space_id: int, document_id: int)
                       % {"title": document.title})  # fmt: skip
 
     return _lifecycle(request, space_id, document_id, restore)
+
+
+@login_required
+@require_POST
+@_not_found_is_404
+def document_erase_view(request: HttpRequest, space_id: int, document_id: int) -> HttpResponse:
+    """Erase one revision's text for good (knowledge.erasure checks the role)."""
+
+    def erase(document) -> None:
+        revision = revision_of_document(document=document, revision_id=request.POST.get("revision"))
+        revision_erase(user=request.user, document=document, revision=revision,
+                       reason=request.POST.get("reason") or "")  # fmt: skip
+        messages.info(request, _("“%(title)s”, revision %(number)s: its text is erased for good.")
+                      % {"title": document.title, "number": revision.number})  # fmt: skip
+
+    return _lifecycle(request, space_id, document_id, erase)

@@ -231,6 +231,8 @@ def file_state(document: Document) -> dict:
                 "progress": primary.progress if primary else 0}  # fmt: skip
     if primary.status == ExtractionStatus.ADMITTED:
         return {"state": "admitted", "message": _("Ready"), "progress": 100}
+    if primary.status == ExtractionStatus.ERASED:
+        return {"state": "erased", "message": _("Text erased"), "progress": 100}
     message = EXTRACTION_ERRORS.get(primary.error_code, _("The file could not be read."))
     return {"state": "failed", "message": str(message), "progress": 100}
 

@@ -40,5 +40,10 @@ urlpatterns = [
         library.document_restore_view,
         name="document-restore",
     ),
+    path(
+        "spaces/<int:space_id>/documents/<int:document_id>/erase/",
+        library.document_erase_view,
+        name="document-erase",
+    ),
     path("documents/<int:document_id>/status/", library.document_status, name="document-status"),
 ]

@@ -59,7 +59,8 @@ class MessageOutput(serializers.Serializer):
     run_id = serializers.UUIDField(allow_null=True)
     generation = serializers.IntegerField(required=False, allow_null=True)
     state = serializers.ChoiceField(
-        choices=["sealed", "access_failure", "source_withdrawn", "unsealed", "superseded"],
+        choices=["sealed", "access_failure", "source_erased", "source_withdrawn", "unsealed",
+                 "superseded"],
         required=False,
         help_text="Assistant messages: only `sealed` carries an answer with its release.",
     )  # fmt: skip

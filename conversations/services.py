@@ -8,6 +8,7 @@ replaced — shows the localized regeneration notice instead, never its text.
 """
 
 import html
+from datetime import UTC
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -34,7 +35,7 @@ from conversations.models import ConversationShare, PublicationIntent
 from core.errors import ConflictError, NotFoundError, UnprocessableError
 from core.inputs import object_id_parse, text_is_storable
 from knowledge.curation import proposal_create
-from knowledge.models import KnowledgeProposal, ProposalOrigin
+from knowledge.models import Erasure, KnowledgeProposal, ProposalOrigin
 from knowledge.selectors import spaces_visible_to
 
 EXPORT_FORMAT = "koinon-conversation-export"
@@ -246,11 +247,21 @@ def _message_problems(
     if not isinstance(answer, dict) or text != answer.get("text"):
         return ["the message text differs from its sealed body"]
     if state in NOTICE_ISSUES:
-        fixed = texts.explanation(state, answer.get("language") or language)
+        fixed = _notice_text(state, answer.get("language") or language, release)
         if body.get("release") is not None or text != fixed:
             return [f"a {state.replace('_', ' ')} notice must carry exactly the fixed text"]
         return []
     return _release_problems(body, release)
+
+
+def _notice_text(state: str, language: str, release: OutputRelease) -> str | None:
+    """The one text a notice of that kind may carry for this release: for an erasure,
+    dated with the earliest erasure of a revision the release cited (None if none was)."""
+    if state != "source_erased":
+        return texts.explanation(state, language)
+    revisions = [ref.get("id") for ref in release.source_refs if ref.get("type") == "revision"]
+    first = Erasure.objects.filter(revision_id__in=revisions).order_by("erased_at").first()
+    return texts.erased_notice(language, first.erased_at.astimezone(UTC).date()) if first else None
 
 
 def _release_problems(body: dict, release: OutputRelease) -> list[str]:

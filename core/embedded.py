@@ -26,8 +26,13 @@ PG_SUPERUSER = "postgres"
 # What Daphne and Celery connect as under koinon_up: it owns nothing (docs/releases.md).
 RUNTIME_ROLE = "koinon_app"
 # Tables whose rows are records (append-only, enforced by triggers): the runtime role may
-# only SELECT and INSERT them.
-RECORD_TABLES = ("audit_outputrelease", "audit_streamevent", "mcp_server_toolcall")
+# only SELECT and INSERT them (the erasure log: INSERT through koinon_erase_revision only).
+RECORD_TABLES = (
+    "audit_outputrelease",
+    "audit_streamevent",
+    "mcp_server_toolcall",
+    "knowledge_erasure",
+)
 UNIX_SOCKET_PATH_MAX = 103  # sun_path is 108 bytes on Linux, 104 on macOS
 
 

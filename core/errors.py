@@ -53,6 +53,13 @@ class ConflictError(ApiError):
     default_code = "conflict"
 
 
+class GoneError(ApiError):
+    """The thing existed and is gone for good (an erased text)."""
+
+    status_code = status.HTTP_410_GONE
+    default_code = "gone"
+
+
 class PayloadTooLargeError(ApiError):
     status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
     default_code = "too_large"

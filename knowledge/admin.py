@@ -5,6 +5,7 @@ from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from guardian.admin import GuardedModelAdmin
@@ -12,10 +13,12 @@ from guardian.admin import GuardedModelAdmin
 from core.errors import ApiError
 from knowledge.curation import proposal_approve, proposal_reject
 from knowledge.documents import revision_retry_extraction
+from knowledge.erasure import ERASE_REASON_MAX, revision_erase
 from knowledge.lifecycle import document_restore, document_withdraw
 from knowledge.models import (
     Document,
     DocumentRevision,
+    Erasure,
     Extraction,
     KnowledgeEntry,
     KnowledgeProposal,
@@ -24,6 +27,7 @@ from knowledge.models import (
 )
 from knowledge.selectors import (
     documents_curated_by,
+    erasures_curated_by,
     extractions_curated_by,
     revisions_curated_by,
     space_can_curate,
@@ -205,15 +209,53 @@ class DocumentRevisionAdmin(NoSaveButtons, CuratedAdmin):
 
     def get_readonly_fields(self, request: HttpRequest, obj=None) -> list[str]:
         names = [field.name for field in DocumentRevision._meta.fields]
-        return [name if name != "file" else "download" for name in names] + ["text_warning"]
+        return [name if name != "file" else "download" for name in names] + [
+            "text_warning", "erasure_state"]  # fmt: skip
 
     def get_fields(self, request: HttpRequest, obj=None) -> list[str]:
         return self.get_readonly_fields(request, obj)
 
     def get_urls(self) -> list:
         view = self.admin_site.admin_view(self.download_view)
+        erase = self.admin_site.admin_view(self.erase_view)
         return [path("<path:object_id>/file/", view, name="knowledge_documentrevision_file"),
+                path("<path:object_id>/erase/", erase, name="knowledge_documentrevision_erase"),
                 *super().get_urls()]  # fmt: skip
+
+    @admin.display(description="Erasure")
+    def erasure_state(self, revision: DocumentRevision) -> str:
+        erased = Erasure.objects.filter(revision=revision).first()
+        if erased is not None:
+            return (
+                f"Text erased on {erased.erased_at:%Y-%m-%d} by {erased.erased_by}: {erased.reason}"
+            )
+        url = reverse("admin:knowledge_documentrevision_erase", args=[revision.pk])
+        return format_html('<a href="{}">Erase this revision\'s text…</a>', url)
+
+    def erase_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """Erase the revision's text for good (knowledge.erasure, which checks the role):
+        GET asks for the reason, POST erases. Outside the curator's scope: 404."""
+        revision = self.get_object(request, unquote(object_id))
+        if revision is None or not self.has_view_permission(request, revision):
+            raise Http404
+        error = ""
+        if request.method == "POST":
+            try:
+                reason = request.POST.get("reason", "")
+                revision_erase(user=request.user, document=revision.document,
+                               revision=revision, reason=reason)  # fmt: skip
+            except ApiError as failure:
+                if failure.status_code == 403:
+                    raise PermissionDenied from None
+                error = str(failure.detail)
+            else:
+                self.message_user(request, f"{revision}: its text was erased.")
+                change = reverse("admin:knowledge_documentrevision_change", args=[revision.pk])
+                return HttpResponseRedirect(change)
+        context = {**self.admin_site.each_context(request), "revision": revision,
+                   "error": error, "reason_max": ERASE_REASON_MAX, "opts": self.model._meta,
+                   "title": f"Erase the text of {revision}"}  # fmt: skip
+        return TemplateResponse(request, "admin/knowledge/documentrevision/erase.html", context)
 
     @admin.display(description="File")
     def download(self, revision: DocumentRevision) -> str:
@@ -263,6 +305,19 @@ class DocumentRevisionAdmin(NoSaveButtons, CuratedAdmin):
                 self.message_user(request, f"{revision}: extraction queued again.")
             except ApiError as error:
                 self.message_user(request, f"{revision}: {error.detail}", messages.WARNING)
+
+
+@admin.register(Erasure)
+class ErasureAdmin(NoSaveButtons, CuratedAdmin):
+    """The erasure log of the spaces the user curates: read only, here and in PostgreSQL."""
+
+    list_display = ["erased_at", "document", "revision", "erased_by", "reason"]
+    list_select_related = ["document", "revision", "erased_by"]
+    fields = ["erased_at", "document", "revision", "erased_by", "reason", "counts"]
+    readonly_fields = fields
+
+    def curated(self, request: HttpRequest) -> QuerySet[Erasure]:
+        return erasures_curated_by(user=request.user)
 
 
 @admin.register(Extraction)

@@ -6,18 +6,20 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from core.errors import NotFoundError, PayloadTooLargeError
+from core.errors import GoneError, NotFoundError, PayloadTooLargeError
 from core.inputs import ObjectIdField
 from core.pagination import Pagination
 from core.schema import PAGE_PARAMETERS, paginated
 from knowledge.documents import document_upload
+from knowledge.erasure import ERASE_REASON_MAX, revision_erase
 from knowledge.lifecycle import WITHDRAW_REASON_MAX, document_restore, document_withdraw
-from knowledge.models import Document, DocumentRevision, Extraction
+from knowledge.models import Document, DocumentRevision, Erasure, Extraction
 from knowledge.retrieval import RETRIEVAL_TOOLS, retrieve
 from knowledge.selectors import (
     document_admitted_text,
     document_get_for_user,
     documents_visible_to,
+    revision_of_document,
     space_get_for_user,
 )
 
@@ -49,6 +51,12 @@ class ExtractionOutput(serializers.ModelSerializer):
 
 class RevisionOutput(serializers.ModelSerializer):
     extractions = ExtractionOutput(many=True)
+    erased_at = serializers.DateTimeField(
+        source="erasure.erased_at",
+        allow_null=True,
+        default=None,
+        help_text="When this revision's text was erased for good; null if it was not.",
+    )
     passage_count = serializers.IntegerField(source="passage_total", default=0)
     text_warning = serializers.CharField(
         read_only=True,
@@ -60,7 +68,20 @@ class RevisionOutput(serializers.ModelSerializer):
     class Meta:
         model = DocumentRevision
         fields = ["id", "number", "sha256", "filename", "size", "created_at", "extractions",
-                  "passage_count", "text_warning"]  # fmt: skip
+                  "passage_count", "text_warning", "erased_at"]  # fmt: skip
+
+
+class ErasureOutput(serializers.ModelSerializer):
+    revision_number = serializers.IntegerField(source="revision.number")
+    erased_by = serializers.CharField(source="erased_by.get_username")
+    counts = serializers.DictField(
+        help_text="Per table, how many stored rows had a copy replaced by the tombstone."
+    )
+
+    class Meta:
+        model = Erasure
+        fields = ["id", "document", "revision", "revision_number", "erased_at", "erased_by",
+                  "reason", "counts"]  # fmt: skip
 
 
 class DocumentOutput(serializers.ModelSerializer):
@@ -192,6 +213,7 @@ class DocumentListCreateApi(APIView):
 def _with_revisions(document: Document) -> Document:
     revisions = (
         DocumentRevision.objects.annotate(passage_total=Count("passages"))
+        .select_related("erasure")
         .order_by("-number")
         .prefetch_related(Prefetch("extractions", queryset=Extraction.objects.order_by("role")))
     )
@@ -238,11 +260,40 @@ class DocumentRestoreApi(APIView):
         return Response(DocumentDetailOutput(_with_revisions(document)).data)
 
 
+class RevisionEraseApi(APIView):
+    """Erase one revision's text for good, with a reason in the erasure log (curators of
+    the document's space, superusers; a private file's owner). See docs/erasure.md."""
+
+    @extend_schema_serializer(component_name="RevisionEraseInput")
+    class InputSerializer(serializers.Serializer):
+        reason = serializers.CharField(max_length=ERASE_REASON_MAX)
+
+    @extend_schema(request=InputSerializer, responses=ErasureOutput)
+    def post(self, request: Request, document_id: str, revision_id: str) -> Response:
+        document = document_get_for_user(user=request.user, document_id=document_id)
+        revision = revision_of_document(document=document, revision_id=revision_id)
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        erasure = revision_erase(
+            user=request.user,
+            document=document,
+            revision=revision,
+            reason=data.validated_data["reason"],
+        )
+        return Response(ErasureOutput(erasure).data)
+
+
 class DocumentTextApi(APIView):
     @extend_schema(responses=DocumentTextOutput)
     def get(self, request: Request, document_id: str) -> Response:
         document = document_get_for_user(user=request.user, document_id=document_id)
         extraction = document_admitted_text(document=document)
+        erasure = Erasure.objects.filter(revision_id=document.current_revision_id).first()
+        if erasure is not None:
+            raise GoneError(
+                f"The current revision's text was erased on {erasure.erased_at:%Y-%m-%d}.",
+                code="source_erased",
+            )
         if extraction is None:
             raise NotFoundError("No admitted text for this document yet.", code="no_admitted_text")
         return Response(

@@ -16,6 +16,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from core.errors import (
+    ConflictError,
     ForbiddenError,
     NotFoundError,
     PayloadTooLargeError,
@@ -33,6 +34,7 @@ from knowledge.models import (
     Document,
     DocumentRevision,
     EmbeddingStatus,
+    Erasure,
     Extraction,
     ExtractionRole,
     ExtractionStatus,
@@ -114,7 +116,8 @@ def document_upload(
     Every way in (API, chat, admin, `ingest`) comes here, and here the acting user's
     role is checked (`document_change_check`): a space's documents are added and revised
     by its curators (and superusers), a private file by its owner.
-    Identical bytes for the same document return the existing revision unchanged.
+    Identical bytes for the same document return the existing revision unchanged (a
+    ConflictError `revision_erased` when that revision's text was erased).
     Raises NotFoundError (the space or document is not visible to user), ForbiddenError
     (visible, not theirs to change), PayloadTooLargeError (nothing stored) and
     UnprocessableError with code `unsupported_type` when the name or content is not a
@@ -142,6 +145,7 @@ def document_upload(
             .first()
         )
         if existing is not None:
+            _refuse_erased(existing)
             return UploadResult(existing.document, existing, created=False)
         document = Document.objects.create(
             space=None if private else space,
@@ -154,6 +158,7 @@ def document_upload(
         document = Document.objects.select_for_update().get(pk=document.pk)
         existing = document.revisions.filter(sha256=sha256).first()
         if existing is not None:
+            _refuse_erased(existing)
             return UploadResult(document, existing, created=False)
         if title_clean(title):
             document.title = title_clean(title)
@@ -180,6 +185,17 @@ def document_upload(
     )
     revision_queue_extraction(revision=revision)
     return UploadResult(document, revision, created=True)
+
+
+def _refuse_erased(revision: DocumentRevision) -> None:
+    """The same bytes as an erased revision are not taken again: an erasure stays."""
+    erasure = Erasure.objects.filter(revision=revision).first()
+    if erasure is not None:
+        raise ConflictError(
+            f"These bytes were erased from this document on {erasure.erased_at:%Y-%m-%d}; "
+            "they are not taken again.",
+            code="revision_erased",
+        )
 
 
 def revision_queue_extraction(*, revision: DocumentRevision) -> None:

@@ -152,6 +152,7 @@ class ExtractionStatus(models.TextChoices):
     RUNNING = "running"
     ADMITTED = "admitted"
     FAILED = "failed"
+    ERASED = "erased"  # its text was erased for good (knowledge.erasure)
 
 
 class Extraction(models.Model):
@@ -323,6 +324,32 @@ class Passage(models.Model):
 
     def __str__(self) -> str:
         return f"{self.revision} #{self.ordinal}"
+
+
+class Erasure(models.Model):
+    """The erasure log: one row per revision whose text was erased for good, by whom and
+    why, and how many stored copies were replaced by the tombstone. PostgreSQL keeps it
+    append-only, and only the erasure function writes it (knowledge/migrations/0013;
+    docs/erasure.md)."""
+
+    revision = models.OneToOneField(
+        DocumentRevision, on_delete=models.PROTECT, related_name="erasure"
+    )
+    document = models.ForeignKey(Document, on_delete=models.PROTECT, related_name="erasures")
+    erased_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    reason = models.CharField(max_length=500)
+    erased_at = models.DateTimeField()
+    # Per table, how many rows had a copy replaced; `refused`: strings the function did
+    # not take (not in the revision's text, or too short to hunt for).
+    counts = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["-erased_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"erasure of revision {self.revision_id} ({self.erased_at:%Y-%m-%d})"
 
 
 class LexemeFrequency(models.Model):

@@ -19,6 +19,7 @@ from knowledge.models import (
     Document,
     DocumentRevision,
     EmbeddingStatus,
+    Erasure,
     Extraction,
     ExtractionStatus,
     KnowledgeProposal,
@@ -128,6 +129,10 @@ def revisions_curated_by(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[
     )
 
 
+def erasures_curated_by(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Erasure]:
+    return Erasure.objects.filter(document__in=documents_curated_by(user=user).values("pk"))
+
+
 def extractions_curated_by(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Extraction]:
     return Extraction.objects.filter(
         revision__document__in=documents_curated_by(user=user).values("pk")
@@ -232,6 +237,16 @@ def document_get_for_user(
     if document is None:
         raise NotFoundError("Document not found.")
     return document
+
+
+def revision_of_document(*, document: Document, revision_id: object) -> DocumentRevision:
+    """One revision of a document the caller may read (from `document_get_for_user`);
+    NotFoundError when it is not one of that document's."""
+    pk = object_id_parse(revision_id)
+    revision = document.revisions.filter(pk=pk).first() if pk else None
+    if revision is None:
+        raise NotFoundError("Revision not found.")
+    return revision
 
 
 def revision_extractions(*, revision_id: int) -> list[Extraction]:

@@ -8,6 +8,7 @@ from knowledge.document_apis import (
     DocumentRestoreApi,
     DocumentTextApi,
     DocumentWithdrawApi,
+    RevisionEraseApi,
     SearchApi,
 )
 
@@ -27,6 +28,11 @@ urlpatterns = [
     ),
     path(
         "documents/<str:document_id>/restore", DocumentRestoreApi.as_view(), name="document-restore"
+    ),
+    path(
+        "documents/<str:document_id>/revisions/<str:revision_id>/erase",
+        RevisionEraseApi.as_view(),
+        name="revision-erase",
     ),
     path("spaces", SpaceListCreateApi.as_view(), name="space-list"),
     path("spaces/<str:space_id>", SpaceDetailApi.as_view(), name="space-detail"),

@@ -13,7 +13,7 @@ from answers.selectors import conversation_selection
 from core.models import ApiKey
 from datasets.models import Dataset
 from datasets.selectors import datasets_visible_to
-from knowledge.models import Document, Space
+from knowledge.models import Document, Erasure, Space
 from knowledge.selectors import documents_visible_to
 from memory.services import memory_recheck
 
@@ -70,8 +70,9 @@ def _lock_access_rows(
 
 
 def _quoted_revisions_fit(selected: list[SelectedFact]) -> str | None:
-    """None when every quoted revision is still its document's current one and no quoted
-    document is withdrawn, else `source_superseded` / `source_withdrawn`. Read with a FOR
+    """None when every quoted revision is still its document's current one, not erased,
+    and no quoted document is withdrawn, else `source_erased` / `source_withdrawn` /
+    `source_superseded`. Read with a FOR
     SHARE lock on the documents: a new revision made current (or a withdrawal) first is
     waited for and seen; one made later waits until this publication commits."""
     quoted = {(s.fact.source["document_id"], s.fact.source["revision_id"])
@@ -80,11 +81,17 @@ def _quoted_revisions_fit(selected: list[SelectedFact]) -> str | None:
         return None
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT id, current_revision_id, withdrawn_at IS NOT NULL "  # noqa: S608
-            f"FROM {_table(Document)} WHERE id = ANY(%s) FOR SHARE",
-            [sorted({document for document, _ in quoted})],
-        )
-        rows = {pk: (current, withdrawn) for pk, current, withdrawn in cursor.fetchall()}
+            f"SELECT d.id, d.current_revision_id, d.withdrawn_at IS NOT NULL, "  # noqa: S608
+            f"EXISTS (SELECT 1 FROM {_table(Erasure)} e WHERE e.document_id = d.id "
+            "AND e.revision_id = ANY(%s)) "
+            f"FROM {_table(Document)} d WHERE d.id = ANY(%s) FOR SHARE OF d",
+            [sorted({revision for _, revision in quoted}),
+             sorted({document for document, _ in quoted})],
+        )  # fmt: skip
+        rows = {pk: (current, withdrawn, erased)
+                for pk, current, withdrawn, erased in cursor.fetchall()}  # fmt: skip
+    if any(rows.get(document, (None, False, False))[2] for document, _ in quoted):
+        return "source_erased"
     if any(rows.get(document, (None, False))[1] for document, _ in quoted):
         return "source_withdrawn"
     if not all(rows.get(document, (None, False))[0] == revision for document, revision in quoted):

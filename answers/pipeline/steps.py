@@ -354,7 +354,12 @@ def abstention(
                 "code": access_code,
                 "result_count": 0,
                 "retryable": access_code
-                in {"permission_unavailable", "source_superseded", "source_withdrawn"},
+                in {
+                    "permission_unavailable",
+                    "source_superseded",
+                    "source_withdrawn",
+                    "source_erased",
+                },
             }
         )
     status = evidence_status or (judgement.evidence_status if judgement else "unavailable")

@@ -57,6 +57,22 @@ def regeneration_notice(language: str) -> str:
     )
 
 
+def erased_notice(language: str, day: object) -> str:
+    """What replaces a sealed answer that quoted a revision erased since (`day`: the
+    date of the erasure, written as an ISO date in every language)."""
+    when = day.isoformat() if hasattr(day, "isoformat") else str(day)
+    return _in(
+        language,
+        lambda: (
+            _(
+                "A source this answer quoted was erased on %(date)s, so the answer is no longer "
+                "shown. Regenerate it to answer from the current sources."
+            )
+            % {"date": when}
+        ),
+    )
+
+
 def revision_label(language: str, number: int, date: str) -> str:
     return _in(
         language, lambda: _("revision %(number)s of %(date)s") % {"number": number, "date": date}

@@ -1,6 +1,6 @@
 """One role check for every way into a space's documents: API, CLI, admin, library pages.
 
-Upload, new revision, withdraw and restore: the space's curator and a superuser may; a
+Upload, new revision, withdraw, restore and erase: the space's curator and a superuser may; a
 reader of the space is refused with 403 (they see it); a curator of another space and an
 outsider get 404 (they do not). Nothing changes when refused.
 """
@@ -16,7 +16,7 @@ from django.test import Client
 
 from knowledge.documents import document_upload
 from knowledge.lifecycle import document_withdraw
-from knowledge.models import Document, DocumentRevision
+from knowledge.models import Document, DocumentRevision, Erasure
 from knowledge.services import space_create, space_member_set
 from tests.conftest import client_for, make_user
 
@@ -49,6 +49,10 @@ def allowed(role: str) -> bool:
 
 def revisions(document: Document) -> int:
     return DocumentRevision.objects.filter(document=document).count()
+
+
+def erased(document: Document) -> bool:
+    return Erasure.objects.filter(document=document).exists()
 
 
 def withdrawn(document: Document) -> bool:
@@ -96,6 +100,22 @@ def test_api_withdraw_and_restore(people, owner, document, role):
     response = client.post(f"/v1/documents/{document.pk}/restore")
     assert response.status_code == (200 if allowed(role) else REFUSAL[role]), response.json()
     assert withdrawn(document) == (not allowed(role))
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_api_erase(people, document, role):
+    revision = document.revisions.get()
+    response = client_for(people[role]).post(
+        f"/v1/documents/{document.pk}/revisions/{revision.pk}/erase", {"reason": "leaked"}
+    )
+    assert response.status_code == (200 if allowed(role) else REFUSAL[role]), response.json()
+    assert erased(document) == allowed(role)
+    if allowed(role):
+        body = response.json()
+        assert (body["revision"], body["reason"]) == (revision.pk, "leaked")
+        assert body["erased_by"] == people[role].username
+        detail = client_for(people[role]).get(f"/v1/documents/{document.pk}").json()
+        assert detail["revisions"][0]["erased_at"] == body["erased_at"]
 
 
 def test_api_refusals_are_typed(people, space, document):
@@ -165,6 +185,23 @@ def test_cli_withdraw_and_restore(people, document, role):
     assert not withdrawn(document)
 
 
+@pytest.mark.parametrize("role", ROLES)
+def test_cli_erase(people, document, role):
+    name, revision = people[role].username, document.revisions.get()
+    arguments = ["document", "erase", str(document.pk), "--revision", str(revision.pk),
+                 "--user", name, "--reason", "leaked"]  # fmt: skip
+    if allowed(role):
+        out = StringIO()
+        call_command(*arguments, stdout=out)
+        assert f"revision {revision.pk} (r1) of document {document.pk}: text erased" in (
+            out.getvalue())  # fmt: skip
+    else:
+        code = "permission_denied" if REFUSAL[role] == 403 else "not_found"
+        with pytest.raises(CommandError, match=code):
+            call_command(*arguments, stdout=StringIO())
+    assert erased(document) == allowed(role)
+
+
 def test_cli_says_which_spaces_exist_and_who_is_unknown(people, space, tmp_path):
     path = tmp_path / "a.txt"
     path.write_bytes(b"Text.")
@@ -196,6 +233,39 @@ def test_admin_withdraw_and_restore(people, owner, document, role):
         )
         assert response.status_code == 302
         assert not withdrawn(document)
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_admin_erase(people, document, role):
+    user = people[role]
+    user.is_staff = True
+    user.save()
+    client = Client()
+    client.force_login(user)
+    revision = document.revisions.get()
+    url = f"/admin/knowledge/documentrevision/{revision.pk}/erase/"
+    form = client.get(url)
+    response = client.post(url, {"reason": "leaked"})
+    if allowed(role):
+        assert form.status_code == 200 and b'name="reason"' in form.content
+        assert response.status_code == 302
+        page = client.get(f"/admin/knowledge/documentrevision/{revision.pk}/change/")
+        assert b"Text erased on" in page.content
+        log = client.get("/admin/knowledge/erasure/")
+        assert log.status_code == 200 and b"leaked" in log.content
+    else:  # a reader curates nothing: admin is closed; others do not see the revision
+        assert form.status_code in (403, 404) and response.status_code in (403, 404)
+    assert erased(document) == allowed(role)
+
+
+def test_admin_erase_without_a_reason_says_so(people, document):
+    client = Client()
+    client.force_login(people["superuser"])
+    revision = document.revisions.get()
+    response = client.post(f"/admin/knowledge/documentrevision/{revision.pk}/erase/",
+                           {"reason": "  "})  # fmt: skip
+    assert response.status_code == 200 and b"Say why the text is erased" in response.content
+    assert not erased(document)
 
 
 def test_admin_revision_page_links_its_file_and_shows_no_save_button(people, owner, document):
@@ -277,6 +347,32 @@ def test_library_withdraw_and_restore(people, owner, space, document, role):
     assert withdrawn(document) == (not allowed(role))
 
 
+@pytest.mark.parametrize("role", ROLES)
+def test_library_erase(people, space, document, role):
+    revision = document.revisions.get()
+    response = page_client(people[role]).post(
+        f"/spaces/{space.pk}/documents/{document.pk}/erase/",
+        {"revision": revision.pk, "reason": "leaked"},
+    )
+    assert response.status_code == (302 if allowed(role) else REFUSAL[role])
+    assert erased(document) == allowed(role)
+
+
+def test_library_erase_refusals_are_clear(people, space, document):
+    client = page_client(people["curator"])
+    url = f"/spaces/{space.pk}/documents/{document.pk}/erase/"
+    revision = document.revisions.get()
+    no_reason = client.post(url, {"revision": revision.pk, "reason": ""})
+    assert no_reason.status_code == 422 and "Say why the text is erased" in no_reason.text
+    assert client.post(url, {"revision": "nope", "reason": "x"}).status_code == 404
+    assert client.post(url, {"reason": "x"}).status_code == 404
+    assert client.post(url, {"revision": revision.pk, "reason": "leaked"}).status_code == 302
+    twice = client.post(url, {"revision": revision.pk, "reason": "again"})
+    assert twice.status_code == 409 and "already erased" in twice.text
+    page = client.get(f"/spaces/{space.pk}/")
+    assert "Text erased" in page.text
+
+
 def test_library_page_shows_curators_the_forms_and_readers_the_list(people, space, document):
     curator = page_client(people["curator"]).get(f"/spaces/{space.pk}/")
     assert curator.status_code == 200
@@ -287,7 +383,8 @@ def test_library_page_shows_curators_the_forms_and_readers_the_list(people, spac
     assert reader.status_code == 200
     assert b"policy" in reader.content
     assert b"Add documents to this space" not in reader.content
-    assert b"data-withdraw" not in reader.content
+    assert b"data-withdraw" not in reader.content and b"data-erase" not in reader.content
+    assert b"data-erase" in curator.content
     assert page_client(people["outsider"]).get(f"/spaces/{space.pk}/").status_code == 404
     listing = page_client(people["reader"]).get("/spaces/")
     assert b"Operations" in listing.content and b"Elsewhere" not in listing.content

@@ -2,14 +2,16 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from core.errors import ApiError
 from core.selectors import user_get_by_username
+from knowledge.erasure import revision_erase
 from knowledge.lifecycle import WITHDRAW_REASON_MAX, document_restore, document_withdraw
-from knowledge.selectors import document_get_for_user
+from knowledge.selectors import document_get_for_user, revision_of_document
 
 
 class Command(BaseCommand):
     help = (
-        "Withdraw a document from the current library or restore it, acting as --user: the "
-        "same role check as the API, admin and the library pages (curators of its space)."
+        "Withdraw a document from the current library, restore it, or erase one revision's "
+        "text for good, acting as --user: the same role check as the API, admin and the "
+        "library pages (curators of its space)."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -21,6 +23,11 @@ class Command(BaseCommand):
         restore = actions.add_parser("restore", help="searched and quoted again")
         restore.add_argument("document", type=int)
         restore.add_argument("--user", required=True, help="the curator acting")
+        erase = actions.add_parser("erase", help="erase a revision's text for good")
+        erase.add_argument("document", type=int)
+        erase.add_argument("--revision", type=int, required=True, help="the revision's id")
+        erase.add_argument("--user", required=True, help="the curator acting")
+        erase.add_argument("--reason", required=True, help="why (kept in the erasure log)")
 
     def handle(self, *args, action: str, document: int, user: str, **options) -> None:
         actor = user_get_by_username(username=user)
@@ -34,6 +41,16 @@ class Command(BaseCommand):
                     raise CommandError(f"A reason has at most {WITHDRAW_REASON_MAX} characters.")
                 target = document_withdraw(user=actor, document=target, reason=reason)
                 self.stdout.write(f"document {target.pk} “{target.title}” withdrawn")
+            elif action == "erase":
+                revision = revision_of_document(document=target, revision_id=options["revision"])
+                erasure = revision_erase(user=actor, document=target, revision=revision,
+                                         reason=options["reason"])  # fmt: skip
+                counts = ", ".join(f"{table} {n}" for table, n in sorted(erasure.counts.items())
+                                   if n and table not in ("strings", "refused"))  # fmt: skip
+                self.stdout.write(
+                    f"revision {revision.pk} (r{revision.number}) of document {target.pk}: text "
+                    f"erased; copies replaced: {counts or 'none'}"
+                )
             else:
                 target = document_restore(user=actor, document=target)
                 self.stdout.write(f"document {target.pk} “{target.title}” restored")
