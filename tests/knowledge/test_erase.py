@@ -312,3 +312,32 @@ def test_the_runtime_role_can_erase_only_through_the_function(space, owner, memb
     for statement in CHANGE_LOG:
         assert refused(statement, (erasure_id,)), statement
     assert Erasure.objects.get(pk=erasure_id).reason == "runtime erasure"
+
+
+def test_a_revision_erased_between_selection_and_sealing_is_not_published(space, owner, member):
+    erased = ingest(owner, space, "operations.txt", TEXT)
+
+    def erase(attempt: int) -> None:
+        if not Erasure.objects.exists():
+            revision_erase(user=owner, document=erased.document, revision=erased.revision,
+                           reason="leaked")  # fmt: skip
+
+    provider = ScriptedProvider([select_first], plan=plan(), on_select=erase)
+    body = ask(member, QUESTION, provider=provider)
+    assert body["evidence"]["answer_status"] == "abstained"
+    assert "quote_source_not_admitted" in body["quality"]["issues"]
+    assert not any(s in json.dumps(body) for s in SENTENCES)
+
+
+def test_the_publication_recheck_refuses_an_erased_revision(space, owner):
+    from types import SimpleNamespace
+
+    from answers.pipeline.recheck import _quoted_revisions_fit
+
+    erased = ingest(owner, space, "operations.txt", TEXT)
+    quote = SimpleNamespace(fact=SimpleNamespace(kind="quote", source={
+        "document_id": erased.document.pk, "revision_id": erased.revision.pk}))  # fmt: skip
+    assert _quoted_revisions_fit([quote]) is None
+    revision_erase(user=owner, document=erased.document, revision=erased.revision,
+                   reason="leaked")  # fmt: skip
+    assert _quoted_revisions_fit([quote]) == "source_erased"
