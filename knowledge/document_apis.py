@@ -1,6 +1,11 @@
 from django.conf import settings
 from django.db.models import Count, Prefetch
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_serializer
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_serializer,
+)
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -9,7 +14,7 @@ from rest_framework.views import APIView
 from core.errors import GoneError, NotFoundError, PayloadTooLargeError
 from core.inputs import ObjectIdField
 from core.pagination import Pagination
-from core.schema import PAGE_PARAMETERS, paginated
+from core.schema import CONFLICT, PAGE_PARAMETERS, paginated
 from knowledge.documents import document_upload
 from knowledge.erasure import ERASE_REASON_MAX, revision_erase
 from knowledge.lifecycle import WITHDRAW_REASON_MAX, document_restore, document_withdraw
@@ -179,7 +184,7 @@ class DocumentListCreateApi(APIView):
 
     @extend_schema(
         request={"multipart/form-data": InputSerializer},
-        responses={202: DocumentUploadOutput, 200: DocumentUploadOutput},
+        responses={202: DocumentUploadOutput, 200: DocumentUploadOutput, **CONFLICT},
     )
     def post(self, request: Request) -> Response:
         upload = request.FILES.get("file")
@@ -268,7 +273,7 @@ class RevisionEraseApi(APIView):
     class InputSerializer(serializers.Serializer):
         reason = serializers.CharField(max_length=ERASE_REASON_MAX)
 
-    @extend_schema(request=InputSerializer, responses=ErasureOutput)
+    @extend_schema(request=InputSerializer, responses={200: ErasureOutput, **CONFLICT})
     def post(self, request: Request, document_id: str, revision_id: str) -> Response:
         document = document_get_for_user(user=request.user, document_id=document_id)
         revision = revision_of_document(document=document, revision_id=revision_id)
@@ -284,7 +289,12 @@ class RevisionEraseApi(APIView):
 
 
 class DocumentTextApi(APIView):
-    @extend_schema(responses=DocumentTextOutput)
+    @extend_schema(
+        responses={
+            200: DocumentTextOutput,
+            410: OpenApiResponse(description="The current revision's text was erased."),
+        }
+    )
     def get(self, request: Request, document_id: str) -> Response:
         document = document_get_for_user(user=request.user, document_id=document_id)
         extraction = document_admitted_text(document=document)

@@ -157,6 +157,11 @@ def test_after_an_erasure_no_table_trace_or_file_holds_the_erased_sentences(
         assert response.status_code == 200, name
         assert notice in response.content.decode(), name
         assert not any(s in response.content.decode() for s in SENTENCES), name
+    chat = Client()
+    chat.force_login(member)
+    page = chat.get(f"/c/{run.conversation_id}/")
+    assert page.status_code == 200 and notice in page.content.decode()
+    assert not any(s in page.content.decode() for s in SENTENCES)
     assert [m.get("state") for m in responses["conversation"].json()["messages"]] == [
         None, "source_erased"]  # fmt: skip
     # Receipts untouched: the export made before still verifies, and so does a new one.
