@@ -52,7 +52,7 @@ def test_the_runtime_role_owns_nothing_and_cannot_touch_receipts_or_their_trigge
             assert app.execute(can, ["knowledge_document", "INSERT"]).fetchone() == (True,)
             assert app.execute(can, ["knowledge_extraction", "UPDATE"]).fetchone() == (True,)
             assert app.execute(can, ["audit_outputrelease", "INSERT"]).fetchone() == (True,)
-            for record in ("audit_streamevent", "mcp_server_toolcall"):  # issue 27, item 10
+            for record in ("audit_streamevent", "mcp_server_toolcall", "knowledge_erasure"):
                 assert app.execute(can, [record, "INSERT"]).fetchone() == (True,)
                 for write in ("UPDATE", "DELETE", "TRUNCATE"):
                     assert app.execute(can, [record, write]).fetchone() == (False,), record
