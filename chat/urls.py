@@ -22,6 +22,7 @@ urlpatterns = [
     path("runs/<str:run_id>/answer/", views.answer_fragment, name="answer"),
     path("runs/<str:run_id>/receipt/<int:generation>/", views.receipt, name="receipt"),
     path("runs/<str:run_id>/regenerate/", views.regenerate, name="regenerate"),
+    path("runs/<str:run_id>/sources/<int:generation>/<int:number>/", views.source, name="source"),
     path("runs/<str:run_id>/remember/", views.remember, name="remember"),
     path("memory/", views.memory, name="memory"),
     path("memory/<int:entry_id>/revoke/", views.memory_revoke_view, name="memory-revoke"),

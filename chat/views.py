@@ -31,6 +31,7 @@ from answers.selectors import (
 from answers.services import conversation_sources_set
 from chat.forms import AskForm, CorrectionForm, UploadForm
 from chat.presenters import file_state, receipt_view, run_views
+from chat.sources import quote_source
 from core.errors import ApiError, NotFoundError
 from knowledge.documents import document_upload
 from knowledge.selectors import private_files_of, spaces_curated_by, spaces_visible_to
@@ -191,6 +192,16 @@ def receipt(request: HttpRequest, run_id: str, generation: int) -> HttpResponse:
     if context is None:
         raise Http404()
     return _page(request, "chat/receipt.html", context)
+
+
+@login_required
+@require_GET
+@_not_found_is_404
+def source(request: HttpRequest, run_id: str, generation: int, number: int) -> HttpResponse:
+    """A quotation inside the text it was checked against (chat.sources)."""
+    run = run_get_for_user(user=request.user, run_id=run_id)
+    found = quote_source(user=request.user, run=run, generation=generation, number=number)
+    return _page(request, "chat/source.html", {"source": found})
 
 
 @login_required
