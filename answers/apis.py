@@ -8,6 +8,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from answers.boundary import sealed_answer_read
+from answers.models import Conversation
+from answers.pipeline.events import STEPS
 from answers.pipeline.request import answer_request_parse
 from answers.pipeline.run import answer_create, answer_retry, answer_stream_start
 from answers.selectors import run_get_for_user
@@ -45,6 +47,14 @@ _FAILED = {
     "additionalProperties": False,
     "properties": {"code": {"type": "string"}},
 }
+_STEP = {
+    "type": "object",
+    "required": ["step"],
+    "additionalProperties": False,
+    "properties": {"step": {"type": "string", "enum": list(STEPS)}},
+    "description": "The run enters a step: `model` (waiting for the model provider), "
+    "`verify` (checking quotes against the source), `judge` (judging whether they answer).",
+}
 _BODY = {"$ref": "#/components/schemas/AnswerOutput"}
 # The JSON in `data:` of each event, by event name; "v1" with stream_version=1, "legacy"
 # without. Published in the schema as `x-event-data` of the stream response.
@@ -52,6 +62,7 @@ EVENT_DATA = {
     "v1": {
         "started": _STARTED,
         "tool": _TOOL,
+        "step": _STEP,
         "completed": {
             "type": "object",
             "required": ["payload"],
@@ -70,9 +81,10 @@ EVENT_DATA = {
             "type": "object",
             "required": ["status"],
             "properties": {
-                "status": {"type": "string", "enum": ["started", "tool", "failed"]},
+                "status": {"type": "string", "enum": ["started", "tool", "step", "failed"]},
                 **_STARTED["properties"],
                 **_TOOL["properties"],
+                **_STEP["properties"],
                 **_FAILED["properties"],
             },
         },
@@ -116,7 +128,7 @@ EVENT_SCHEMA = {
         "id": {"type": "string", "description": "<run_id>:<generation>:<seq>"},
         "event": {
             "type": "string",
-            "enum": ["started", "tool", "completed", "failed", "status", "complete",
+            "enum": ["started", "tool", "step", "completed", "failed", "status", "complete",
                      "generation", "timeout", "error"],
         },
         "data": {"type": "string", "description": "JSON; see x-event-data"},
@@ -152,6 +164,18 @@ def _stream(
     return response
 
 
+CLIENT_AGENTS = ("koinon-client/",)  # the User-Agent prefixes of koinon's own clients
+
+
+def request_origin(request: Request) -> str:
+    """Where an API request comes from, for a conversation it starts: one of koinon's
+    clients (by its User-Agent) or any other caller of the API."""
+    agent = request.headers.get("User-Agent", "")
+    if agent.startswith(CLIENT_AGENTS):
+        return Conversation.Origin.CLIENT
+    return Conversation.Origin.API
+
+
 class AnswerApi(APIView):
     """Answer a question from the caller's visible evidence. HTTP 200 alone proves
     nothing: read `evidence.status` and `evidence.answer_status`. With `stream: true`
@@ -168,12 +192,15 @@ class AnswerApi(APIView):
         if answer_request.mode == "debug" and not request.user.is_staff:
             raise PermissionDenied("Debug mode is for staff.")
         api_key = request.auth if isinstance(request.auth, ApiKey) else None
+        origin = request_origin(request)
         if answer_request.stream:
-            run = answer_stream_start(user=request.user, request=answer_request, api_key=api_key)
+            run = answer_stream_start(user=request.user, request=answer_request, api_key=api_key,
+                                      origin=origin)  # fmt: skip
             version = answer_request.stream_version
             first, cursor = started_frame(run.pk, version)
             return _stream(request, run.pk, cursor, version, first)
-        body = answer_create(user=request.user, request=answer_request, api_key=api_key)
+        body = answer_create(user=request.user, request=answer_request, api_key=api_key,
+                             origin=origin)  # fmt: skip
         return Response(body)
 
 

@@ -3,12 +3,26 @@ import uuid
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 
 class Conversation(models.Model):
+    class Origin(models.TextChoices):
+        """Where the conversation was started: the chat lists its own by default."""
+
+        CHAT = "chat", _("chat")
+        API = "api", _("API")
+        CLIENT = "client", _("client")  # one of koinon's clients, over the API
+        MCP = "mcp", _("MCP")
+        CLI = "cli", _("command line")
+
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     title = models.CharField(max_length=200, blank=True)
     language = models.CharField(max_length=8, blank=True)
+    origin = models.CharField(max_length=8, choices=Origin.choices, default=Origin.API)
+    # Deleted by its owner: gone from every list and lookup (its runs, releases and audits
+    # stay, as sealed records must; the owner still reads a run's receipt by its id).
+    deleted_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

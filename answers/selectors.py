@@ -1,7 +1,7 @@
 import uuid
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import Max, QuerySet
+from django.db.models import Max, Q, QuerySet
 
 from answers.models import AnswerRun, Conversation, ConversationSource
 from core.errors import NotFoundError
@@ -38,10 +38,31 @@ def run_capture_current(capture: dict) -> bool:
 
 
 def conversations_of(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Conversation]:
-    """The user's own conversations, newest first."""
+    """The user's own conversations (not those they deleted), newest first."""
     if not user.is_authenticated:
         return Conversation.objects.none()
-    return Conversation.objects.filter(user_id=user.pk).order_by("-id")
+    return Conversation.objects.filter(user_id=user.pk, deleted_at__isnull=True).order_by("-id")
+
+
+SEARCH_WORDS_MAX = 8
+
+
+def conversations_listed(
+    *, user: AbstractBaseUser | AnonymousUser, every_origin: bool = False, words: str = ""
+) -> QuerySet[Conversation]:
+    """The chat's list: the user's conversations started in the chat (`every_origin`: also
+    those of the API, MCP, the client and the CLI), those whose title or questions hold
+    every one of `words` when given, newest first."""
+    found = conversations_of(user=user)
+    if not every_origin:
+        found = found.filter(origin=Conversation.Origin.CHAT)
+    # Words PostgreSQL cannot hold (NUL) match nothing: no conversation has them.
+    for word in words.replace("\x00", " \x00 ").split()[:SEARCH_WORDS_MAX]:
+        if "\x00" in word:
+            return found.none()
+        asked = AnswerRun.objects.filter(user_id=user.pk, question__icontains=word)
+        found = found.filter(Q(title__icontains=word) | Q(pk__in=asked.values("conversation_id")))
+    return found
 
 
 def conversation_get_for_user(

@@ -135,25 +135,21 @@ def _events_append(*, run_id: object, generation: int, events: list[tuple[str, d
     )
 
 
-def _tool_events(outcomes: list[dict]) -> list[tuple[str, dict]]:
-    return [("tool", {key: o[key] for key in ("tool", "state", "code", "result_count")})
-            for o in outcomes]  # fmt: skip
-
-
 def stream_events_record(
-    *, run_id: object, generation: int, body: dict, outcomes: list[dict]
+    *, run_id: object, generation: int, body: dict, events: list[tuple[str, dict]]
 ) -> None:
-    """The events a stream will replay after `started`: tool activity, completed."""
-    events = [*_tool_events(outcomes), ("completed", {"payload": {"result": body}})]
+    """The events a stream will replay after `started`: the run's steps and tool
+    activity as they were streamed live, then completed."""
+    events = [*events, ("completed", {"payload": {"result": body}})]
     _events_append(run_id=run_id, generation=generation, events=events)
 
 
 def stream_events_fail(
-    *, run_id: object, generation: int, reason: str, outcomes: list[dict] = ()
+    *, run_id: object, generation: int, reason: str, events: list[tuple[str, dict]] = ()
 ) -> None:
-    """The events a replay shows for a generation that failed: after `started`, the tool
-    activity that had happened (numbered as it was streamed live), failed."""
-    events = [*_tool_events(outcomes), ("failed", {"code": reason})]
+    """The events a replay shows for a generation that failed: after `started`, the steps
+    and tool activity that had happened (numbered as they were streamed live), failed."""
+    events = [*events, ("failed", {"code": reason})]
     _events_append(run_id=run_id, generation=generation, events=events)
 
 

@@ -36,6 +36,10 @@ class AskForm(forms.Form):
         return data
 
 
+class RenameForm(forms.Form):
+    title = forms.CharField(label=_("Title"), max_length=200)
+
+
 class UploadForm(forms.Form):
     file = forms.FileField(label=_("Private file"))
 

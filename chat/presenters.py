@@ -15,6 +15,7 @@ from django.utils.translation import gettext_lazy
 from answers.boundary import sealed_answer_read, sealed_answers_read
 from answers.models import AnswerRun
 from answers.pipeline import texts
+from audit.models import StreamEvent
 from audit.selectors import run_audit, run_release
 from knowledge.display import single_line
 from knowledge.models import Document, ExtractionRole, ExtractionStatus
@@ -41,6 +42,64 @@ HASH_NOTES = {
     "cards_sha256": gettext_lazy("SHA-256 of canonical(answer.cards)."),
     "policy_sha256": gettext_lazy("SHA-256 of canonical(evidence.policy)."),
 }
+
+
+# The run's activity in words for people (the stream's tool and step names are codes).
+TOOL_LABELS = {
+    "vector_search": gettext_lazy("Searching by meaning"),
+    "keyword_search": gettext_lazy("Searching by words"),
+    "dataset_query": gettext_lazy("Checking datasets"),
+    "recheck": gettext_lazy("Checking your access again"),
+}
+STEP_LABELS = {
+    "model": gettext_lazy("Waiting for the model"),
+    "verify": gettext_lazy("Checking quotes against the source"),
+    "judge": gettext_lazy("Judging whether the quotes answer"),
+}
+STATE_LABELS = {
+    "running": gettext_lazy("running"),
+    "succeeded": gettext_lazy("done"),
+    "failed": gettext_lazy("failed"),
+    "skipped": gettext_lazy("skipped"),
+}
+
+
+def activity_labels() -> dict:
+    """What the page's script needs to name live events as the server does."""
+    return {
+        "tools": {name: str(label) for name, label in TOOL_LABELS.items()},
+        "steps": {name: str(label) for name, label in STEP_LABELS.items()},
+        "states": {name: str(label) for name, label in STATE_LABELS.items()},
+        "found": _("%(count)s found"),
+    }
+
+
+def activity_row(name: str, data: dict) -> dict:
+    """One stored (or live) `tool` or `step` event as the activity list shows it."""
+    if name == "step":
+        step = data.get("step", "")
+        return {"kind": "step", "key": step, "state": "succeeded",
+                "text": str(STEP_LABELS.get(step, step))}  # fmt: skip
+    tool, state = data.get("tool", ""), data.get("state", "")
+    parts = [str(TOOL_LABELS.get(tool, tool)), str(STATE_LABELS.get(state, state))]
+    if state == "succeeded":
+        parts.append(_("%(count)s found") % {"count": data.get("result_count", 0)})
+    return {"kind": "tool", "key": tool, "state": state, "text": " · ".join(parts)}
+
+
+def runs_activity(runs: list[AnswerRun]) -> dict[tuple[object, int], list[dict]]:
+    """(run id, generation) → its activity read back from the stored stream events, for
+    every run at once (one query). The events carry no answer content: tool, state, code,
+    count, and the steps the run went through."""
+    activity: dict[tuple[object, int], list[dict]] = {}
+    events = StreamEvent.objects.filter(run__in=runs, event__in=("tool", "step")).order_by(
+        "run_id", "generation", "sequence"
+    )  # fmt: skip
+    for run_id, generation, name, data in events.values_list(
+        "run_id", "generation", "event", "data"
+    ):  # fmt: skip
+        activity.setdefault((run_id, generation), []).append(activity_row(name, data))
+    return activity
 
 
 def canonical(value: object) -> bytes:
@@ -73,6 +132,7 @@ class AnswerView:
     failed_tools: list[str] = field(default_factory=list)
     released: bool = False
     searched_as: str = ""  # the question as searched, when rewritten from the conversation
+    total: int = 1  # the run's generations: "Answer 2 of 2" once there was a regenerate
 
     @property
     def abstained(self) -> bool:
@@ -168,6 +228,7 @@ class RunView:
     current: AnswerView | None
     earlier: list[AnswerView]
     running: bool
+    activity: list[dict] = field(default_factory=list)  # the current generation's
 
 
 def current_revisions(*, user: AbstractBaseUser, bodies: list[dict]) -> dict[int, int]:
@@ -192,16 +253,19 @@ def run_views(*, user: AbstractBaseUser, runs: list[AnswerRun]) -> list[RunView]
     for one run as for many (partial answers read their run's audit)."""
     bodies = sealed_answers_read(user=user, runs=runs)
     current = current_revisions(user=user, bodies=list(bodies.values()))
+    activity = runs_activity(runs)
     views = []
     for run in runs:
         numbers = sorted((g.number, g.status) for g in run.generations.all())
         if not numbers:
             continue
 
-        def view(number: int, run: AnswerRun = run) -> AnswerView:
+        def view(number: int, run: AnswerRun = run, total: int = len(numbers)) -> AnswerView:
             body = bodies.get((run.pk, number), NOT_SEALED)
-            return answer_view(user=user, run=run, generation=number, body=body,
-                               current=current)  # fmt: skip
+            shown = answer_view(user=user, run=run, generation=number, body=body,
+                                current=current)  # fmt: skip
+            shown.total = total
+            return shown
 
         top, top_status = numbers[-1]
         running = top_status == "running"
@@ -211,6 +275,7 @@ def run_views(*, user: AbstractBaseUser, runs: list[AnswerRun]) -> list[RunView]
                 current=None if running else view(top),
                 earlier=[view(number) for number, _ in reversed(numbers[:-1])],
                 running=running,
+                activity=activity.get((run.pk, top), []),
             )
         )
     return views
@@ -262,11 +327,33 @@ def receipt_view(*, user: AbstractBaseUser, run: AnswerRun, generation: int) -> 
              "matches": recomputed[name] == getattr(release, name)}
             for name, note in HASH_NOTES.items()
         ]  # fmt: skip
+    citations = body["answer"].get("citations", [])
+    quotes = [
+        {**c, "title": single_line(c.get("title", "")),
+         "where": locator_text(c.get("locator") or {})}
+        for c in citations if c["kind"] == "quote"
+    ]  # fmt: skip
+    values = [c for c in citations if c["kind"] == "value"]
+    # Plain names for the technical lists: a revision or snapshot by what it is, a fact
+    # id by its citation number.
+    named = {("revision", c["revision_id"]): _("%(title)s, revision %(number)s") % {
+        "title": c["title"], "number": c["revision_number"]} for c in quotes}  # fmt: skip
+    named |= {("snapshot", c["snapshot_id"]): _("dataset %(dataset)s, snapshot %(version)s") % {
+        "dataset": c["dataset"], "version": c["snapshot_version"]} for c in values}  # fmt: skip
+    refs = [{**ref, "name": named.get((ref.get("type"), ref.get("id")), "")}
+            for ref in release.source_refs]  # fmt: skip
+    numbers = {c["fact_id"]: c["number"] for c in citations}
+    facts = [{"id": fact, "number": numbers.get(fact)} for fact in release.selected_fact_ids]
     return {
         "run": run,
         "generation": generation,
         "body": body,
         "release": release,
+        "quotes": quotes,
+        "values": values,
+        "source_refs": refs,
+        "facts": facts,
+        "datasets": sorted({c["dataset"] for c in values}),
         "hashes": hashes,
         "steps": entry.get("steps", []),
         "sql": entry.get("sql", []),

@@ -6,15 +6,17 @@ a made-up id) and the document through the permission-scoped selector; the text 
 admitted extraction the quote was verified against, around the quote's own offsets.
 """
 
+import re
 from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser
 
 from answers.boundary import sealed_answer_read
 from answers.models import AnswerRun, CandidateFact
+from chat.page_image import PageUnavailable, page_png
 from core.errors import NotFoundError
-from knowledge.display import single_line
-from knowledge.models import DocumentRevision, Extraction, ExtractionStatus
+from knowledge.display import INVISIBLE, single_line
+from knowledge.models import DocumentKind, DocumentRevision, Extraction, ExtractionStatus
 from knowledge.normalise import normalised_key
 from knowledge.selectors import document_get_for_user
 
@@ -38,10 +40,31 @@ class QuoteSource:
     after: str
     first_line: int
     last_line: int
+    kind: str = ""  # the document's kind: a PDF's page is shown as an image too
 
     @property
     def headings(self) -> list[str]:
         return [single_line(h) for h in self.locator.get("headings", [])]
+
+    @property
+    def page(self) -> int | None:
+        page = self.locator.get("page")
+        return page if isinstance(page, int) and page > 0 else None
+
+    @property
+    def has_page_image(self) -> bool:
+        return self.kind == DocumentKind.PDF and self.page is not None
+
+    @property
+    def shown(self) -> tuple[str, str, str]:
+        """Before, quote, after for display: a line break inside a paragraph is shown as a
+        space (the file's hard wrapping), paragraphs and list items keep theirs, and
+        invisible and bidi control characters are removed. The text, its offsets and the
+        line-range locator stay those of the admitted extraction."""
+        joined = reflow(self.before + self.quote + self.after)
+        first, second = len(self.before), len(self.before) + len(self.quote)
+        parts = (joined[:first], joined[first:second], joined[second:])
+        return tuple(INVISIBLE.sub("", part) for part in parts)
 
 
 def quote_source(
@@ -92,7 +115,36 @@ def quote_source(
         after=text[end:after_end],
         first_line=text.count("\n", 0, start) + 1,
         last_line=text.count("\n", 0, max(start, end - 1)) + 1,
+        kind=document.kind,
     )
+
+
+def quote_page_image(
+    *, user: AbstractBaseUser, run: AnswerRun, generation: int, number: int
+) -> bytes:
+    """The PDF page of citation `number`, its quote's lines marked, read through the same
+    checks as `quote_source`; NotFoundError when there is no page to show (not a PDF, no
+    page in the locator, or the page cannot be rendered)."""
+    found = quote_source(user=user, run=run, generation=generation, number=number)
+    if not found.has_page_image or not found.revision.file:
+        raise NotFoundError("Page not found.")
+    try:
+        with found.revision.file.open("rb") as stored:
+            data = stored.read()
+        return page_png(data=data, page=found.page, quote=found.quote)
+    except (OSError, PageUnavailable):
+        raise NotFoundError("Page not found.") from None
+
+
+# A line break that is not a paragraph break, and whose next line does not start a list
+# item, a heading or a table row: the file's hard wrapping.
+_WRAPPED = re.compile(r"(?<=[^\n])\n(?=[^\n\s#>|*\-+\d•])")
+
+
+def reflow(text: str) -> str:
+    """Hard-wrapped lines joined with spaces, character for character (the same length,
+    so offsets into the text stay valid)."""
+    return _WRAPPED.sub(" ", text)
 
 
 def _quote_span(text: str, quote: str, source: dict) -> tuple[int, int]:

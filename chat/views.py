@@ -5,6 +5,7 @@ missing or foreign one is the same 404. Forms work without JavaScript (a POST an
 inline and redirects to the sealed answer); with it, the ask form adds `live=1` and the
 run executes in the worker while the page follows its events."""
 
+import json
 from collections.abc import Callable
 from functools import wraps
 
@@ -25,13 +26,20 @@ from answers.selectors import (
     conversation_get_for_user,
     conversation_runs,
     conversation_selection,
-    conversations_of,
+    conversations_listed,
     run_get_for_user,
 )
 from answers.services import conversation_sources_set
-from chat.forms import AskForm, CorrectionForm, UploadForm
-from chat.presenters import file_state, receipt_view, run_views
-from chat.sources import quote_source
+from chat.forms import AskForm, CorrectionForm, RenameForm, UploadForm
+from chat.presenters import activity_labels, file_state, receipt_view, run_views
+from chat.sources import quote_page_image, quote_source
+from conversations.services import (
+    conversation_delete,
+    conversation_rename,
+    conversations_visible_to,
+    run_get_for_reader,
+)
+from conversations.services import conversation_get_for_user as conversation_readable
 from core.errors import ApiError, NotFoundError
 from knowledge.documents import document_upload
 from knowledge.selectors import private_files_of, spaces_curated_by, spaces_visible_to
@@ -67,11 +75,29 @@ def _picker(request: HttpRequest, conversation: Conversation | None) -> dict:
         selected_spaces, selected_files = conversation_selection(conversation_id=conversation.pk)
     else:
         selected_spaces, selected_files = set(), set()
+    names = [s.name for s in spaces if s.pk in selected_spaces]
+    names += [d.title for d in files if d.pk in selected_files]
     return {
         "spaces": [{"space": s, "selected": s.pk in selected_spaces} for s in spaces],
         "files": [
             {"document": d, "selected": d.pk in selected_files, **file_state(d)} for d in files
         ],
+        "summary": ", ".join(names) if names else _("every space you may read"),
+    }
+
+
+def _sidebar(request: HttpRequest) -> dict:
+    """The conversation list: those started in the chat (`?origin=all`: from anywhere),
+    those whose questions hold the words of `?q=`, and those shared with the user."""
+    every_origin = request.GET.get("origin") == "all"
+    words = request.GET.get("q", "")[:200]
+    listed = conversations_listed(user=request.user, every_origin=every_origin, words=words)
+    shared = conversations_visible_to(user=request.user).exclude(user_id=request.user.pk)
+    return {
+        "conversations": list(listed[:100]),
+        "shared": list(shared.select_related("user")[:50]),
+        "every_origin": every_origin,
+        "words": words,
     }
 
 
@@ -97,12 +123,14 @@ def _ask(request: HttpRequest, form: AskForm, conversation: Conversation | None)
         }
     )
     if values["live"]:
-        run = answer_stream_start(user=request.user, request=answer_request)
+        run = answer_stream_start(user=request.user, request=answer_request,
+                                  origin=Conversation.Origin.CHAT)  # fmt: skip
         run_id = run.pk
         target = reverse("chat:conversation", args=[run.conversation_id])
         return redirect(f"{target}?live={run_id}#run-{run_id}")
     try:
-        run_id = answer_create(user=request.user, request=answer_request)["run_id"]
+        run_id = answer_create(user=request.user, request=answer_request,
+                               origin=Conversation.Origin.CHAT)["run_id"]  # fmt: skip
     except RunFailed as failed:
         run_id = failed.run_id  # the page shows the failed run with its notice
     run = run_get_for_user(user=request.user, run_id=run_id)
@@ -128,11 +156,7 @@ def home(request: HttpRequest) -> HttpResponse:
                 status = error.status_code
         else:
             status = 422
-    context = {
-        "conversations": conversations_of(user=request.user)[:100],
-        "form": form,
-        "picker": _picker(request, None),
-    }
+    context = {**_sidebar(request), "form": form, "picker": _picker(request, None)}
     return _page(request, "chat/home.html", context, status)
 
 
@@ -140,8 +164,13 @@ def home(request: HttpRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 @_not_found_is_404
 def conversation(request: HttpRequest, conversation_id: int) -> HttpResponse:
-    """The messages in order, the question box and the conversation's source picker."""
-    item = conversation_get_for_user(user=request.user, conversation_id=conversation_id)
+    """The messages in order, the question box and the conversation's source picker; a
+    conversation shared with the user is shown read-only (its answers as the boundary
+    lets this reader see them)."""
+    item = conversation_readable(user=request.user, conversation_id=conversation_id)
+    owned = item.user_id == request.user.pk
+    if request.method == "POST" and not owned:
+        raise Http404()
     form = AskForm(request.POST or None, user=request.user)
     status = 200
     if request.method == "POST":
@@ -161,13 +190,45 @@ def conversation(request: HttpRequest, conversation_id: int) -> HttpResponse:
             status = 422
     live = request.GET.get("live", "")
     context = {
+        **_sidebar(request),
         "conversation": item,
+        "owned": owned,
         "runs": run_views(user=request.user, runs=list(conversation_runs(conversation=item))),
         "live": live,
         "form": form,
-        "picker": _picker(request, item),
+        "rename_form": RenameForm(initial={"title": item.title}),
+        "picker": _picker(request, item) if owned else None,
+        "labels": json.dumps(activity_labels(), ensure_ascii=False),
     }
     return _page(request, "chat/conversation.html", context, status)
+
+
+@login_required
+@require_POST
+@_not_found_is_404
+def conversation_rename_view(request: HttpRequest, conversation_id: int) -> HttpResponse:
+    item = conversation_get_for_user(user=request.user, conversation_id=conversation_id)
+    form = RenameForm(request.POST)
+    if form.is_valid():
+        try:
+            conversation_rename(conversation=item, title=form.cleaned_data["title"])
+            messages.success(request, _("Renamed."))
+        except ApiError as error:
+            _form_error(request, error)
+    else:
+        messages.error(request, " ".join(str(e) for e in form.errors.get("title", [])))
+    return redirect("chat:conversation", item.pk)
+
+
+@login_required
+@require_POST
+@_not_found_is_404
+def conversation_delete_view(request: HttpRequest, conversation_id: int) -> HttpResponse:
+    item = conversation_get_for_user(user=request.user, conversation_id=conversation_id)
+    conversation_delete(conversation=item)
+    messages.success(request, _("Conversation deleted. The receipts of its answers stay "
+                                "available to you through the API."))  # fmt: skip
+    return redirect("chat:home")
 
 
 @login_required
@@ -180,7 +241,7 @@ def answer_fragment(request: HttpRequest, run_id: str) -> HttpResponse:
     [view] = run_views(user=request.user, runs=[run]) or [None]
     if view is None:
         raise Http404()
-    return render(request, "chat/_run_answers.html", {"item": view})
+    return render(request, "chat/_run_answers.html", {"item": view, "owned": True})
 
 
 @login_required
@@ -198,10 +259,23 @@ def receipt(request: HttpRequest, run_id: str, generation: int) -> HttpResponse:
 @require_GET
 @_not_found_is_404
 def source(request: HttpRequest, run_id: str, generation: int, number: int) -> HttpResponse:
-    """A quotation inside the text it was checked against (chat.sources)."""
-    run = run_get_for_user(user=request.user, run_id=run_id)
+    """A quotation inside the text it was checked against (chat.sources), for the run's
+    owner and whoever the conversation is shared with."""
+    run = run_get_for_reader(user=request.user, run_id=run_id)
     found = quote_source(user=request.user, run=run, generation=generation, number=number)
     return _page(request, "chat/source.html", {"source": found})
+
+
+@login_required
+@require_GET
+@_not_found_is_404
+def source_page(request: HttpRequest, run_id: str, generation: int, number: int) -> HttpResponse:
+    """A PDF citation's page as an image with the quote's lines marked."""
+    run = run_get_for_reader(user=request.user, run_id=run_id)
+    png = quote_page_image(user=request.user, run=run, generation=generation, number=number)
+    response = HttpResponse(png, content_type="image/png")
+    response["Cache-Control"] = "private, no-store"  # document text, as the page itself
+    return response
 
 
 @login_required

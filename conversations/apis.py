@@ -10,13 +10,17 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from answers.apis import request_origin
+from answers.models import Conversation
 from answers.pipeline.texts import LANGUAGES
 from answers.serializers import AnswerOutput
 from conversations.services import (
     conversation_create,
+    conversation_delete,
     conversation_export,
     conversation_get_for_user,
     conversation_messages,
+    conversation_rename,
     conversations_visible_to,
     export_markdown,
     intent_get_for_user,
@@ -48,6 +52,10 @@ class ConversationOutput(serializers.Serializer):
     id = serializers.IntegerField()
     title = serializers.CharField()
     language = serializers.CharField()
+    origin = serializers.ChoiceField(
+        choices=Conversation.Origin.values,
+        help_text="Where it was started: the chat, the API, a koinon client, MCP or the CLI.",
+    )
     created_at = serializers.DateTimeField()
     owned = serializers.BooleanField(help_text="False for a conversation shared with you.")
 
@@ -102,7 +110,8 @@ class IntentOutput(serializers.Serializer):
 
 def _conversation_data(conversation, user) -> dict:
     return {"id": conversation.pk, "title": conversation.title,
-            "language": conversation.language, "created_at": conversation.created_at,
+            "language": conversation.language, "origin": conversation.origin,
+            "created_at": conversation.created_at,
             "owned": conversation.user_id == user.pk}  # fmt: skip
 
 
@@ -132,12 +141,41 @@ class ConversationListCreateApi(APIView):
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        conversation = conversation_create(user=request.user, **data.validated_data)
+        conversation = conversation_create(user=request.user, origin=request_origin(request),
+                                           **data.validated_data)  # fmt: skip
         return Response(ConversationOutput(_conversation_data(conversation, request.user)).data,
                         status=status.HTTP_201_CREATED)  # fmt: skip
 
 
 class ConversationDetailApi(APIView):
+    class RenameSerializer(StrictSerializer):
+        title = serializers.CharField(max_length=200, trim_whitespace=True)
+
+        def to_internal_value(self, data: object) -> dict:
+            if isinstance(data, dict) and "title" in data and not isinstance(data["title"], str):
+                raise serializers.ValidationError({"title": "Must be a string."})
+            return super().to_internal_value(data)
+
+    @extend_schema(
+        operation_id="conversations_rename",
+        request={"application/json": RenameSerializer},
+        responses={200: ConversationOutput},
+    )
+    def patch(self, request: Request, conversation_id: str) -> Response:
+        conversation = conversation_get_for_user(user=request.user, conversation_id=conversation_id,
+                                                 owner=True)  # fmt: skip
+        data = self.RenameSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        conversation_rename(conversation=conversation, title=data.validated_data["title"])
+        return Response(ConversationOutput(_conversation_data(conversation, request.user)).data)
+
+    @extend_schema(operation_id="conversations_delete", responses={204: None})
+    def delete(self, request: Request, conversation_id: str) -> Response:
+        conversation = conversation_get_for_user(user=request.user, conversation_id=conversation_id,
+                                                 owner=True)  # fmt: skip
+        conversation_delete(conversation=conversation)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
     @extend_schema(responses=ConversationDetailOutput)
     def get(self, request: Request, conversation_id: str) -> Response:
         conversation = conversation_get_for_user(user=request.user, conversation_id=conversation_id)

@@ -8,6 +8,7 @@ replaced — shows the localized regeneration notice instead, never its text.
 """
 
 import html
+import uuid
 from datetime import UTC
 
 from django.conf import settings
@@ -50,7 +51,9 @@ def conversations_visible_to(*, user: AbstractBaseUser) -> QuerySet[Conversation
     if not user.is_authenticated or not user.is_active:
         return Conversation.objects.none()
     shared = ConversationShare.objects.filter(recipient_id=user.pk).values("conversation_id")
-    return Conversation.objects.filter(Q(user_id=user.pk) | Q(pk__in=shared)).order_by("-id")
+    return Conversation.objects.filter(
+        Q(user_id=user.pk) | Q(pk__in=shared), deleted_at__isnull=True
+    ).order_by("-id")
 
 
 def conversation_get_for_user(
@@ -65,6 +68,21 @@ def conversation_get_for_user(
     if found is None:
         raise NotFoundError("Conversation not found.")
     return found
+
+
+def run_get_for_reader(*, user: AbstractBaseUser, run_id: object) -> AnswerRun:
+    """A run of a conversation the user may read: their own, or one shared with them
+    (read-only: its sealed answers still pass the boundary for this reader). NotFoundError
+    whether missing, someone else's, deleted or not shared."""
+    try:
+        pk = uuid.UUID(str(run_id))
+    except ValueError:
+        raise NotFoundError("Run not found.") from None
+    visible = conversations_visible_to(user=user).values("pk")
+    run = AnswerRun.objects.filter(pk=pk, conversation_id__in=visible).first()
+    if run is None:
+        raise NotFoundError("Run not found.")
+    return run
 
 
 # --- reading messages ----------------------------------------------------------------
@@ -112,12 +130,43 @@ def conversation_messages(*, user: AbstractBaseUser, conversation: Conversation)
                          language=language) for m in messages]  # fmt: skip
 
 
-def conversation_create(*, user: AbstractBaseUser, title: str, language: str = "") -> Conversation:
+def conversation_create(
+    *, user: AbstractBaseUser, title: str, language: str = "", origin: str = Conversation.Origin.API
+) -> Conversation:
     if language and language not in texts.LANGUAGES:
         known = ", ".join(texts.LANGUAGES)
         raise UnprocessableError("Unknown language.", code="invalid",
                                  fields={"language": f"One of {known}."})  # fmt: skip
-    return Conversation.objects.create(user=user, title=title.strip()[:200], language=language)
+    return Conversation.objects.create(user=user, title=title.strip()[:200], language=language,
+                                       origin=origin)  # fmt: skip
+
+
+TITLE_MAX = 200
+
+
+def conversation_rename(*, conversation: Conversation, title: str) -> Conversation:
+    """A new title (trimmed; 1–200 characters, no control characters). Precondition: the
+    owner's conversation (selector with `owner=True`)."""
+    title = title.strip() if isinstance(title, str) else ""
+    if not title or len(title) > TITLE_MAX or not text_is_storable(title) or any(
+        ord(c) < 32 for c in title
+    ):  # fmt: skip
+        message = f"A title of 1 to {TITLE_MAX} characters on one line."
+        raise UnprocessableError(message, code="invalid", fields={"title": message})
+    conversation.title = title
+    conversation.save(update_fields=["title"])
+    return conversation
+
+
+def conversation_delete(*, conversation: Conversation) -> None:
+    """Gone for its owner and whoever it was shared with: from every list and lookup, its
+    shares revoked. Its runs, releases, events and audits stay (sealed records); the owner
+    still reads each run and its receipt by id through the API. Precondition: the owner's
+    conversation (selector with `owner=True`)."""
+    with transaction.atomic():
+        conversation.shares.all().delete()
+        conversation.deleted_at = timezone.now()
+        conversation.save(update_fields=["deleted_at"])
 
 
 # --- exports -------------------------------------------------------------------------

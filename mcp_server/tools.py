@@ -369,6 +369,7 @@ ANSWER_MODES = ("ask", "quick", "pro", "deep")
 
 def answer_run(caller: Caller, values: dict) -> ToolResult:
     from answers.boundary import sealed_answer_read
+    from answers.models import Conversation
     from answers.pipeline.request import answer_request_parse
     from answers.pipeline.run import answer_create
     from answers.selectors import run_get_for_user
@@ -382,7 +383,8 @@ def answer_run(caller: Caller, values: dict) -> ToolResult:
         # query_too_long, invalid_policy, invalid).
         request = answer_request_parse({name: values[name] for name in ANSWER_FIELDS
                                         if name in values})  # fmt: skip
-        body = answer_create(user=caller.user, request=request, api_key=caller.api_key)
+        body = answer_create(user=caller.user, request=request, api_key=caller.api_key,
+                             origin=Conversation.Origin.MCP)  # fmt: skip
         run = run_get_for_user(user=caller.user, run_id=body["run_id"])
     except ApiError as error:
         raise api_error_failure(error) from None

@@ -1,11 +1,13 @@
 """Live events of a running answer: sent as they happen to the run's Channels group, so
 that every web process streaming the run forwards them at once.
 
-Only what may leave before sealing is sent: `started` and each `tool` outcome (tool,
-state, code, count) — with the very sequence numbers the sealed events get in the
-publication transaction, so a stream de-duplicates live and stored events by `seq`. Live
-events are a convenience: the stored, sealed events stay the record, and a layer that is
-down costs the live view only, never the answer.
+Only what may leave before sealing is sent: `started`, each `tool` outcome (tool, state,
+code, count) and each `step` the run enters (`model`: waiting for the model provider;
+`verify`: checking quotes against the source; `judge`: judging whether they answer) —
+with the very sequence numbers the sealed events get in the publication transaction, so
+a stream de-duplicates live and stored events by `seq`. Live events are a convenience:
+the stored, sealed events stay the record, and a layer that is down costs the live view
+only, never the answer.
 """
 
 import logging
@@ -16,6 +18,17 @@ from asgiref.sync import async_to_sync
 logger = logging.getLogger(__name__)
 
 TOOL_FIELDS = ("tool", "state", "code", "result_count")
+STEPS = ("model", "verify", "judge")
+
+
+def tool_event(outcome: dict) -> tuple[str, dict]:
+    return "tool", {key: outcome[key] for key in TOOL_FIELDS}
+
+
+def step_event(step: str) -> tuple[str, dict]:
+    if step not in STEPS:
+        raise ValueError(f"unknown step {step!r}")
+    return "step", {"step": step}
 
 
 def run_group(run_id: object) -> str:
@@ -25,8 +38,8 @@ def run_group(run_id: object) -> str:
 class EventSink(Protocol):
     def started(self, *, run_id: object, generation: int) -> None: ...
 
-    def tools(self, *, run_id: object, generation: int, first: int, outcomes: list[dict]) -> None:
-        """Outcomes numbered from `first` (their index among the run's outcomes, from 0)."""
+    def event(self, *, run_id: object, generation: int, seq: int, name: str, data: dict) -> None:
+        """A `tool` or `step` event, numbered as it will be stored (`started` is 1)."""
         ...
 
     def sealed(self, *, run_id: object, generation: int) -> None: ...
@@ -36,7 +49,7 @@ class NullSink:
     def started(self, *, run_id: object, generation: int) -> None:
         return None
 
-    def tools(self, *, run_id: object, generation: int, first: int, outcomes: list[dict]) -> None:
+    def event(self, *, run_id: object, generation: int, seq: int, name: str, data: dict) -> None:
         return None
 
     def sealed(self, *, run_id: object, generation: int) -> None:
@@ -62,11 +75,9 @@ class ChannelsSink:
                             "event": "started",
                             "data": {"run_id": str(run_id), "generation": generation}})  # fmt: skip
 
-    def tools(self, *, run_id: object, generation: int, first: int, outcomes: list[dict]) -> None:
-        for index, outcome in enumerate(outcomes, start=first):
-            self._send(run_id, {"type": "run.event", "generation": generation, "seq": index + 2,
-                                "event": "tool",
-                                "data": {key: outcome[key] for key in TOOL_FIELDS}})  # fmt: skip
+    def event(self, *, run_id: object, generation: int, seq: int, name: str, data: dict) -> None:
+        self._send(run_id, {"type": "run.event", "generation": generation, "seq": seq,
+                            "event": name, "data": data})  # fmt: skip
 
     def sealed(self, *, run_id: object, generation: int) -> None:
         self._send(run_id, {"type": "run.sealed", "generation": generation})

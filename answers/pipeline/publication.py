@@ -31,6 +31,7 @@ class Publication:
     model_called: bool = False
     selected_fact_ids: list[str] = field(default_factory=list)
     outcomes: list[dict] = field(default_factory=list)
+    events: list[tuple[str, dict]] = field(default_factory=list)  # the stream's, after started
     steps: list[dict] = field(default_factory=list)
     sql: list[dict] = field(default_factory=list)
     # The permission recheck, run first inside the publication transaction: None to go
@@ -126,7 +127,7 @@ def answer_publish(publication: Publication) -> Message:
         )
         body["release"] = release_summary(release)
     stream_events_record(
-        run_id=run.pk, generation=generation.number, body=body, outcomes=publication.outcomes
+        run_id=run.pk, generation=generation.number, body=body, events=publication.events
     )
     audit_record(
         run_id=run.pk,

@@ -28,12 +28,14 @@ __all__ = ["AlreadyExecuted", "ProviderFailed", "RunFailed", "answer_create", "a
 logger = logging.getLogger(__name__)
 
 
-def _conversation(*, user: AbstractBaseUser, request: AnswerRequest) -> Conversation:
+def _conversation(*, user: AbstractBaseUser, request: AnswerRequest, origin: str) -> Conversation:
     if request.conversation_id is None:
         return Conversation.objects.create(
-            user=user, title=request.query[:200], language=request.language or ""
+            user=user, title=request.query[:200], language=request.language or "", origin=origin
         )
-    conversation = Conversation.objects.filter(pk=request.conversation_id, user=user).first()
+    conversation = Conversation.objects.filter(
+        pk=request.conversation_id, user=user, deleted_at__isnull=True
+    ).first()
     if conversation is None:
         raise NotFoundError("Conversation not found.")
     return conversation
@@ -60,13 +62,15 @@ def run_start(
     request: AnswerRequest,
     api_key: ApiKey | None = None,
     provider: ModelProvider | None = None,
+    origin: str = Conversation.Origin.API,
 ) -> AnswerRun:
     """Write the conversation (new or the user's own) with its source selection, the run,
     the user's message and generation 1 in one transaction. Raises NotFoundError for a
-    foreign conversation."""
+    foreign (or deleted) conversation. `origin` marks a new conversation: where it was
+    started (the chat lists its own by default)."""
     provider = provider or get_model_provider()
     with transaction.atomic():
-        conversation = _conversation(user=user, request=request)
+        conversation = _conversation(user=user, request=request, origin=origin)
         # The request's selection becomes the conversation's current one (recheck reads it).
         conversation_sources_set(
             user=user,
@@ -181,7 +185,8 @@ def run_execute(
         logger.exception("run %s failed", run.pk)
         reason = "internal_error"
     try:
-        run_fail(run_id=run.pk, generation=generation, reason=reason, outcomes=trace.outcomes)
+        run_fail(run_id=run.pk, generation=generation, reason=reason,
+                 events=trace.stream_events())  # fmt: skip
     except DatabaseError:
         logger.exception("run %s: its failure could not be recorded", run.pk)
     events.sealed(run_id=run.pk, generation=generation)
@@ -189,16 +194,22 @@ def run_execute(
 
 
 @transaction.atomic
-def run_fail(*, run_id: object, generation: int, reason: str, outcomes: list[dict] = ()) -> None:
+def run_fail(
+    *, run_id: object, generation: int, reason: str, events: list[tuple[str, dict]] = ()
+) -> None:
     """End a generation `failed`: status on run and generation, and the events a replay
-    shows (started, the tool activity so far, failed). No text, no release."""
+    shows (started, the steps and tool activity so far, failed). No text, no release."""
     AnswerRun.objects.filter(pk=run_id).update(status=AnswerRun.Status.FAILED)
     Generation.objects.filter(run_id=run_id, number=generation).update(status="failed")
-    stream_events_fail(run_id=run_id, generation=generation, reason=reason, outcomes=outcomes)
+    stream_events_fail(run_id=run_id, generation=generation, reason=reason, events=events)
 
 
 def answer_stream_start(
-    *, user: AbstractBaseUser, request: AnswerRequest, api_key: ApiKey | None = None
+    *,
+    user: AbstractBaseUser,
+    request: AnswerRequest,
+    api_key: ApiKey | None = None,
+    origin: str = Conversation.Origin.API,
 ) -> AnswerRun:
     """Start a run that the worker executes (queue `answers`); its events are streamed
     from the database. Raises ServiceUnavailableError when it cannot be queued (the run
@@ -206,7 +217,7 @@ def answer_stream_start(
     from answers.tasks import run_execute_task
     from core.queue import QueueUnavailable, task_enqueue
 
-    run = run_start(user=user, request=request, api_key=api_key)
+    run = run_start(user=user, request=request, api_key=api_key, origin=origin)
     try:
         task_enqueue(run_execute_task, str(run.pk), 1)
     except QueueUnavailable:
@@ -225,6 +236,7 @@ def answer_create(
     request: AnswerRequest,
     api_key: ApiKey | None = None,
     provider: ModelProvider | None = None,
+    origin: str = Conversation.Origin.API,
 ) -> dict:
     """Answer a question from the evidence the user may see now, and publish it.
 
@@ -233,7 +245,7 @@ def answer_create(
     during selection and invalid selections never raise: they end in a fixed abstention.
     """
     provider = provider or get_model_provider()
-    run = run_start(user=user, request=request, api_key=api_key, provider=provider)
+    run = run_start(user=user, request=request, api_key=api_key, provider=provider, origin=origin)
     return run_execute(run_id=run.pk, generation=1, provider=provider)
 
 

@@ -22,7 +22,7 @@ from answers.judge.lexical import content_words as lexical_words
 from answers.judge.model import JudgeUnavailable
 from answers.models import AnswerRun, CandidateFact, Generation
 from answers.pipeline import texts
-from answers.pipeline.events import EventSink
+from answers.pipeline.events import EventSink, step_event, tool_event
 from answers.pipeline.judgement import VALUE_UNMET, Support, support_judge
 from answers.pipeline.planner import Plan, content_words
 from answers.pipeline.policy import Judgement, policy_judge
@@ -85,11 +85,29 @@ class Trace:
 
     steps: list[dict] = field(default_factory=list)
     outcomes: list[dict] = field(default_factory=list)
+    # The stream events after `started`, in the order they were sent live.
+    events: list[tuple[str, dict]] = field(default_factory=list)
+    _sent_outcomes: set[int] = field(default_factory=set)
 
     def step(self, name: str, started: float, **details: object) -> None:
         self.steps.append(
             {"step": name, "ms": round((time.perf_counter() - started) * 1000, 2), **details}
         )
+
+    def emit(self, ctx: "RunContext", event: tuple[str, dict], outcome: dict | None = None) -> None:
+        """Send one event live, numbered as it will be stored."""
+        self.events.append(event)
+        if outcome is not None:
+            self._sent_outcomes.add(id(outcome))
+        name, data = event
+        ctx.events.event(run_id=ctx.run.pk, generation=ctx.generation.number,
+                         seq=len(self.events) + 1, name=name, data=data)  # fmt: skip
+
+    def stream_events(self) -> list[tuple[str, dict]]:
+        """What a replay shows after `started`: the events as sent live, then the tool
+        outcomes that were never sent (a recheck's, a failure's)."""
+        unsent = [o for o in self.outcomes if id(o) not in self._sent_outcomes]
+        return [*self.events, *(tool_event(o) for o in unsent)]
 
 
 @dataclass(frozen=True)
@@ -145,6 +163,7 @@ def plan_step(ctx: RunContext, trace: Trace) -> Plan:
     """The provider's plan, steered by memory, stored on the run. Raises ProviderFailed."""
     started = time.perf_counter()
     datasets = visible_datasets(user=ctx.user, space_ids=ctx.run.space_ids)
+    trace.emit(ctx, step_event("model"))
     try:
         plan = ctx.provider.plan(
             question=ctx.request.query, history=list(ctx.history), datasets=datasets
@@ -176,9 +195,9 @@ def tools_step(ctx: RunContext, trace: Trace, plan: Plan, round_number: int) -> 
     found, outcomes = run_tools(
         run=ctx.run, user=ctx.user, plan=plan, policy=ctx.request.policy, mode=ctx.request.mode
     )
-    ctx.events.tools(run_id=ctx.run.pk, generation=ctx.generation.number,
-                     first=len(trace.outcomes), outcomes=outcomes)  # fmt: skip
     trace.outcomes += outcomes
+    for outcome in outcomes:
+        trace.emit(ctx, tool_event(outcome), outcome)
     trace.step("retrieval", started, candidates=len(found), round=round_number + 1)
     return found
 
@@ -216,6 +235,7 @@ def select_step(ctx: RunContext, trace: Trace, plan: Plan, found: list) -> Selec
     for attempt in range(SELECTION_ATTEMPTS):
         started = time.perf_counter()
         attempts += 1
+        trace.emit(ctx, step_event("model"))
         try:
             raw = ctx.provider.select(
                 question=ctx.request.query,
@@ -228,6 +248,7 @@ def select_step(ctx: RunContext, trace: Trace, plan: Plan, found: list) -> Selec
             selected = selection_parse(raw, found)
             trace.step("selection", started, attempt=attempt + 1, facts=len(selected))
             started = time.perf_counter()
+            trace.emit(ctx, step_event("verify"))
             selection_validate(selected)
             trace.step("validation", started, ok=True)
         except SelectionRejected as rejection:
@@ -244,6 +265,7 @@ def select_step(ctx: RunContext, trace: Trace, plan: Plan, found: list) -> Selec
             issues.append("provider_error")
             continue
         started = time.perf_counter()
+        trace.emit(ctx, step_event("judge"))
         try:
             support = support_judge(
                 provider=ctx.provider, plan=plan, selected=selected, weights=weights, cache=judged
@@ -520,6 +542,7 @@ def seal(
             model_called=decision.attempts > 0,
             selected_fact_ids=[s.fact.fact_id for s in ending.selected],
             outcomes=list(trace.outcomes),
+            events=trace.stream_events(),
             steps=list(trace.steps),
             sql=[{"planned": q["sql"]} for q in ctx.run.plan.get("dataset_queries", [])]
             + [{"query_id": query_id} for query_id in executed],

@@ -85,12 +85,18 @@ def test_a_streamed_answer_runs_in_the_worker_and_ends_with_the_sealed_body(
     assert response.headers["x-accel-buffering"] == "no"
     names = [e["event"] for e in events]
     assert names[0] == "started" and names[-1] == "completed"
-    assert set(names[1:-1]) == {"tool"}
+    assert set(names[1:-1]) == {"tool", "step"}
     run_id = events[0]["data"]["run_id"]
     assert [e["id"] for e in events] == [f"{run_id}:1:{n}" for n in range(1, len(events) + 1)]
-    # Before `completed` nothing but tool activity: tool, state, code, count.
+    # Before `completed` nothing but activity: each step the run enters (the model planning
+    # first, then after the tools the model selecting, the verification, the judgement)
+    # and each tool's tool, state, code, count.
+    steps = [e["data"]["step"] for e in events if e["event"] == "step"]
+    assert steps[0] == "model" and names[1] == "step"
+    assert steps[1:4] == ["model", "verify", "judge"]
     for event in events[1:-1]:
-        assert set(event["data"]) == {"tool", "state", "code", "result_count"}
+        keys = {"step"} if event["event"] == "step" else {"tool", "state", "code", "result_count"}
+        assert set(event["data"]) == keys
     assert TEXT not in response.text.split("event: completed")[0]
     body = events[-1]["data"]["payload"]["result"]
     assert body["evidence"]["answer_status"] == "evidence_backed"
@@ -106,7 +112,7 @@ def test_the_legacy_stream_has_status_and_complete_events(
     _, events = stream(live_server_url, auth, stream=True)
     names = [e["event"] for e in events]
     assert set(names[:-1]) == {"status"} and names[-1] == "complete"
-    assert [e["data"]["status"] for e in events[:2]] == ["started", "tool"]
+    assert [e["data"]["status"] for e in events[:3]] == ["started", "step", "tool"]
     run_id = events[0]["data"]["run_id"]
     assert (
         events[-1]["data"]["payload"]
@@ -229,7 +235,7 @@ def test_live_tool_activity_reaches_the_stream_before_the_run_is_sealed(
     import threading
     import time
 
-    from answers.pipeline.events import ChannelsSink
+    from answers.pipeline.events import ChannelsSink, tool_event
     from answers.pipeline.request import answer_request_parse
     from answers.pipeline.run import run_fail, run_start
     from audit.models import StreamEvent
@@ -250,21 +256,21 @@ def test_live_tool_activity_reaches_the_stream_before_the_run_is_sealed(
     listener.start()
     outcome = {"tool": "keyword_search", "state": "succeeded", "code": "matched",
                "result_count": 3, "retryable": False}  # fmt: skip
+    shown = {k: outcome[k] for k in ("tool", "state", "code", "result_count")}
     sink = ChannelsSink()
     deadline = time.monotonic() + 15
     # Until the stream has subscribed, a group message reaches nobody: send again.
     while "event: tool" not in "".join(received) and time.monotonic() < deadline:
         sink.started(run_id=run.pk, generation=1)
-        sink.tools(run_id=run.pk, generation=1, first=0, outcomes=[outcome])
+        sink.event(run_id=run.pk, generation=1, seq=2, name="tool", data=shown)
         time.sleep(0.3)
     live = parse("".join(received))
     assert [e["event"] for e in live][:2] == ["started", "tool"]
-    shown = {k: outcome[k] for k in ("tool", "state", "code", "result_count")}
     assert live[1] == {"id": f"{run.pk}:1:2", "event": "tool", "data": shown}
     # Nothing sealed yet: the tool event was live; only `started` is stored, at run_start.
     assert list(StreamEvent.objects.filter(run=run).values_list("event", flat=True)) == ["started"]
 
-    run_fail(run_id=run.pk, generation=1, reason="internal_error", outcomes=[outcome])
+    run_fail(run_id=run.pk, generation=1, reason="internal_error", events=[tool_event(outcome)])
     sink.sealed(run_id=run.pk, generation=1)
     listener.join(30)
     assert not listener.is_alive()

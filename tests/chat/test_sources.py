@@ -83,3 +83,119 @@ def test_whoever_may_not_read_it_gets_the_same_404_as_a_made_up_id(
 def test_a_withdrawn_source_is_not_opened(answered, owner, member):
     document_withdraw(user=owner, document=answered["document"], reason="outdated")
     assert browser(member).get(answered["url"]).status_code == 404
+
+
+def shared_with(run: AnswerRun, owner_user, username: str) -> None:
+    from conversations.services import share_create
+
+    share_create(user=owner_user, conversation=run.conversation, username=username)
+
+
+def test_the_permission_matrix_of_the_source_view(answered, space, owner, member, outsider):
+    """Owner: yes. A reader the conversation is shared with: yes while they may read the
+    source. Outsider (even when shared with): 404, as a made-up id is."""
+    run, url = answered["run"], answered["url"]
+    assert browser(member).get(url).status_code == 200  # the asker
+    assert browser(owner).get(url).status_code == 404  # not shared with the curator yet
+    shared_with(run, member, owner.username)
+    page = browser(owner).get(url)  # the curator reads the space: the shared answer opens
+    assert page.status_code == 200 and "<mark data-quote>" in page.content.decode()
+    conversation = browser(owner).get(f"/c/{run.conversation_id}/").content.decode()
+    assert answered["url"] in conversation and "data-shared-notice" in conversation
+    assert "data-regenerate" not in conversation and 'id="ask-form"' not in conversation
+    assert browser(owner).post(f"/c/{run.conversation_id}/", {"query": "x"}).status_code == 404
+    shared_with(run, member, outsider.username)
+    assert browser(outsider).get(url).status_code == 404  # shared, but no access to the space
+    made_up = f"/runs/{run.pk}/sources/1/42/"
+    assert browser(owner).get(made_up).status_code == 404
+    assert browser(member).get(made_up).status_code == 404
+
+
+WRAPPED = (
+    "Shipping guide\n\n"
+    "Parcels leave the warehouse\nevery weekday at noon and reach\nmost cities the next day.\n\n"
+    "- item one\n- item two\n"
+)
+
+
+def test_a_hard_wrapped_quote_is_reflowed_for_reading_and_located_by_its_lines(
+    space, owner, member
+):
+    from answers.pipeline.planner import Plan
+
+    ingest(owner, space, "shipping.txt", WRAPPED)
+    question = "When do parcels leave the warehouse?"
+    asked = Plan(standalone=question, searches=[question])
+    body = ask(member, question, provider=ScriptedProvider([select_first], plan=asked))
+    citation = body["answer"]["citations"][0]
+    assert "\n" in citation["quote"]  # the sealed quote keeps the file's line breaks
+    url = f"/runs/{body['run_id']}/sources/{body['generation']}/{citation['number']}/"
+    content = browser(member).get(url).content.decode()
+    marked = html.unescape(re.search(r"<mark data-quote>(.*?)</mark>", content, re.S).group(1))
+    assert marked == " ".join(citation["quote"].split("\n"))  # joined for display only
+    start = WRAPPED.index(citation["quote"])
+    first = WRAPPED.count("\n", 0, start) + 1
+    last = WRAPPED.count("\n", 0, start + len(citation["quote"]) - 1) + 1
+    assert first < last and f"lines {first}–{last}" in content
+    assert "- item one\n- item two" in html.unescape(content)  # list items keep their lines
+    run = AnswerRun.objects.get(pk=body["run_id"])
+    assert run.response["answer"]["citations"][0]["quote"] == citation["quote"]  # unchanged
+
+
+def pdf_bytes(pages: list[str]) -> bytes:
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.set_font("Helvetica", size=14)
+    for text in pages:
+        pdf.add_page()
+        pdf.multi_cell(0, 9, text)
+    return bytes(pdf.output())
+
+
+def marked_pixels(png: bytes) -> int:
+    """Pixels of the translucent yellow mark over white paper."""
+    import io
+
+    from PIL import Image
+
+    image = Image.open(io.BytesIO(png)).convert("RGB")
+    return sum(1 for r, g, b in image.getdata() if r > 240 and 220 < g < 250 and 120 < b < 200)
+
+
+def test_a_pdf_citation_shows_its_page_as_an_image_with_the_quote_marked(
+    space, owner, member, outsider
+):
+    from knowledge.documents import document_upload, revision_extract
+
+    pages = ["The canteen opens at seven in the morning and closes at three.",
+             "The platform operations team owns service reviews."]  # fmt: skip
+    result = document_upload(user=owner, filename="handbook.pdf", data=pdf_bytes(pages),
+                             space=space)  # fmt: skip
+    revision_extract(revision_id=result.revision.pk)
+    body = ask(member, "Who owns service reviews?",
+               provider=ScriptedProvider([select_first], plan=plan()))  # fmt: skip
+    citation = body["answer"]["citations"][0]
+    assert citation["locator"]["page"] == 2
+    base = f"/runs/{body['run_id']}/sources/{body['generation']}/{citation['number']}/"
+    content = browser(member).get(base).content.decode()
+    assert f'src="{base}page.png"' in content and "page 2" in content
+    image = browser(member).get(base + "page.png")
+    assert image.status_code == 200 and image["Content-Type"] == "image/png"
+    assert image["Cache-Control"] == "private, no-store"
+    assert image.content.startswith(b"\x89PNG") and marked_pixels(image.content) > 500
+    # The same page without a quote on it has no mark: the mark is the quote's.
+    from chat.page_image import page_png
+
+    with result.revision.file.open("rb") as stored:
+        data = stored.read()
+    assert marked_pixels(page_png(data=data, page=1, quote=citation["quote"])) == 0
+    assert browser(outsider).get(base + "page.png").status_code == 404
+    assert browser(member).get(base.replace(f"/{citation['number']}/", "/9/") + "page.png")\
+        .status_code == 404  # fmt: skip
+
+
+def test_a_text_citation_has_no_page_image(answered, member):
+    content = browser(member).get(answered["url"]).content.decode()
+    assert "data-page-image" not in content
+    assert browser(member).get(answered["url"] + "page.png").status_code == 404

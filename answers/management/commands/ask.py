@@ -3,6 +3,7 @@ import json
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from answers.models import Conversation
 from answers.pipeline.request import answer_request_parse
 from answers.pipeline.run import answer_create
 from core.errors import ApiError
@@ -35,7 +36,8 @@ class Command(BaseCommand):
         if language:
             data["language"] = language
         try:
-            body = answer_create(user=asker, request=answer_request_parse(data))
+            body = answer_create(user=asker, request=answer_request_parse(data),
+                                 origin=Conversation.Origin.CLI)  # fmt: skip
         except ApiError as error:
             raise CommandError(f"{error.error_code}: {error.detail}") from None
         if as_json:

@@ -2,19 +2,24 @@
 "use strict";
 
 (function () {
-  // Live activity: the run's events over SSE (session cookie), then the sealed answer.
+  // Live activity: the run's events over SSE (session cookie), then the sealed answer,
+  // whose fragment carries the activity as the server stored it.
   function follow(box) {
     const status = box.querySelector("[data-activity-status]");
     const list = box.querySelector("[data-tools]");
+    const labels = Object.assign({ tools: {}, steps: {}, states: {}, found: "%(count)s" },
+      JSON.parse(box.dataset.labels || "{}"));
     const source = new EventSource(box.dataset.events, { withCredentials: true });
     let done = false;
+    function toolText(tool, state, count) {
+      const parts = [labels.tools[tool] || tool, labels.states[state] || state];
+      if (state === "succeeded") parts.push(labels.found.replace("%(count)s", String(count)));
+      return parts.join(" · ");
+    }
     function finish() {
       if (done) return;
       done = true;
       source.close();
-      Array.prototype.slice.call(list.children).forEach(function (li) {
-        if (li.dataset.state === "running") li.remove(); // started but reported nothing
-      });
       fetch(box.dataset.fragment, { credentials: "same-origin", headers: { Accept: "text/html" } })
         .then(function (response) {
           if (!response.ok) throw new Error(String(response.status));
@@ -24,16 +29,7 @@
           const container = box.closest("[data-run-answers]");
           const template = document.createElement("template");
           template.innerHTML = html; // rendered (and escaped) by the server
-          const log = document.createElement("details");
-          log.className = "activity-log";
-          log.setAttribute("data-activity-log", "");
-          const summary = document.createElement("summary");
-          summary.textContent = box.dataset.labelDone + " (" + list.children.length + ")";
-          log.appendChild(summary);
-          log.appendChild(list);
           container.replaceWith(template.content);
-          const fresh = document.querySelector("#run-" + box.dataset.liveRun + " [data-run-answers]");
-          if (fresh) fresh.appendChild(log);
         })
         .catch(function () {
           status.textContent = box.dataset.labelTimeout;
@@ -44,9 +40,14 @@
       const item = document.createElement("li");
       item.dataset.tool = tool;
       item.dataset.state = "running";
-      item.textContent = tool + " · " + box.dataset.labelRunning;
+      item.textContent = toolText(tool, "running", 0);
       list.appendChild(item);
       return item;
+    }
+    function stepsDone() {
+      list.querySelectorAll("li[data-step][data-state=running]").forEach(function (li) {
+        li.dataset.state = "succeeded";
+      });
     }
     source.addEventListener("started", function () {
       status.textContent = box.dataset.labelStarted;
@@ -57,13 +58,23 @@
     source.addEventListener("generation", function () {
       list.replaceChildren();
     });
+    source.addEventListener("step", function (event) {
+      const data = JSON.parse(event.data);
+      stepsDone();
+      const item = document.createElement("li");
+      item.dataset.step = data.step;
+      item.dataset.state = "running";
+      item.textContent = labels.steps[data.step] || data.step;
+      list.appendChild(item);
+      status.textContent = item.textContent + "…";
+    });
     source.addEventListener("tool", function (event) {
       const data = JSON.parse(event.data);
       const item = Array.prototype.find.call(list.children, function (li) {
         return li.dataset.tool === data.tool && li.dataset.state === "running";
       }) || row(data.tool);
       item.dataset.state = data.state;
-      item.textContent = data.tool + " · " + data.state + " · " + data.result_count;
+      item.textContent = toolText(data.tool, data.state, data.result_count);
     });
     source.addEventListener("completed", finish);
     source.addEventListener("failed", finish);
