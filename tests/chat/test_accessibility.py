@@ -8,12 +8,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.chat import test_browser as browser_tests
-from tests.chat.test_browser import PASSWORD, QUESTION, QUOTE, new_page, shot, sign_in
-
-# test_browser.py's fixtures (the demo data, Debian's Chromium), shared rather than copied.
-browser = browser_tests.browser
-demo = browser_tests.demo
+from tests.chat.conftest import PASSWORD
+from tests.chat.test_browser import QUESTION, QUOTE, new_page, shot, sign_in
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -15,6 +15,7 @@ from playwright.sync_api import expect
 
 from tests.answers.fake_llm import FakeModelServer, Reply
 from tests.answers.test_openai_provider import model, provider_for, span_of, step
+from tests.chat.conftest import wait_for
 from tests.chat.test_browser import QUESTION, QUOTE, new_page, shot, sign_in
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -95,7 +96,7 @@ def test_a_citation_opens_the_highlighted_passage_and_a_pdf_page_and_lost_access
     row = page.locator("label.file", has_text="crane-handbook")
     expect(row.locator("[data-file-state]")).to_have_attribute("data-file-state", "admitted")
     row.locator("input").check()
-    page.get_by_role("textbox", name="Your question").fill("When is the harbour crane inspected?")
+    page.get_by_role("textbox", name="Your question").fill("Who inspects the harbour crane?")
     page.get_by_role("button", name="Ask", exact=True).click()
     quote = page.locator("[data-answer] blockquote").first
     expect(quote).to_contain_text("inspected every Tuesday")
@@ -104,7 +105,8 @@ def test_a_citation_opens_the_highlighted_passage_and_a_pdf_page_and_lost_access
     image = page.locator("[data-page-image] img")
     expect(image).to_be_visible()
     image.scroll_into_view_if_needed()
-    page.wait_for_function("document.querySelector('[data-page-image] img').naturalWidth > 0")
+    loaded = "() => document.querySelector('[data-page-image] img').naturalWidth"
+    wait_for(lambda: page.evaluate(loaded) > 0)  # the PNG arrived and decoded
     assert "page 2" in page.locator(".meta").inner_text()
     shot(page, "29-source-pdf-page")
     assert page.console_errors == []
@@ -262,18 +264,19 @@ def test_the_model_step_shows_while_a_slow_model_answers_and_the_activity_surviv
 
 
 def test_the_layout_keeps_the_question_box_in_view_and_fits_a_phone(browser, live_server_url, demo):
-    page = new_page(browser, viewport={"width": 1280, "height": 800})
+    page = new_page(browser)
+    page.set_viewport_size({"width": 1280, "height": 800})
     sign_in(page, live_server_url, "reader")
     ask_demo(page)
     for count in (2, 3, 4):
         ask_again(page, count)
     assert page.evaluate("document.documentElement.scrollHeight") > 800  # a long page
     # Wide: the conversation list is a sidebar beside the messages.
+    page.evaluate("window.scrollTo(0, 0)")
     sidebar = page.locator("aside.sidebar").bounding_box()
     main = page.locator(".chat-main").bounding_box()
     assert sidebar["x"] + sidebar["width"] <= main["x"] and abs(sidebar["y"] - main["y"]) < 50
     # The question box stays at the bottom of the viewport; the sources panel is folded.
-    page.evaluate("window.scrollTo(0, 0)")
     box = page.locator("[data-ask-form]").bounding_box()
     assert box["y"] + box["height"] <= 800 + 1
     assert page.locator("[data-sources-panel]").get_attribute("open") is None
