@@ -34,7 +34,8 @@ def test_a_provider_exception_in_plan_ends_the_run_failed_with_a_typed_reason(me
     events = list(StreamEvent.objects.filter(run=run).values_list("sequence", "event", "data"))
     assert events == [
         (1, "started", {"run_id": str(run.pk), "generation": 1}),
-        (2, "failed", {"code": "provider_error"}),
+        (2, "step", {"step": "model"}),  # the model was being waited for when it failed
+        (3, "failed", {"code": "provider_error"}),
     ]
 
 

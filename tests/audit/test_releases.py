@@ -222,8 +222,9 @@ def test_a_failure_at_any_write_leaves_nothing_partial(
     assert not Citation.objects.exists() and not Card.objects.exists()
     assert not OutputRelease.objects.exists() and not AnswerAudit.objects.exists()
     # Only the failure is there to replay (when the event table itself is not what failed):
-    # the tool activity that had happened, never a completed answer.
-    assert set(StreamEvent.objects.values_list("event", flat=True)) <= {"started", "tool", "failed"}
+    # the steps and tool activity that had happened, never a completed answer.
+    events = set(StreamEvent.objects.values_list("event", flat=True))
+    assert events <= {"started", "step", "tool", "failed"}
     run = AnswerRun.objects.get()
     assert run.response is None
     assert Generation.objects.get(run=run).status != "published"
