@@ -17,6 +17,7 @@ from tests.answers.fake_llm import FakeModelServer, Reply
 from tests.answers.test_openai_provider import model, provider_for, span_of, step
 from tests.chat.conftest import wait_for
 from tests.chat.test_browser import QUESTION, QUOTE, new_page, shot, sign_in
+from tests.knowledge.test_documents import pdf_bytes
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -55,17 +56,6 @@ def ask_again(page, count: int) -> None:
     page.get_by_role("textbox", name="Your question").fill(QUESTION)
     page.get_by_role("button", name="Ask", exact=True).click()
     expect(page.locator("[data-answer]")).to_have_count(count)
-
-
-def pdf_bytes(pages: list[str]) -> bytes:
-    from fpdf import FPDF
-
-    pdf = FPDF()
-    pdf.set_font("Helvetica", size=14)
-    for text in pages:
-        pdf.add_page()
-        pdf.multi_cell(0, 9, text)
-    return bytes(pdf.output())
 
 
 def test_a_citation_opens_the_highlighted_passage_and_a_pdf_page_and_lost_access_is_404(

@@ -15,6 +15,7 @@ from knowledge.services import space_member_remove
 from tests.answers.conftest import ask, ingest
 from tests.answers.providers import ScriptedProvider
 from tests.answers.test_permissions import plan, select_first
+from tests.knowledge.test_documents import pdf_bytes
 
 pytestmark = pytest.mark.django_db
 
@@ -140,17 +141,6 @@ def test_a_hard_wrapped_quote_is_reflowed_for_reading_and_located_by_its_lines(
     assert "- item one\n- item two" in html.unescape(content)  # list items keep their lines
     run = AnswerRun.objects.get(pk=body["run_id"])
     assert run.response["answer"]["citations"][0]["quote"] == citation["quote"]  # unchanged
-
-
-def pdf_bytes(pages: list[str]) -> bytes:
-    from fpdf import FPDF
-
-    pdf = FPDF()
-    pdf.set_font("Helvetica", size=14)
-    for text in pages:
-        pdf.add_page()
-        pdf.multi_cell(0, 9, text)
-    return bytes(pdf.output())
 
 
 def marked_pixels(png: bytes) -> int:
