@@ -56,10 +56,9 @@ def conversations_listed(
     found = conversations_of(user=user)
     if not every_origin:
         found = found.filter(origin=Conversation.Origin.CHAT)
-    # Words PostgreSQL cannot hold (NUL) match nothing: no conversation has them.
-    for word in words.replace("\x00", " \x00 ").split()[:SEARCH_WORDS_MAX]:
-        if "\x00" in word:
-            return found.none()
+    if "\x00" in words:  # PostgreSQL cannot hold a NUL: no question has one
+        return found.none()
+    for word in words.split()[:SEARCH_WORDS_MAX]:
         asked = AnswerRun.objects.filter(user_id=user.pk, question__icontains=word)
         found = found.filter(Q(title__icontains=word) | Q(pk__in=asked.values("conversation_id")))
     return found
