@@ -125,3 +125,28 @@ def test_retraining_a_small_fixed_slice_reproduces_its_recorded_metrics(tmp_path
     for mine, theirs in zip(measured["dev_history"], recorded["dev_history"], strict=True):
         for name, value in theirs.items():
             assert mine[name] == pytest.approx(value, abs=QUICK_TOLERANCE), name
+
+
+def test_a_pairs_score_does_not_depend_on_what_is_judged_with_it():
+    """The int8 cross-encoder quantises activations over its whole input: each pair runs on
+    its own, so a quote scores the same alone and among others (it moved by up to 1.1 logits
+    when batched)."""
+    judge = judge_model.local_judge()
+    question = "When does the harbour gate close?"
+    sentences = [
+        "The harbour gate opens at dawn every day of the year. It closes two hours before low "
+        "tide.",
+        "Pilots may request a late passage by radio.",
+        "Berth changes for vessels over forty metres are approved by the harbour master, who "
+        "keeps the register of every vessel that has moored in the harbour since it opened.",
+        "Fuel deliveries are scheduled.",
+    ]
+    pairs = [(question, sentence) for sentence in sentences]
+    alone = [judge.cross_encoder.logits([pair])[0] for pair in pairs]
+    together = judge.cross_encoder.logits(pairs)
+    assert list(together) == alone
+    items = [JudgeItem(question, sentence) for sentence in sentences]
+    assert (
+        judge.score(items, TermWeights.uniform())[0]
+        == judge.score(items[:1], TermWeights.uniform())[0]
+    )
