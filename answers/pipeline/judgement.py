@@ -18,9 +18,8 @@ from answers.judge.features import JudgeItem
 from answers.judge.lexical import TermWeights
 from answers.models import CandidateFact
 from answers.pipeline.planner import Plan
-from answers.pipeline.providers import ModelProvider, Rejection
+from answers.pipeline.providers import ModelProvider, Rejection, context_line, sentence_before
 from answers.pipeline.validation import SelectedFact
-from knowledge.sentences import sentence_spans
 
 
 @dataclass(frozen=True)
@@ -71,16 +70,7 @@ def judge_threshold() -> float:
 def quote_context(fact: CandidateFact) -> str:
     """The title and heading path of a quote's passage: what the sentence is about."""
     headings = (fact.source.get("locator") or {}).get("headings") or []
-    return " › ".join([fact.source.get("title", ""), *headings]).strip(" ›")
-
-
-def sentence_before(text: str, start: int | None) -> str:
-    """The sentence just before offset `start` of a candidate's text ("" at its start): the
-    subject of "It is kept for twelve years." is often there."""
-    if not start:
-        return ""
-    spans = sentence_spans(text, 0, start)
-    return text[slice(*spans[-1])].strip() if spans else ""
+    return context_line(fact.source.get("title", ""), headings)
 
 
 def judge_item(part: str, item: SelectedFact) -> JudgeItem:

@@ -8,7 +8,7 @@ from typing import Protocol
 
 from answers.judge.features import JudgeItem
 from answers.judge.lexical import TermWeights, content_stems, coverage
-from answers.judge.model import local_judge
+from answers.judge.model import JudgeUnavailable, local_judge
 from answers.pipeline.planner import DatasetInfo, Plan, plan_question
 from knowledge.sentences import is_label, sentence_spans
 
@@ -125,16 +125,62 @@ def quote_spans(candidate: CandidateView) -> list[tuple[int, int, int]]:
     return result
 
 
+def context_line(title: str, headings: "list[str] | tuple[str, ...]") -> str:
+    """A quote's title and heading path, as the judge reads them: what it is about."""
+    return " › ".join([title, *headings]).strip(" ›")
+
+
+def sentence_before(text: str, start: int | None) -> str:
+    """The sentence just before offset `start` of a candidate's text ("" at its start): the
+    subject of "It is kept for twelve years." is often there."""
+    if not start:
+        return ""
+    spans = sentence_spans(text, 0, start)
+    return text[slice(*spans[-1])].strip() if spans else ""
+
+
+@dataclass(frozen=True)
+class SpanChoice:
+    """A span a part's quote may be, with its IDF-weighted stem coverage score."""
+
+    coverage: float
+    candidate: CandidateView
+    start: int
+    end: int
+    own: int  # where the span's last sentence starts: `start` unless two are glued
+
+    @property
+    def key(self) -> tuple[str, int, int]:
+        return (self.candidate.fact_id, self.start, self.end)
+
+    def judge_items(self, part_texts: list[str]) -> list[JudgeItem]:
+        """What the support judge will read of this span for each text of its part: the same
+        items (quote, title › headings, sentence before), so a score is computed once."""
+        text = self.candidate.text
+        context = context_line(self.candidate.title, self.candidate.headings)
+        before = sentence_before(text, self.start)
+        quote = text[self.start : self.end]
+        return [JudgeItem(part, quote, context, before) for part in part_texts]
+
+
+JUDGED_SPANS = 2  # the spans of a part, best covered first, that the judge chooses among
+
+
 class ExtractiveProvider:
-    """Offline and deterministic. Selection: per part of the question, the sentence of its
-    top candidates that covers the most of the part's IDF-weighted stems, above a
-    threshold, skipping what the judge rejected before. Judgement: the local judge."""
+    """Offline and deterministic. Selection: per part of the question, the sentences of its
+    top candidates that cover enough of the part's IDF-weighted stems are ranked by that
+    coverage; the judge scores the best few together and the one it scores highest is
+    chosen. A part whose best-judged span was rejected gets no second pick: a lower-scored
+    span of the same candidates is not tried after it (each extra try was one more chance
+    to release an on-topic sentence that does not answer). Judgement: the local judge,
+    each (part, span) scored once per provider."""
 
     name = "extractive"
-    model_id = "extractive-v2"
+    model_id = "extractive-v3"
     can_compare = False
     can_analyse = False
     can_answer_generally = False
+    judged_spans = JUDGED_SPANS
 
     def plan(self, *, question: str, history: list[str], datasets: list[DatasetInfo]) -> Plan:
         return plan_question(question=question, history=history, datasets=datasets)
@@ -154,42 +200,90 @@ class ExtractiveProvider:
         valued = {part for c in candidates if c.kind == "value" for part in c.searches}
         chosen: list[dict] = []
         for index in range(len(plan.searches)):
+            if index in valued:
+                continue  # a part that a governed value answers needs no quote
             # A part rewritten from the conversation is also read as typed: a sentence is
             # scored by the text it answers best, so a wrong rewrite cannot hide it.
-            wanted_texts = [w for w in map(content_stems, plan.part_texts(index)) if w]
-            if not wanted_texts or index in valued:
-                continue  # a part that a governed value answers needs no quote
-            found = sorted(
-                (c for c in candidates if c.kind == "quote" and index in c.searches),
-                key=lambda c: -c.score,
-            )[:CANDIDATES_PER_SEARCH]
-            best: tuple[float, dict] | None = None
-            for candidate in found:
-                context = set(content_stems(" ".join([candidate.title, *candidate.headings])))
-                singles: dict[int, float] = {}
-                for start, end, own in quote_spans(candidate):
-                    if (candidate.fact_id, start, end) in refused:
-                        continue
-                    stems = set(content_stems(candidate.text[start:end]))
-                    # The heading a sentence stands under says what it is about ("Retention"
-                    # over "Invoices are retained for ten years"); its own words count more.
-                    in_context = max(coverage(w, stems | context, weights) for w in wanted_texts)
-                    if start == own:
-                        singles[own] = in_context
-                    elif in_context < singles.get(own, 0.0) + MERGE_GAIN:
-                        continue  # the sentence before adds too little: quote it alone
-                    score = in_context + 0.5 * max(
-                        coverage(w, stems, weights) for w in wanted_texts
-                    )
-                    if in_context >= SELECT_THRESHOLD and (best is None or score > best[0]):
-                        best = (score, {"fact_id": candidate.fact_id, "start": start, "end": end})
-            if best is not None and best[1] not in chosen:
-                chosen.append(best[1])
+            part_texts = [t for t in plan.part_texts(index) if content_stems(t)]
+            spans = part_spans(part_texts, candidates, index, weights)
+            pick = self.choose(part_texts, spans, refused, weights)
+            if pick is not None:
+                item = {"fact_id": pick.candidate.fact_id, "start": pick.start, "end": pick.end}
+                if item not in chosen:
+                    chosen.append(item)
         chosen += [{"fact_id": c.fact_id} for c in candidates if c.kind == "value"]
         return json.dumps({"facts": chosen})
 
+    def choose(
+        self,
+        part_texts: list[str],
+        spans: list[SpanChoice],
+        refused: set[tuple[str, int | None, int | None]],
+        weights: TermWeights,
+    ) -> SpanChoice | None:
+        """The span the judge scores highest among the best covered few; None when that
+        one was already rejected. Without a judge, the best covered span (the support
+        judgement that follows abstains with `judge_unavailable`)."""
+        ranked = spans[: self.judged_spans]
+        if not ranked:
+            return None
+        try:
+            items = [span.judge_items(part_texts) for span in ranked]
+            flat = [item for span_items in items for item in span_items]
+            scores = dict(zip(flat, self.judge(items=flat, weights=weights), strict=True))
+        except JudgeUnavailable:
+            fresh = [span for span in ranked if span.key not in refused]
+            return fresh[0] if fresh else None
+        best = max(
+            range(len(ranked)),
+            key=lambda n: (max(scores[item] for item in items[n]), -n),
+        )
+        return None if ranked[best].key in refused else ranked[best]
+
     def judge(self, *, items: list[JudgeItem], weights: TermWeights) -> list[float]:
-        return local_judge().score(items, weights)
+        """Scores by the local judge; a pair already scored with the same weights (this
+        selection's, then its judgement's) is not run again."""
+        memo = self.__dict__.get("_judged")
+        if memo is None or memo[0] is not weights:
+            memo = self.__dict__["_judged"] = (weights, {})
+        scores = memo[1]
+        fresh = [item for item in dict.fromkeys(items) if item not in scores]
+        if fresh:
+            scores.update(zip(fresh, local_judge().score(fresh, weights), strict=True))
+        return [scores[item] for item in items]
+
+
+def part_spans(
+    part_texts: list[str], candidates: list[CandidateView], index: int, weights: TermWeights
+) -> list[SpanChoice]:
+    """The spans of a part's top candidates that cover at least SELECT_THRESHOLD of its
+    weighted stems, best covered first. A sentence glued to the one before it only when
+    that adds MERGE_GAIN of the stems."""
+    wanted_texts = [w for w in map(content_stems, part_texts) if w]
+    if not wanted_texts:
+        return []
+    found = sorted(
+        (c for c in candidates if c.kind == "quote" and index in c.searches),
+        key=lambda c: -c.score,
+    )[:CANDIDATES_PER_SEARCH]
+    result: list[SpanChoice] = []
+    for candidate in found:
+        context = set(content_stems(" ".join([candidate.title, *candidate.headings])))
+        singles: dict[int, float] = {}
+        for start, end, own in quote_spans(candidate):
+            stems = set(content_stems(candidate.text[start:end]))
+            # The heading a sentence stands under says what it is about ("Retention" over
+            # "Invoices are retained for ten years"); its own words count more.
+            in_context = max(coverage(w, stems | context, weights) for w in wanted_texts)
+            if start == own:
+                singles[own] = in_context
+            elif in_context < singles.get(own, 0.0) + MERGE_GAIN:
+                continue  # the sentence before adds too little: quote it alone
+            score = in_context + 0.5 * max(coverage(w, stems, weights) for w in wanted_texts)
+            if in_context >= SELECT_THRESHOLD:
+                result.append(SpanChoice(score, candidate, start, end, own))
+    # Stable: among equal scores the earlier candidate (better retrieved) and span first.
+    return sorted(result, key=lambda span: -span.coverage)
 
 
 def get_model_provider() -> ModelProvider:

@@ -41,31 +41,86 @@ def test_the_planner_splits_a_compound_question_into_searches():
     assert plan.searches == ["Who owns service reviews", "what currency is the invoice dataset in"]
 
 
-def test_a_rejected_sentence_is_not_selected_again():
+FLIGHTS = "Economy class is used for short flights. Business class is used for long flights."
+
+
+class ScoredBy(ExtractiveProvider):
+    """The extractive selector with a judge that scores by a table (one logit per quote)."""
+
+    def __init__(self, scores: dict[str, float]) -> None:
+        self.table = scores
+        self.judged: list[str] = []
+
+    def judge(self, *, items, weights):
+        self.judged += [item.quote for item in items]
+        return [self.table.get(item.quote, 0.0) for item in items]
+
+
+def flights_select(provider, rejected=(), weights=None) -> list[str]:
+    question = "Which class is used for flights?"
+    plan = plan_question(question=question, history=[], datasets=[])
+    candidate = CandidateView("q1", "quote", FLIGHTS, "", (0,), 0.1)
+    raw = provider.select(
+        question=question, plan=plan, candidates=[candidate], attempt=len(rejected),
+        rejected=rejected, weights=weights,
+    )  # fmt: skip
+    return [FLIGHTS[f["start"] : f["end"]] for f in json.loads(raw)["facts"]]
+
+
+def test_the_judge_chooses_among_the_best_covered_sentences():
+    economy, business = FLIGHTS.split(". ")
+    economy += "."
+    assert flights_select(ScoredBy({economy: 0.3, business: 0.9})) == [business]
+    assert flights_select(ScoredBy({economy: 0.8, business: 0.2})) == [economy]
+    # Both were judged together, once each.
+    provider = ScoredBy({business: 0.9})
+    flights_select(provider)
+    assert sorted(provider.judged) == sorted([economy, business])
+
+
+def test_after_the_best_judged_sentence_is_rejected_no_lower_one_is_offered():
     from answers.pipeline.providers import Rejection
 
-    question = "Which class is used for flights?"
-    text = "Economy class is used for short flights. Business class is used for long flights."
-    plan = plan_question(question=question, history=[], datasets=[])
-    candidate = CandidateView("q1", "quote", text, "", (0,), 0.1)
-    raw = ExtractiveProvider().select(
-        question=question, plan=plan, candidates=[candidate], attempt=0
-    )
-    [fact] = json.loads(raw)["facts"]
-    again = json.loads(
-        ExtractiveProvider().select(
-            question=question,
-            plan=plan,
-            candidates=[candidate],
-            attempt=1,
-            rejected=(Rejection("q1", fact["start"], fact["end"], "judge_unsupported"),),
-        )
-    )["facts"]
-    [other] = again
-    assert {text[fact["start"] : fact["end"]], text[other["start"] : other["end"]]} == {
-        "Economy class is used for short flights.",
-        "Business class is used for long flights.",
-    }
+    economy, business = FLIGHTS.split(". ")
+    provider = ScoredBy({economy + ".": 0.4, business: 0.3})
+    [first] = flights_select(provider)
+    assert first == economy + "."
+    start = FLIGHTS.index(first)
+    rejected = (Rejection("q1", start, start + len(first), "judge_unsupported"),)
+    # The judge scored it highest and it did not answer: a lower-scored sentence of the
+    # same candidates is not tried after it.
+    assert flights_select(provider, rejected) == []
+    # A rejected span the judge did not prefer does not block the one it did.
+    other = FLIGHTS.index(business)
+    rejected = (Rejection("q1", other, other + len(business), "judge_unsupported"),)
+    assert flights_select(provider, rejected) == [economy + "."]
+
+
+def test_the_local_judge_scores_each_pair_once_per_provider(monkeypatch):
+    from answers.judge.lexical import TermWeights
+    from answers.judge.model import local_judge
+    from answers.pipeline import providers
+
+    scored = []
+
+    class Counting:
+        def score(self, items, weights):
+            scored.extend(items)
+            return local_judge().score(items, weights)
+
+    monkeypatch.setattr(providers, "local_judge", Counting)
+    provider = ExtractiveProvider()
+    first = flights_select(provider)
+    assert len(scored) == 2  # both sentences, in one call
+    # Selecting again with the same weights and judging the chosen quote (what support
+    # judgement does) reads the scores already computed: the judge runs no pair twice.
+    weights = TermWeights.uniform()
+    assert flights_select(provider, weights=weights) == first
+    assert len(scored) == 4  # other weights: scored again
+    judged = list(provider.__dict__["_judged"][1])
+    assert provider.judge(items=judged, weights=weights) == local_judge().score(judged, weights)
+    assert flights_select(provider, weights=weights) == first
+    assert len(scored) == 4
 
 
 def test_a_heading_is_not_offered_as_a_quote():
