@@ -116,6 +116,17 @@ class OldExtractiveProvider(ExtractiveProvider):
         return plan_question(question=question, history=history, datasets=datasets)
 
 
+class SequentialProvider(ExtractiveProvider):
+    """The selection of the first retrained judge (session 9), kept as the baseline of the
+    judge-aware one: the best covered span first; after the judge rejects it, the next best
+    covered, one after another (each try another chance to release a near miss)."""
+
+    name = "extractive-sequential"
+
+    def choose(self, part_texts, spans, refused, weights):
+        return next((span for span in spans if span.key not in refused), None)
+
+
 # --- corpora and questions ------------------------------------------------------------
 
 
@@ -216,17 +227,50 @@ class Tally:
         }
 
 
+DETAILS: list[Path] = []  # --details: one JSON line per question asked
+
+
+def timed_provider(provider):
+    """The provider, with the seconds its judge spends inside `select` added up (a
+    judge-aware selection scores spans there; the judgement step is timed by the trace)."""
+    spent, selecting = [0.0], [False]
+    judge, select = provider.judge, provider.select
+
+    def timed_judge(**kwargs):
+        started = time.perf_counter()
+        try:
+            return judge(**kwargs)
+        finally:
+            if selecting[0]:
+                spent[0] += time.perf_counter() - started
+
+    def timed_select(**kwargs):
+        selecting[0] = True
+        try:
+            return select(**kwargs)
+        finally:
+            selecting[0] = False
+
+    provider.judge, provider.select = timed_judge, timed_select
+    return provider, spent
+
+
 def measure(user, space, asked: list[Asked], provider_factory: Callable, texts: dict) -> Tally:
     tally = Tally()
+    details = DETAILS[0].open("a", encoding="utf-8") if DETAILS else None
     for item in asked:
         request = answer_request_parse(
             {"query": item.question, "mode": "debug", "space_ids": [space.pk]}
         )
+        provider, selecting_judge_s = timed_provider(provider_factory())
         started = time.perf_counter()
-        body = answer_create(user=user, request=request, provider=provider_factory())
+        body = answer_create(user=user, request=request, provider=provider)
         tally.total_ms.append((time.perf_counter() - started) * 1000)
+        steps = body["trace"]["steps"]
+        # The judge's time wherever it ran: the judgement steps, and the judge calls a
+        # judge-aware selection makes to choose among its spans.
         tally.judge_ms.append(
-            sum(s["ms"] for s in body["trace"]["steps"] if s["step"] == "judgement")
+            sum(s["ms"] for s in steps if s["step"] == "judgement") + 1000 * selecting_judge_s[0]
         )
         status = body["evidence"]["answer_status"]
         answered = status in ("evidence_backed", "partial")
@@ -248,6 +292,25 @@ def measure(user, space, asked: list[Asked], provider_factory: Callable, texts: 
             tally.impossible += 1
             tally.abstained_impossible += not answered
             tally.answered_impossible += answered
+        if details is not None:
+            verdicts = [
+                {"attempt": s.get("attempt"), "verdicts": s.get("verdicts")}
+                for s in steps
+                if s["step"] == "judgement"
+            ]
+            rounds = sum(1 for s in steps if s["step"] == "retrieval")
+            row = {
+                "question": item.question,
+                "answers": item.answers,
+                "status": status,
+                "quotes": [c["quote"] for c in quotes],
+                "rounds": rounds,
+                "judgements": verdicts,
+                "provider": provider.name,
+            }
+            details.write(json.dumps(row) + "\n")
+    if details is not None:
+        details.close()
     return tally
 
 
@@ -265,8 +328,8 @@ def plot(path: Path, curves: dict[str, list[tuple[float, dict]]]) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-    for axis, (name, points) in zip(axes, curves.items(), strict=False):
+    figure, axes = plt.subplots(1, len(curves), figsize=(5.5 * len(curves), 4.2), squeeze=False)
+    for axis, (name, points) in zip(axes[0], curves.items(), strict=True):
         thresholds = [t for t, _ in points]
         for key, style in (("supported", "o-"), ("wrong", "s-"), ("abstention", "^-")):
             values = [row[key] for _, row in points]
@@ -298,6 +361,11 @@ def main() -> None:
         "--no-baseline", action="store_true", help="skip the old selector (the baseline)"
     )
     parser.add_argument(
+        "--sequential", action="store_true",
+        help="also the sequential selection (the best covered span, then the next) at each "
+        "threshold: the baseline of the judge-aware selection",
+    )  # fmt: skip
+    parser.add_argument(
         "--provider", choices=("extractive", "openai"), default="extractive",
         help="whose select and judge the new pipeline uses",
     )  # fmt: skip
@@ -311,7 +379,15 @@ def main() -> None:
         "--fp32-embeddings", action="store_true",
         help="embed as before the int8 kernels (fp32 MatMuls): the baseline of that change",
     )  # fmt: skip
+    parser.add_argument(
+        "--judged-spans", default="",
+        help="comma-separated values of ExtractiveProvider.judged_spans to measure (default: "
+        "the shipped value)",
+    )  # fmt: skip
+    parser.add_argument("--details", type=Path, help="write one JSON line per question here")
     args = parser.parse_args()
+    if args.details:
+        DETAILS.append(args.details)
     from django.conf import settings
 
     thresholds = [float(t) for t in args.thresholds.split(",") if t.strip()] or [
@@ -403,6 +479,9 @@ def run_openai(postgres, args: argparse.Namespace, url: str) -> None:
 
 
 def run_extractive(postgres, args: argparse.Namespace, thresholds: list[float]) -> None:
+    judged_spans = [int(k) for k in args.judged_spans.split(",") if k.strip()] or [
+        ExtractiveProvider.judged_spans
+    ]
     recreate_database(postgres, clear_media=True)
     corpora = corpora_ingest(args)
     texts = admitted_texts()
@@ -417,12 +496,22 @@ def run_extractive(postgres, args: argparse.Namespace, thresholds: list[float]) 
         if args.no_baseline:
             print(f"{'pipeline':<22} " + " ".join(f"{k:>13}" for k in Tally().row()))
         for threshold in thresholds:
-            with override_settings(KOINON_JUDGE_THRESHOLD=threshold):
-                row = measure(bench.reader, bench.space, asked, ExtractiveProvider,
-                              texts).row()  # fmt: skip
-            curves[name].append((threshold, row))
-            label = f"new, threshold {threshold}"
-            print(f"{label:<22} " + " ".join(f"{v!s:>13}" for v in row.values()))
+            if args.sequential:
+                with override_settings(KOINON_JUDGE_THRESHOLD=threshold):
+                    row = measure(bench.reader, bench.space, asked, SequentialProvider,
+                                  texts).row()  # fmt: skip
+                label = f"sequential, {threshold}"
+                print(f"{label:<22} " + " ".join(f"{v!s:>13}" for v in row.values()), flush=True)
+            for spans in judged_spans:
+                factory = type("Judged", (ExtractiveProvider,), {"judged_spans": spans})
+                with override_settings(KOINON_JUDGE_THRESHOLD=threshold):
+                    row = measure(bench.reader, bench.space, asked, factory, texts).row()
+                if spans == ExtractiveProvider.judged_spans:
+                    curves[name].append((threshold, row))
+                label = f"new, threshold {threshold}"
+                if judged_spans != [ExtractiveProvider.judged_spans]:
+                    label += f" k={spans}"
+                print(f"{label:<22} " + " ".join(f"{v!s:>13}" for v in row.values()), flush=True)
     if "eval" in args.corpus:
         sweep = judge_only(SQUAD2_EVAL_FILE)
         curves = {"squad2-dev-eval, judge only (all 2,453)": sweep} | {
