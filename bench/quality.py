@@ -34,6 +34,7 @@ Uses embedded services under var/bench-quality (database recreated each run).
 """
 
 import argparse
+import contextlib
 import gzip
 import json
 import re
@@ -385,6 +386,11 @@ def main() -> None:
         "the shipped value)",
     )  # fmt: skip
     parser.add_argument("--details", type=Path, help="write one JSON line per question here")
+    parser.add_argument(
+        "--judge-threads", default="",
+        help="comma-separated thread counts of the judge's cross-encoder to measure the default "
+        "selection with, e.g. 1,2 (default: KOINON_JUDGE_THREADS)",
+    )  # fmt: skip
     args = parser.parse_args()
     if args.details:
         DETAILS.append(args.details)
@@ -478,7 +484,29 @@ def run_openai(postgres, args: argparse.Namespace, url: str) -> None:
             print(f"{label:<22} " + " ".join(f"{v!s:>13}" for v in row.values()))
 
 
+@contextlib.contextmanager
+def judge_pool(threads: int | None):
+    """The local judge's cross-encoder running `threads` pairs at once (None: as configured)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from answers.judge.model import local_judge
+
+    encoder = local_judge().cross_encoder
+    if threads is None or encoder is None:
+        yield
+        return
+    kept = encoder.pool
+    encoder.pool = ThreadPoolExecutor(threads) if threads > 1 else None
+    try:
+        yield
+    finally:
+        if encoder.pool is not None:
+            encoder.pool.shutdown()
+        encoder.pool = kept
+
+
 def run_extractive(postgres, args: argparse.Namespace, thresholds: list[float]) -> None:
+    judge_threads = [int(t) for t in args.judge_threads.split(",") if t.strip()]
     judged_spans = [int(k) for k in args.judged_spans.split(",") if k.strip()] or [
         ExtractiveProvider.judged_spans
     ]
@@ -504,14 +532,20 @@ def run_extractive(postgres, args: argparse.Namespace, thresholds: list[float]) 
                 print(f"{label:<22} " + " ".join(f"{v!s:>13}" for v in row.values()), flush=True)
             for spans in judged_spans:
                 factory = type("Judged", (ExtractiveProvider,), {"judged_spans": spans})
-                with override_settings(KOINON_JUDGE_THRESHOLD=threshold):
-                    row = measure(bench.reader, bench.space, asked, factory, texts).row()
-                if spans == ExtractiveProvider.judged_spans:
-                    curves[name].append((threshold, row))
-                label = f"new, threshold {threshold}"
-                if judged_spans != [ExtractiveProvider.judged_spans]:
-                    label += f" k={spans}"
-                print(f"{label:<22} " + " ".join(f"{v!s:>13}" for v in row.values()), flush=True)
+                for threads in judge_threads or [None]:
+                    with override_settings(KOINON_JUDGE_THRESHOLD=threshold), judge_pool(threads):
+                        row = measure(bench.reader, bench.space, asked, factory, texts).row()
+                    last = judge_threads[-1] if judge_threads else None
+                    if spans == ExtractiveProvider.judged_spans and threads == last:
+                        curves[name].append((threshold, row))
+                    label = f"new, threshold {threshold}"
+                    if judged_spans != [ExtractiveProvider.judged_spans]:
+                        label += f" k={spans}"
+                    if threads is not None:
+                        label += f" t={threads}"
+                    print(
+                        f"{label:<22} " + " ".join(f"{v!s:>13}" for v in row.values()), flush=True
+                    )
     if "eval" in args.corpus:
         sweep = judge_only(SQUAD2_EVAL_FILE)
         curves = {"squad2-dev-eval, judge only (all 2,453)": sweep} | {

@@ -64,3 +64,15 @@ def env_path(name: str, default: Path) -> Path:
     raw = os.environ.get(name)
     path = Path(raw) if raw else default
     return path.expanduser().resolve()
+
+
+def judge_threads() -> int:
+    """How many pairs the support judge's cross-encoder runs at once, each on one thread of
+    its own: KOINON_JUDGE_THREADS, 2 by default. A selection judges its two best spans
+    together, so two halve its wait on a quiet machine; 1 runs them one after another."""
+    raw = os.environ.get("KOINON_JUDGE_THREADS", "").strip() or "2"
+    if not raw.isdigit() or not 1 <= int(raw) <= 64:
+        raise ImproperlyConfiguredEnv(
+            f"KOINON_JUDGE_THREADS must be a whole number from 1 to 64, got {raw!r}"
+        )
+    return int(raw)

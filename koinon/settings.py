@@ -17,6 +17,7 @@ from koinon.env import (
     env_list,
     env_path,
     env_str,
+    judge_threads,
 )
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -347,6 +348,8 @@ CELERY_TASK_ROUTES = {"answers.run_execute": {"queue": "answers"}}
 KOINON_JUDGE_THRESHOLD = env_float("KOINON_JUDGE_THRESHOLD", 0.48)
 if not 0.0 < KOINON_JUDGE_THRESHOLD < 1.0:
     raise ImproperlyConfiguredEnv("KOINON_JUDGE_THRESHOLD must be between 0 and 1 (exclusive)")
+# How many pairs the judge's cross-encoder runs at once (answers.judge.model reads it too).
+KOINON_JUDGE_THREADS = judge_threads()
 KOINON_VECTOR_MIN_SIMILARITY = env_float("KOINON_VECTOR_MIN_SIMILARITY", 0.3)
 KOINON_KEYWORD_MIN_RANK = env_float("KOINON_KEYWORD_MIN_RANK", 0.0)
 # Hybrid retrieval runs the keyword channel on a second connection while the query embeds.

@@ -11,6 +11,7 @@ import hashlib
 import json
 import logging
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +20,7 @@ import numpy as np
 from answers.judge.cross_encoder.common import judge_segment
 from answers.judge.features import FEATURE_NAMES, JudgeItem, PairFeatures
 from answers.judge.lexical import TermWeights
+from koinon.env import judge_threads
 
 logger = logging.getLogger(__name__)
 
@@ -58,23 +60,33 @@ class CrossEncoder:
         tokenizer.no_padding()
         tokenizer.enable_truncation(max_length=max_length, strategy="longest_first")
         self.tokenizer = tokenizer
+        threads = judge_threads()
+        self.pool = (
+            ThreadPoolExecutor(max_workers=threads, thread_name_prefix="judge")
+            if threads > 1
+            else None
+        )
 
     def logits(self, pairs: list[tuple[str, str]]) -> np.ndarray:
         """One logit per pair, in order, each pair run on its own. The int8 model quantises
         its activations with one scale per tensor, computed over the whole batch: batched
         with other pairs, a pair's logit moved by up to 1.1 (measured), so the score of a
-        quote depended on what else was judged with it. Alone it is always the same, and a
-        pair costs about the same (no padding)."""
-        result = np.zeros(len(pairs))
-        for index, item in enumerate(self.tokenizer.encode_batch(pairs)):
-            feeds = {
-                "input_ids": np.asarray([item.ids], dtype=np.int64),
-                "attention_mask": np.ones((1, len(item.ids)), dtype=np.int64),
-                "token_type_ids": np.asarray([item.type_ids], dtype=np.int64),
-            }
-            (logits,) = self.session.run(["logits"], feeds)
-            result[index] = float(logits.reshape(-1)[0])
-        return result
+        quote depended on what else was judged with it. Alone it is always the same. Pairs
+        run side by side on `judge_threads()` threads (ONNX Runtime releases the GIL; a
+        session may run from several threads), each with one thread inside the model."""
+        encoded = self.tokenizer.encode_batch(pairs)
+        if len(encoded) > 1 and self.pool is not None:
+            return np.asarray(list(self.pool.map(self._logit, encoded)), dtype=np.float64)
+        return np.asarray([self._logit(item) for item in encoded], dtype=np.float64)
+
+    def _logit(self, item) -> float:
+        feeds = {
+            "input_ids": np.asarray([item.ids], dtype=np.int64),
+            "attention_mask": np.ones((1, len(item.ids)), dtype=np.int64),
+            "token_type_ids": np.asarray([item.type_ids], dtype=np.int64),
+        }
+        (logits,) = self.session.run(["logits"], feeds)
+        return float(logits.reshape(-1)[0])
 
 
 @dataclass(frozen=True)

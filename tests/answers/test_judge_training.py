@@ -143,8 +143,15 @@ def test_a_pairs_score_does_not_depend_on_what_is_judged_with_it():
     ]
     pairs = [(question, sentence) for sentence in sentences]
     alone = [judge.cross_encoder.logits([pair])[0] for pair in pairs]
+    assert judge.cross_encoder.pool is not None  # KOINON_JUDGE_THREADS is 2 by default
     together = judge.cross_encoder.logits(pairs)
     assert list(together) == alone
+    # Side by side on the judge's threads or one after another: the same logits, in order.
+    pool, judge.cross_encoder.pool = judge.cross_encoder.pool, None
+    try:
+        assert list(judge.cross_encoder.logits(pairs)) == alone
+    finally:
+        judge.cross_encoder.pool = pool
     items = [JudgeItem(question, sentence) for sentence in sentences]
     assert (
         judge.score(items, TermWeights.uniform())[0]

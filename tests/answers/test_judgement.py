@@ -194,3 +194,10 @@ def test_a_threshold_outside_zero_to_one_is_refused_at_start(value):
     result = django_setup_with("KOINON_JUDGE_THRESHOLD", value)
     assert result.returncode != 0
     assert "KOINON_JUDGE_THRESHOLD" in result.stderr
+
+
+@pytest.mark.parametrize("value", ["0", "65", "-1", "two", "1.5"])
+def test_a_judge_thread_count_outside_one_to_64_is_refused_at_start(value):
+    result = django_setup_with("KOINON_JUDGE_THREADS", value)
+    assert result.returncode != 0
+    assert "KOINON_JUDGE_THREADS" in result.stderr
