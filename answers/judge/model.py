@@ -10,6 +10,7 @@ No torch at run time: the cross-encoder runs on ONNX Runtime, the regression in 
 import hashlib
 import json
 import logging
+import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -186,6 +187,9 @@ class LocalJudge:
 
 _loaded: dict[tuple[str, str], LocalJudge] = {}
 _lock = threading.Lock()
+# A forked child (a prefork worker) loads its own judge: the parent's pool threads and ONNX
+# session do not come along with the fork.
+os.register_at_fork(after_in_child=_loaded.clear)
 
 
 def local_judge() -> LocalJudge:

@@ -4,6 +4,7 @@ are the pinned ones, and it runs without torch."""
 import hashlib
 import json
 import os
+import signal
 import subprocess
 import sys
 
@@ -15,6 +16,7 @@ from answers.judge.data import NQ_PATH, SQUAD2_TRAIN_PATH, SQUAD11_PATH, file_sh
 from answers.judge.features import JudgeItem
 from answers.judge.lexical import TermWeights
 from answers.judge.train import DEFAULT_DATA, train
+from tests.guards import no_hang
 
 TOLERANCE = 0.005  # on every reported rate and AUC
 QUICK_TOLERANCE = 0.02  # a retrained slice: float sums may differ across processors
@@ -157,3 +159,32 @@ def test_a_pairs_score_does_not_depend_on_what_is_judged_with_it():
         judge.score(items, TermWeights.uniform())[0]
         == judge.score(items[:1], TermWeights.uniform())[0]
     )
+
+
+# Forking a process whose judge threads run is the case under test.
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
+def test_a_forked_process_loads_a_judge_of_its_own():
+    """The parent's judge threads do not survive a fork: a child that judged with the
+    parent's pool would wait for ever. The child loads its own judge and scores alike."""
+    judge = judge_model.local_judge()
+    pairs = [("When does the gate close?", "It closes at dusk."), ("Who?", "Nobody knows.")]
+    expected = list(judge.cross_encoder.logits(pairs))
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child reports through the pipe
+        try:
+            mine = judge_model.local_judge()
+            same = mine is not judge and list(mine.cross_encoder.logits(pairs)) == expected
+            os.write(write, b"1" if same else b"0")
+        finally:
+            os._exit(0)
+    os.close(write)
+    try:
+        with no_hang(60):
+            answer = os.read(read, 1)
+    finally:
+        if not os.waitpid(child, os.WNOHANG)[0]:
+            os.kill(child, signal.SIGKILL)
+            os.waitpid(child, 0)
+        os.close(read)
+    assert answer == b"1"
