@@ -43,6 +43,7 @@ test: $(STAMP) $(TRAIN_STAMP) $(CHROMIUM) lint
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
 
 format: $(STAMP)
 	$(VENV)/bin/ruff format .

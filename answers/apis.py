@@ -12,7 +12,7 @@ from answers.models import Conversation
 from answers.pipeline.events import STEPS
 from answers.pipeline.request import answer_request_parse
 from answers.pipeline.run import answer_create, answer_retry, answer_stream_start
-from answers.selectors import run_get_for_user
+from answers.selectors import run_audit, run_get_for_user
 from answers.serializers import AnswerInput, AnswerOutput, AuditOutput
 from answers.streaming import (
     cursor_parse,
@@ -20,7 +20,6 @@ from answers.streaming import (
     started_frame,
     stream_response_headers,
 )
-from audit.selectors import run_audit
 from core.errors import NotFoundError
 from core.models import ApiKey
 

@@ -15,8 +15,8 @@ from django.utils.translation import gettext_lazy
 from answers.boundary import sealed_answer_read, sealed_answers_read
 from answers.models import AnswerRun
 from answers.pipeline import texts
+from answers.selectors import run_audit, run_release
 from audit.models import StreamEvent
-from audit.selectors import run_audit, run_release
 from knowledge.display import single_line
 from knowledge.models import Document, ExtractionRole, ExtractionStatus
 from knowledge.selectors import documents_visible_to

@@ -30,22 +30,10 @@ from conversations.services import (
     share_create,
     share_delete,
 )
-from core.inputs import ObjectIdField
+from core.inputs import ObjectIdField, StrictSerializer
 from core.pagination import Pagination
 from core.schema import CONFLICT, PAGE_PARAMETERS, paginated
 from knowledge.curation_apis import ProposalOutput
-
-
-class StrictSerializer(serializers.Serializer):
-    """Refuses keys it does not know: a saved payload's text cannot ride along."""
-
-    def validate(self, attrs: dict) -> dict:
-        unknown = sorted(set(self.initial_data) - set(self.fields)) if isinstance(
-            self.initial_data, dict
-        ) else []  # fmt: skip
-        if unknown:
-            raise serializers.ValidationError({name: "Unknown field." for name in unknown})
-        return attrs
 
 
 class ConversationOutput(serializers.Serializer):

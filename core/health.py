@@ -1,11 +1,12 @@
 """Readiness of every component koinon needs, each reported on its own."""
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import redis
 from django.db import connection
-from django.db.models import Count
 
+from core.ports import Hooks
 from core.worker import redis_client, workers_alive
 
 
@@ -17,6 +18,10 @@ class ComponentStatus:
 
     def as_dict(self) -> dict:
         return {"status": "ok" if self.ok else "failed", "detail": self.detail}
+
+
+# The apps' own components (extractions, embeddings, runs), added in their AppConfig.ready().
+health_checks: "Hooks[Callable[[], ComponentStatus]]" = Hooks("health checks")
 
 
 def check_database() -> list[ComponentStatus]:
@@ -75,49 +80,6 @@ def check_redis_and_workers() -> list[ComponentStatus]:
     return [redis_status, ComponentStatus("celery", True, f"{alive} worker(s) alive")]
 
 
-def check_extractions() -> ComponentStatus:
-    """Extraction work that no worker is finishing (knowledge.selectors.extractions_stale)."""
-    from knowledge.selectors import extractions_stale
-
-    try:
-        stale = extractions_stale().count()
-    except Exception:
-        return ComponentStatus("extractions", False, "unknown: database unreachable")
-    if stale:
-        return ComponentStatus(
-            "extractions", False, f"{stale} stale (queued or running, no progress)"
-        )
-    return ComponentStatus("extractions", True, "none stale")
-
-
-def check_embeddings() -> ComponentStatus:
-    """Passages without a vector (vector search cannot find them): failed while an
-    extraction waits with no worker embedding it, or the provider was unavailable."""
-    from knowledge.models import EmbeddingStatus, Passage
-    from knowledge.selectors import extractions_embedding_stalled
-
-    try:
-        counts = dict(
-            Passage.objects.exclude(embedding_status=EmbeddingStatus.EMBEDDED)
-            .values_list("embedding_status")
-            .annotate(count=Count("pk"))
-            .order_by()
-        )
-        stalled = extractions_embedding_stalled().count()
-    except Exception:
-        return ComponentStatus("embeddings", False, "unknown: database unreachable")
-    pending = counts.get(EmbeddingStatus.PENDING, 0)
-    unavailable = counts.get(EmbeddingStatus.UNAVAILABLE, 0)
-    if not pending and not unavailable:
-        return ComponentStatus("embeddings", True, "every passage embedded")
-    parts = [f"{pending} passage(s) waiting"]
-    if unavailable:
-        parts.append(f"{unavailable} keyword-only (provider unavailable)")
-    if stalled:
-        parts.append(f"{stalled} extraction(s) stalled (no worker embedding them)")
-    return ComponentStatus("embeddings", not (unavailable or stalled), ", ".join(parts))
-
-
 def check_model() -> ComponentStatus:
     """The `openai` provider's endpoint answers `GET /models` (the embedded local model
     included). Only the HTTP status is reported: an endpoint's text never is."""
@@ -137,19 +99,6 @@ def check_model() -> ComponentStatus:
     return ComponentStatus("model", True, "reachable")
 
 
-def check_runs() -> ComponentStatus:
-    """Answer runs the sweeper should have settled by now (answers.recovery)."""
-    from answers.recovery import generations_stuck
-
-    try:
-        stuck = generations_stuck().count()
-    except Exception:
-        return ComponentStatus("runs", False, "unknown: database unreachable")
-    if stuck:
-        return ComponentStatus("runs", False, f"{stuck} stuck (queued or executing too long)")
-    return ComponentStatus("runs", True, "none stuck")
-
-
 def health_check() -> tuple[bool, dict[str, dict]]:
     from django.conf import settings
 
@@ -158,9 +107,7 @@ def health_check() -> tuple[bool, dict[str, dict]]:
     if pool is not None:
         components.append(pool)
     components.extend(check_redis_and_workers())
-    components.append(check_extractions())
-    components.append(check_embeddings())
-    components.append(check_runs())
+    components.extend(check() for check in health_checks)
     if settings.KOINON_MODEL_PROVIDER == "openai":
         components.append(check_model())
     healthy = all(component.ok for component in components)

@@ -35,3 +35,14 @@ class ObjectIdField(serializers.IntegerField):
         kwargs.setdefault("min_value", 1)
         kwargs.setdefault("max_value", MAX_ID)
         super().__init__(**kwargs)
+
+
+class StrictSerializer(serializers.Serializer):
+    """Refuses keys it does not know: a saved payload's text cannot ride along."""
+
+    def validate(self, attrs: dict) -> dict:
+        data = self.initial_data
+        unknown = sorted(set(data) - set(self.fields)) if isinstance(data, dict) else []
+        if unknown:
+            raise serializers.ValidationError({name: "Unknown field." for name in unknown})
+        return attrs

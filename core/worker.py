@@ -2,11 +2,11 @@
 
 A thread of the worker's main process writes `koinon:worker:<hostname>` to Redis
 (its own connection, not the broker pool) so that `/v1/health` reads a key instead
-of broadcasting a ping; the same thread re-queues extraction work that was lost
-(see knowledge.documents.extractions_recover), settles lost answer runs
-(answers.recovery.runs_recover), queues again the embedding no worker is moving
+of broadcasting a ping; the same thread runs the sweep steps the apps add to `sweep_steps`
+in their `AppConfig.ready()`: knowledge re-queues extraction work that was lost
+(knowledge.documents.extractions_recover), queues again the embedding no worker is moving
 (embeddings_resume) and that of passages whose vectors came from another model
-(embeddings_refresh_schedule).
+(embeddings_refresh_schedule); answers settles lost answer runs (answers.recovery.runs_recover).
 Several workers may sweep at once: the sweep locks the rows it changes and skips
 locked ones.
 """
@@ -20,9 +20,13 @@ import redis
 from celery.signals import worker_ready, worker_shutdown
 from django.conf import settings
 
+from core.ports import Hooks
+
 logger = logging.getLogger(__name__)
 
 HEARTBEAT_PREFIX = "koinon:worker:"
+# What a sweep does, in order; each step takes no argument and may fail on its own.
+sweep_steps: Hooks = Hooks("worker sweep steps")
 
 
 def redis_client() -> redis.Redis:
@@ -73,21 +77,8 @@ class WorkerMaintenance(threading.Thread):
     def sweep(self) -> None:
         from django.db import connection
 
-        from answers.recovery import runs_recover
-        from knowledge.documents import (
-            embeddings_refresh_schedule,
-            embeddings_resume,
-            extractions_recover,
-        )
-
         try:
-            steps = (
-                extractions_recover,
-                embeddings_resume,
-                runs_recover,
-                embeddings_refresh_schedule,
-            )
-            for step in steps:
+            for step in sweep_steps:
                 try:
                     step()
                 except Exception:

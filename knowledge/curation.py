@@ -12,6 +12,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.errors import ApiError, ConflictError, UnprocessableError
+from core.ports import Port
 from knowledge.documents import document_set_current, passages_create
 from knowledge.extraction import Segment, normalise_text
 from knowledge.extraction.damage import extraction_damage
@@ -161,18 +162,21 @@ def proposal_approve(
     return version
 
 
-def _capture_sources_unfit(proposal: KnowledgeProposal) -> str | None:
-    from answers.boundary import capture_sources_fit  # answers builds on knowledge
+# A proposal captured from an answer is checked by the answers app, which builds on this
+# one: it fills these ports in AnswersConfig.ready() (answers.boundary.capture_sources_fit,
+# answers.selectors.run_capture_current).
+capture_sources_fit: Port = Port("knowledge.capture_sources_fit")
+capture_current: Port = Port("knowledge.capture_current")
 
-    return capture_sources_fit(
+
+def _capture_sources_unfit(proposal: KnowledgeProposal) -> str | None:
+    return capture_sources_fit.call(
         user=proposal.proposed_by, capture=proposal.capture, space_id=proposal.space_id
     )
 
 
 def _capture_current(capture: dict) -> bool:
-    from answers.selectors import run_capture_current  # answers builds on knowledge
-
-    return run_capture_current(capture)
+    return capture_current.call(capture)
 
 
 @transaction.atomic

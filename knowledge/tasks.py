@@ -2,11 +2,20 @@ import logging
 
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
-from django.db import OperationalError
+from django.db import OperationalError, connection
 
-from knowledge.models import Extraction
+from knowledge.models import Extraction, Space
 
 logger = logging.getLogger(__name__)
+
+
+@shared_task(name="knowledge.worker_probe")
+def worker_probe(token: str) -> dict:
+    """Echo a token with what the worker sees of the database (and as whom): the round trip."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_database(), current_user")
+        database, role = cursor.fetchone()
+    return {"token": token, "database": database, "role": role, "spaces": Space.objects.count()}
 
 
 @shared_task(

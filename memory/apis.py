@@ -9,8 +9,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from answers.selectors import run_get_for_user
-from conversations.apis import StrictSerializer
-from core.inputs import ObjectIdField
+from core.inputs import ObjectIdField, StrictSerializer
 from core.pagination import Pagination
 from core.schema import CONFLICT, PAGE_PARAMETERS, paginated
 from knowledge.selectors import space_get_for_user

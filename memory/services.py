@@ -221,6 +221,12 @@ def memories_for_plan(*, run: AnswerRun, plan: Plan) -> list[Steering]:
     return steering
 
 
+def plan_steer(*, run: AnswerRun, plan: Plan) -> Plan:
+    """The run's plan with the searches its memory steers (the answer path's port
+    answers.pipeline.hooks.plan_steer)."""
+    return plan_with_memory(plan, memories_for_plan(run=run, plan=plan))
+
+
 def plan_with_memory(plan: Plan, steering: list[Steering]) -> Plan:
     """Steer the searches of the parts each entry is about with its words (a correction's
     "accounting policy" joins the search for "how long are invoices retained"). The parts

@@ -21,7 +21,6 @@ import numpy as np
 from answers.judge.cross_encoder.common import judge_segment
 from answers.judge.features import FEATURE_NAMES, JudgeItem, PairFeatures
 from answers.judge.lexical import TermWeights
-from koinon.env import judge_threads
 
 logger = logging.getLogger(__name__)
 
@@ -33,6 +32,14 @@ JUDGE_SHA256 = "2ae1db23cfef17222815d1d3981a23aadb4d280467d688f2182ebd30986690d7
 
 class JudgeUnavailable(Exception):
     """The judge cannot be loaded; the message is safe to log (no paths, no file text)."""
+
+
+def judge_threads() -> int:
+    """How many pairs run at once: the setting KOINON_JUDGE_THREADS (checked at start), or 2
+    where no Django settings are configured (the training tools)."""
+    from django.conf import settings
+
+    return int(getattr(settings, "KOINON_JUDGE_THREADS", 2)) if settings.configured else 2
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:

@@ -8,6 +8,7 @@ from django.db import DatabaseError, connection, transaction
 from guardian.models import GroupObjectPermission, UserObjectPermission
 
 from answers.models import AnswerRun
+from answers.pipeline import hooks
 from answers.pipeline.validation import SelectedFact
 from answers.selectors import conversation_selection
 from core.models import ApiKey
@@ -15,7 +16,6 @@ from datasets.models import Dataset
 from datasets.selectors import datasets_visible_to
 from knowledge.models import Document, Erasure, Space
 from knowledge.selectors import documents_visible_to
-from memory.services import memory_recheck
 
 logger = logging.getLogger(__name__)
 
@@ -153,7 +153,7 @@ def publication_recheck(
             seen = datasets_visible_to(user=current).filter(pk__in=datasets)
             if set(seen.values_list("pk", flat=True)) != datasets:
                 return "access_denied"
-            denied = memory_recheck(run=run, user=current)
+            denied = hooks.memory_recheck.call(run=run, user=current)
             if denied:
                 return denied
     except DatabaseError:

@@ -21,7 +21,7 @@ from answers.judge.lexical import TermWeights, stem
 from answers.judge.lexical import content_words as lexical_words
 from answers.judge.model import JudgeUnavailable
 from answers.models import AnswerRun, CandidateFact, Generation
-from answers.pipeline import texts
+from answers.pipeline import hooks, texts
 from answers.pipeline.events import EventSink, step_event, tool_event
 from answers.pipeline.judgement import VALUE_UNMET, Support, support_judge
 from answers.pipeline.planner import Plan, content_words
@@ -42,7 +42,6 @@ from audit.services import audit_step_append
 from core.models import ApiKey
 from knowledge.frequencies import document_frequencies
 from knowledge.selectors import spaces_read_once
-from memory.services import memories_for_plan, plan_with_memory
 
 logger = logging.getLogger(__name__)
 
@@ -173,7 +172,7 @@ def plan_step(ctx: RunContext, trace: Trace) -> Plan:
     except Exception as error:
         raise ProviderFailed from error
     # Corrections and remembered answers steer the searches (never an answer by themselves).
-    plan = plan_with_memory(plan, memories_for_plan(run=ctx.run, plan=plan))
+    plan = hooks.plan_steer.call(run=ctx.run, plan=plan)
     ctx.run.plan = plan.as_dict()
     ctx.run.save(update_fields=["plan"])
     trace.step("plan", started, searches=len(plan.searches), memory=len(plan.memory),
@@ -584,10 +583,9 @@ def execute(ctx: RunContext, trace: Trace) -> dict:
 def _world_model_writer(ctx: RunContext, ending: Ending) -> Callable[[], None] | None:
     if ending.kind != "answer" or not ending.world_claims:
         return None
-    from worldmodel.services import world_claims_record
 
     def write() -> None:
-        world_claims_record(user=ctx.user, run=ctx.run, generation=ctx.generation.number,
+        hooks.world_claims_record.call(user=ctx.user, run=ctx.run, generation=ctx.generation.number,
                             claims=list(ending.world_claims))  # fmt: skip
 
     return write

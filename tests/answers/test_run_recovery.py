@@ -11,12 +11,12 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
+from answers.health import check_runs
 from answers.models import AnswerRun, Generation
 from answers.pipeline.request import answer_request_parse
 from answers.pipeline.run import run_start
 from answers.recovery import runs_recover
 from audit.models import StreamEvent
-from core.health import check_runs
 from tests.answers.conftest import ingest
 from tests.guards import no_hang
 

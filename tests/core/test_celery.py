@@ -3,7 +3,7 @@ import uuid
 import pytest
 from django.db import connection
 
-from core.tasks import worker_probe
+from knowledge.tasks import worker_probe
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -206,7 +206,9 @@ def test_a_killed_worker_is_restarted_while_daphne_keeps_serving(up_data_dir):
                 assert time.monotonic() < deadline, "the worker was not restarted"
                 time.sleep(0.5)
             # The new worker serves tasks, connected as the role that owns nothing.
-            answer = probe.send_task("core.worker_probe", args=["after-restart"]).get(timeout=60)
+            answer = probe.send_task("knowledge.worker_probe", args=["after-restart"]).get(
+                timeout=60
+            )
             assert answer["role"] == "koinon_app"
 
             up.send_signal(signal.SIGTERM)

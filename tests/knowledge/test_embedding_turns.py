@@ -13,10 +13,10 @@ import pytest
 from celery.exceptions import SoftTimeLimitExceeded
 from django.utils import timezone
 
-from core.health import check_embeddings
 from knowledge import documents, embeddings
 from knowledge.documents import EMBED_BATCH, document_upload, embeddings_resume, revision_extract
 from knowledge.embeddings import EmbeddingError, get_embedding_provider
+from knowledge.health import check_embeddings
 from knowledge.models import Extraction, Passage
 from knowledge.selectors import extractions_embedding_stalled
 from knowledge.tasks import embed_extraction, extract_revision
