@@ -13,7 +13,7 @@ CHROMIUM := /usr/bin/chromium
 # apt-get needs root; elsewhere sudo asks.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test lint format bench clean-var
+.PHONY: run test test-fast ci lint format bench clean-var
 
 $(STAMP): pyproject.toml clients/python/pyproject.toml
 	@test -x $(PY) || "$$(bin/find-python)" -m venv $(VENV)
@@ -39,6 +39,15 @@ $(CHROMIUM):
 # The suite retrains the judge's cross-encoder on a small slice: it needs the training venv.
 test: $(STAMP) $(TRAIN_STAMP) $(CHROMIUM) lint
 	$(PY) -m pytest
+
+# Local work: the suite without the browser and the slow tests (koinon_up, retraining).
+test-fast: $(STAMP) lint
+	$(PY) -m pytest -m "not slow and not browser"
+
+# What CI runs (.ci/run): lint (ruff, import layers), then the whole suite, which also checks
+# that every model change has its migration (tests/test_project.py: `makemigrations --check`
+# needs the database, for the generated fields' checks).
+ci: lint test
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -146,3 +146,11 @@ def fake():
     server = FakeModelServer().start()
     yield server
     server.stop()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests that drive the real browser are marked `browser` (make test-fast leaves them,
+    and the `slow` ones, out; make test and CI run everything)."""
+    for item in items:
+        if "browser" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.browser)

@@ -20,6 +20,21 @@ def test_migrations_install_vector_and_trigram_extensions():
 
 
 @pytest.mark.django_db
+def test_every_model_change_has_its_migration():
+    """`makemigrations --check` (CI's migration check: it needs the database for the
+    generated fields' checks, so it runs here)."""
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    out = StringIO()
+    try:
+        call_command("makemigrations", check=True, dry_run=True, stdout=out, verbosity=1)
+    except SystemExit as exit_:
+        pytest.fail(f"models changed without a migration ({exit_}):\n{out.getvalue()}")
+
+
+@pytest.mark.django_db
 def test_the_openapi_schema_describes_the_api():
     response = APIClient().get("/v1/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
     assert response.status_code == 200
