@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # retraining check. Never a runtime dependency.
 TRAIN_VENV := .venv-train
 TRAIN_STAMP := $(TRAIN_VENV)/.installed
-TRAIN_REQS := answers/judge/cross_encoder/requirements-train.txt
+TRAIN_REQS := tools/judge/requirements-train.txt
 
 CHROMIUM := /usr/bin/chromium
 # apt-get needs root; elsewhere sudo asks.
@@ -74,9 +74,9 @@ $(TRAIN_STAMP): $(TRAIN_REQS)
 
 .PHONY: train-judge
 train-judge: $(STAMP) $(TRAIN_STAMP)
-	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(TRAIN_VENV)/bin/python answers/judge/cross_encoder/train.py
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(TRAIN_VENV)/bin/python tools/judge/train_cross_encoder.py
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(TRAIN_VENV)/bin/python \
-		answers/judge/cross_encoder/train.py --quick 300 --no-ship --record-quick
-	$(PY) answers/judge/cross_encoder/evaluate.py
+		tools/judge/train_cross_encoder.py --quick 300 --no-ship --record-quick
+	$(PY) tools/judge/evaluate.py
 	# The regression and the threshold; it prints the judge file's new JUDGE_SHA256.
-	$(PY) -m answers.judge.train
+	$(PY) -m tools.judge.fit

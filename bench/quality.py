@@ -8,7 +8,7 @@ local embeddings):
   answer them);
 - NQ-open (../shared/data/nq-open-oracle.jsonl.gz): every distinct gold passage a
   document (title as the document title); only the held-out questions are asked
-  (answers.judge.data.is_heldout: the judge never trained on them).
+  (tools.judge.data.is_heldout: the judge never trained on them).
 
 Pipelines, side by side in one run, each asked every question through `answer_create`
 (mode "debug", to read the steps' timings; the same pipeline as "ask"):
@@ -56,7 +56,6 @@ from common.corpus import bench_space  # noqa: E402
 from common.services import embedded_services, recreate_database  # noqa: E402
 from django.test import override_settings  # noqa: E402
 
-from answers.judge.data import contains_answer, is_heldout, nq_records  # noqa: E402
 from answers.judge.lexical import TermWeights  # noqa: E402
 from answers.pipeline.planner import DatasetInfo, Plan, content_words, plan_question  # noqa: E402
 from answers.pipeline.providers import CandidateView, ExtractiveProvider  # noqa: E402
@@ -65,6 +64,7 @@ from answers.pipeline.run import answer_create  # noqa: E402
 from knowledge.documents import document_upload, revision_extract  # noqa: E402
 from knowledge.models import Document, Extraction  # noqa: E402
 from knowledge.sentences import is_label  # noqa: E402
+from tools.judge.data import contains_answer, is_heldout, nq_records  # noqa: E402
 
 # --- the selector before this change, kept here as the baseline ---------------------
 
@@ -419,7 +419,7 @@ def main() -> None:
 def corpora_ingest(args: argparse.Namespace) -> dict:
     from django.contrib.auth import get_user_model
 
-    from answers.judge.data import SQUAD2_DEV_MODULUS, is_dev_group
+    from tools.judge.data import SQUAD2_DEV_MODULUS, is_dev_group
 
     started = time.perf_counter()
     corpora = {}
@@ -559,15 +559,15 @@ def judge_only(path: Path) -> list[tuple[float, dict]]:
     """The shipped judge alone over every question of a SQuAD 2.0 split: each candidate
     sentence of the question's paragraph is scored (with its title and the sentence before
     it), the best one released when it reaches the threshold. No retrieval, no selection."""
-    from answers.judge.cross_encoder.pairs import (
+    from answers.judge.features import JudgeItem
+    from answers.judge.model import local_judge
+    from tools.judge.data import squad_records
+    from tools.judge.pairs import (
         PairConfig,
         best_per_question,
         operating_points,
         squad_pairs,
     )
-    from answers.judge.data import squad_records
-    from answers.judge.features import JudgeItem
-    from answers.judge.model import local_judge
 
     records = list(squad_records(path))
     pairs = squad_pairs(records, source="eval", config=PairConfig(), rng=None,

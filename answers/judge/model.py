@@ -18,16 +18,16 @@ from pathlib import Path
 
 import numpy as np
 
-from answers.judge.cross_encoder.common import judge_segment
 from answers.judge.features import FEATURE_NAMES, JudgeItem, PairFeatures
 from answers.judge.lexical import TermWeights
+from answers.judge.segment import judge_segment
 
 logger = logging.getLogger(__name__)
 
 JUDGE_DIR = Path(__file__).resolve().parent
 JUDGE_FILE = JUDGE_DIR / "judge.json"
-# Pinned: retraining (python -m answers.judge.train) prints the new value to put here.
-JUDGE_SHA256 = "2ae1db23cfef17222815d1d3981a23aadb4d280467d688f2182ebd30986690d7"
+# Pinned: retraining (python -m tools.judge.fit) prints the new value to put here.
+JUDGE_SHA256 = "a757e3e1b2dcb6d90196b98d31abb68d7b096d809a092a0578c1ca3ff729e23c"
 
 
 class JudgeUnavailable(Exception):

@@ -11,12 +11,12 @@ import sys
 import pytest
 
 from answers.judge import model as judge_model
-from answers.judge.cross_encoder.common import MANIFEST_PATH, REPO_ROOT
-from answers.judge.data import NQ_PATH, SQUAD2_TRAIN_PATH, SQUAD11_PATH, file_sha256
 from answers.judge.features import JudgeItem
 from answers.judge.lexical import TermWeights
-from answers.judge.train import DEFAULT_DATA, train
 from tests.guards import no_hang
+from tools.judge.common import MANIFEST_PATH, REPO_ROOT
+from tools.judge.data import NQ_PATH, SQUAD2_TRAIN_PATH, SQUAD11_PATH, file_sha256
+from tools.judge.fit import DEFAULT_DATA, train
 
 TOLERANCE = 0.005  # on every reported rate and AUC
 QUICK_TOLERANCE = 0.02  # a retrained slice: float sums may differ across processors
@@ -83,8 +83,8 @@ def test_the_judge_scores_without_torch():
 def test_the_shipped_cross_encoder_reproduces_its_recorded_evaluation(nq_data):
     """CI checks the cross-encoder's hash and evaluation, not its training (which needs
     torch and about 20 minutes: `make train-judge`)."""
-    from answers.judge.cross_encoder import evaluate
-    from answers.judge.cross_encoder.common import ONNX_PATH, load_tokenizer
+    from tools.judge import evaluate
+    from tools.judge.common import ONNX_PATH, load_tokenizer
 
     manifest = json.loads(MANIFEST_PATH.read_text())
     assert hashlib.sha256(ONNX_PATH.read_bytes()).hexdigest() == manifest["sha256"]
@@ -97,7 +97,7 @@ def test_the_shipped_cross_encoder_reproduces_its_recorded_evaluation(nq_data):
 
 
 def test_the_threshold_default_is_the_one_the_dev_slice_chose(settings):
-    """KOINON_JUDGE_THRESHOLD's default is what `python -m answers.judge.train` picked on the
+    """KOINON_JUDGE_THRESHOLD's default is what `python -m tools.judge.fit` picked on the
     dev slice (never on an eval part)."""
     shipped = json.loads(judge_model.JUDGE_FILE.read_text())
     assert "KOINON_JUDGE_THRESHOLD" not in os.environ

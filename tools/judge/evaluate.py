@@ -26,26 +26,26 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # the repository root
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
 
 import numpy as np
 import onnxruntime as ort
 from tokenizers import Tokenizer
 
-from answers.judge.cross_encoder.common import (
+from answers.judge.segment import judge_segment
+from tools.judge.common import (
     MANIFEST_PATH,
     NQ_PATH,
     ONNX_PATH,
     SQUAD_PATH,
     encode_pairs,
     file_sha256,
-    judge_segment,
     load_tokenizer,
     pad_batch,
     roc_auc,
     sigmoid,
 )
-from answers.judge.data import (
+from tools.judge.data import (
     contains_answer,
     is_heldout,
     nq_records,

@@ -15,7 +15,7 @@ Every split is by article (SQuAD) or gold passage (NQ), never by question:
   similar passage, and the positive read with a perturbed question.
 
 Each pair carries where its sentence stands (the title) and the sentence before it: the
-model reads them as the rest of its second segment (`common.judge_segment`).
+model reads them as the rest of its second segment (`answers.judge.segment.judge_segment`).
 """
 
 import math
@@ -25,7 +25,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from answers.judge.data import (
+from tools.judge.data import (
     NQ_PATH,
     SQUAD2_DEV_MODULUS,
     SQUAD2_TRAIN_PATH,
@@ -353,7 +353,7 @@ def make_pairs(config: PairConfig) -> dict[str, list[Pair]]:
 
 
 def _auc(scores, labels) -> float:
-    from answers.judge.cross_encoder.common import roc_auc
+    from tools.judge.common import roc_auc
 
     return roc_auc(scores, labels)
 

@@ -1,9 +1,9 @@
 """Train the support judge's logistic regression and pick its threshold, reproducibly.
 
-    .venv/bin/python -m answers.judge.train [--out answers/judge/judge.json] [--cache DIR]
+    .venv/bin/python -m tools.judge.fit [--out answers/judge/judge.json] [--cache DIR]
 
 The regression reads the cross-encoder's logit and the lexical features of a pair. It is fitted
-on the cross-encoder's dev slice (`answers.judge.cross_encoder.pairs`: whole articles of
+on the cross-encoder's dev slice (`tools.judge.pairs`: whole articles of
 SQuAD 1.1 train and squad2-dev-train, and gold passages of NQ-open's training part, that the
 cross-encoder never trained on): every candidate sentence of each dev question's paragraph,
 labelled by whether it holds a gold answer, and every sentence of an unanswerable question's
@@ -27,13 +27,10 @@ from pathlib import Path
 
 import numpy as np
 
-from answers.judge.cross_encoder.pairs import (
-    PairConfig,
-    best_per_question,
-    make_pairs,
-    operating_points,
-)
-from answers.judge.data import (
+from answers.judge.features import FEATURE_NAMES, JudgeItem
+from answers.judge.lexical import TermWeights, content_stems, content_words, stem
+from answers.judge.model import JUDGE_DIR, CrossEncoder, JudgeWeights, LocalJudge
+from tools.judge.data import (
     NQ_PATH,
     SQUAD2_TRAIN_PATH,
     SQUAD11_PATH,
@@ -42,10 +39,13 @@ from answers.judge.data import (
     is_heldout,
     passage_sentences,
 )
-from answers.judge.data import nq_records as read_records
-from answers.judge.features import FEATURE_NAMES, JudgeItem
-from answers.judge.lexical import TermWeights, content_stems, content_words, stem
-from answers.judge.model import JUDGE_DIR, CrossEncoder, JudgeWeights, LocalJudge
+from tools.judge.data import nq_records as read_records
+from tools.judge.pairs import (
+    PairConfig,
+    best_per_question,
+    make_pairs,
+    operating_points,
+)
 
 ROOT = JUDGE_DIR.parents[1]
 DEFAULT_DATA = NQ_PATH
@@ -273,10 +273,10 @@ def train(data: Path = DEFAULT_DATA, cache_dir: Path | None = None) -> dict:
         "training_data_sha256": {
             path.name: file_sha256(path) for path in (SQUAD11_PATH, SQUAD2_TRAIN_PATH, data)
         },
-        "command": "python -m answers.judge.train",
+        "command": "python -m tools.judge.fit",
         "split": (
             "fitted on the cross-encoder's dev slice (whole articles and passages it never "
-            "trained on); NQ-open held out by answers.judge.data.is_heldout, measured only"
+            "trained on); NQ-open held out by tools.judge.data.is_heldout, measured only"
         ),
         "threshold": threshold,
         "metrics": {

@@ -29,7 +29,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # the repository root
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
@@ -39,7 +39,8 @@ import torch
 from onnxruntime.quantization import QuantType, quantize_dynamic
 from transformers import BertForSequenceClassification
 
-from answers.judge.cross_encoder.common import (
+from answers.judge.segment import judge_segment
+from tools.judge.common import (
     BUILD_DIR,
     INPUT_NAMES,
     MANIFEST_PATH,
@@ -47,18 +48,17 @@ from answers.judge.cross_encoder.common import (
     base_model_dir,
     encode_pairs,
     file_sha256,
-    judge_segment,
     load_tokenizer,
     pad_batch,
 )
-from answers.judge.cross_encoder.pairs import (
+from tools.judge.data import NQ_PATH, SQUAD2_TRAIN_PATH, SQUAD11_PATH
+from tools.judge.pairs import (
     Pair,
     PairConfig,
     dev_metrics,
     make_pairs,
     selection_score,
 )
-from answers.judge.data import NQ_PATH, SQUAD2_TRAIN_PATH, SQUAD11_PATH
 
 DEV_SLICES = ("dev_squad11", "dev_squad2", "dev_nq")
 STAGE1_SLICES = ("squad11", "squad2", "nq")
@@ -409,7 +409,7 @@ def ship(tag: str) -> None:
     print(f"shipped {tag}: {ONNX_PATH.name} ({ONNX_PATH.stat().st_size / 1e6:.1f} MB)")
 
 
-QUICK_COMMAND = "answers/judge/cross_encoder/train.py --quick 300 --no-ship"
+QUICK_COMMAND = "tools/judge/train_cross_encoder.py --quick 300 --no-ship"
 
 
 def record_quick(out_dir: Path) -> None:

@@ -1,5 +1,6 @@
 """What training and evaluation of the cross-encoder judge share: where things are, how a
-(question, sentence) pair becomes model inputs, and a rank statistic.
+(question, sentence) pair becomes model inputs, and a rank statistic. How the pair's second
+segment is written is the running judge's (answers.judge.segment), imported from there.
 
 This module needs only the standard library, numpy and `tokenizers`, so it loads both in the
 training venv (Python 3.11, with torch) and in the app venv (Python 3.12, without torch).
@@ -15,7 +16,7 @@ from pathlib import Path
 import numpy as np
 from tokenizers import Tokenizer
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 JUDGE_DIR = REPO_ROOT / "answers" / "judge"
 ONNX_PATH = JUDGE_DIR / "cross_encoder.onnx"
 MANIFEST_PATH = JUDGE_DIR / "cross_encoder.json"
@@ -118,14 +119,3 @@ def roc_auc(scores: Sequence[float], labels: Sequence[int]) -> float:
         ranks[order[i : j + 1]] = (i + j) / 2.0 + 1.0
         i = j + 1
     return float((ranks[y].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
-
-
-def judge_segment(sentence: str, context: str = "", before: str = "") -> str:
-    """The second segment the cross-encoder reads: the candidate sentence first, then where
-    it stands (title › headings) and the sentence before it, each after a [SEP].
-
-    Training, evaluation and the running judge all build it here. Truncation (longest
-    first) cuts this segment from its end: the sentence before goes first, the candidate
-    sentence last.
-    """
-    return " [SEP] ".join([sentence.strip(), context.strip(), before.strip()])

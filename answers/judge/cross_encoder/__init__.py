@@ -1,1 +1,0 @@
-"""The cross-encoder support judge: training (train.py) and evaluation (evaluate.py)."""
