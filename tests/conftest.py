@@ -2,13 +2,13 @@ from collections.abc import Iterator
 
 import pytest
 from django.conf import settings
-from django.contrib.auth import get_user_model
-from rest_framework.test import APIClient
 
 from core.embedded import EmbeddedPostgres, EmbeddedRedis
-from core.services import api_key_create
+from datasets.services import dataset_upload
 from knowledge.models import Space
 from knowledge.services import space_create, space_member_set
+from tests.answers.helpers import ACCOUNTING, INVOICES, OPERATIONS, ingest
+from tests.helpers import make_user
 from tests.services import celery_worker_process, daphne_process
 
 
@@ -76,12 +76,6 @@ def live_server_url(test_database_name, logs_dir) -> Iterator[str]:
 # --- people and spaces: an owner (curator), a member (reader) and an outsider -----
 
 
-def make_user(username: str, *, staff: bool = False):
-    return get_user_model().objects.create_user(
-        username=username, password="test-password-1", is_staff=staff
-    )
-
-
 @pytest.fixture
 def staff(db):
     return make_user("staff", staff=True)
@@ -110,10 +104,15 @@ def space(staff, owner, member) -> Space:
     return space
 
 
-def client_for(user) -> APIClient:
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {api_key_create(user=user).secret}")
-    return client
+@pytest.fixture
+def library(space, owner):
+    """The mixed-sources corpus: two documents and the invoices dataset."""
+    operations = ingest(owner, space, "operations.md", OPERATIONS)
+    accounting = ingest(owner, space, "accounting-policy.md", ACCOUNTING)
+    snapshot = dataset_upload(
+        user=owner, space=space, filename="invoices.csv", data=INVOICES, table="orders"
+    )
+    return {"operations": operations, "accounting": accounting, "snapshot": snapshot}
 
 
 @pytest.fixture(autouse=True)

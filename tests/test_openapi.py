@@ -17,8 +17,8 @@ from knowledge.curation import proposal_create
 from knowledge.documents import document_upload, revision_extract
 from knowledge.models import Space
 from memory.services import correction_create
-from tests.answers.conftest import ask
-from tests.conftest import client_for
+from tests.answers.helpers import ask
+from tests.helpers import client_for
 from tests.services import ROOT
 
 SCHEMA_ACCEPT = "application/vnd.oai.openapi+json"

@@ -11,10 +11,10 @@ from answers.pipeline import publication
 from answers.pipeline.run import RunFailed
 from audit.models import AnswerAudit
 from core.services import api_key_create, api_key_revoke
-from tests.answers.conftest import MIXED_QUESTION, ask
+from tests.answers.helpers import MIXED_QUESTION, ask
 from tests.answers.providers import ScriptedProvider
-from tests.conftest import client_for
 from tests.core.test_api_keys import assert_error
+from tests.helpers import client_for
 
 pytestmark = pytest.mark.django_db
 

@@ -9,7 +9,7 @@ from django.db import connection
 
 from answers.pipeline.texts import explanation, general_knowledge_label
 from knowledge.services import space_member_remove
-from tests.answers.conftest import ask
+from tests.answers.helpers import ask
 from tests.answers.test_openai_provider import (
     RETENTION,
     REVIEWS,
@@ -18,7 +18,7 @@ from tests.answers.test_openai_provider import (
     provider_for,
     span_of,
 )
-from tests.conftest import client_for
+from tests.helpers import client_for
 from worldmodel.models import WorldClaim
 
 pytestmark = pytest.mark.django_db

@@ -8,7 +8,7 @@ from answers.models import CandidateFact
 from answers.pipeline.planner import Plan
 from answers.pipeline.providers import ExtractiveProvider
 from datasets.services import dataset_upload
-from tests.answers.conftest import ask
+from tests.answers.helpers import ask
 from tests.answers.test_openai_provider import data, model, provider_for, selects
 
 pytestmark = pytest.mark.django_db

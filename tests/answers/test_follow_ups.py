@@ -7,7 +7,7 @@ from answers.models import AnswerRun
 from answers.pipeline.planner import Plan, plan_question, standalone_question
 from answers.pipeline.providers import ExtractiveProvider
 from audit.models import AnswerAudit, OutputRelease
-from tests.answers.conftest import ask, ingest
+from tests.answers.helpers import ask, ingest
 
 REVIEWS = "Who owns service reviews?"
 APPROVAL = "Service reviews are approved by the chief technology officer."

@@ -13,7 +13,7 @@ from answers.pipeline.texts import explanation
 from audit.models import AnswerAudit
 from datasets.services import dataset_upload
 from knowledge.sentences import is_label
-from tests.answers.conftest import ask, ingest
+from tests.answers.helpers import ask, ingest
 from tests.settings_checks import django_setup_with
 
 pytestmark = pytest.mark.django_db

@@ -6,7 +6,7 @@ from answers.models import Conversation
 from answers.pipeline import texts
 from answers.pipeline.planner import Plan
 from core.services import api_key_create, api_key_revoke
-from tests.answers.conftest import ask
+from tests.answers.helpers import ask
 from tests.answers.providers import ScriptedProvider
 
 pytestmark = pytest.mark.django_db

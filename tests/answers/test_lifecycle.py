@@ -7,9 +7,9 @@ from answers.models import AnswerRun, Message
 from answers.pipeline.request import answer_request_parse
 from answers.pipeline.run import RunFailed, run_execute, run_start
 from audit.models import OutputRelease, StreamEvent
-from tests.answers.conftest import ingest
+from tests.answers.helpers import ingest
 from tests.answers.providers import ScriptedProvider
-from tests.conftest import client_for
+from tests.helpers import client_for
 
 pytestmark = pytest.mark.django_db
 

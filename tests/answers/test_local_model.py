@@ -17,7 +17,7 @@ from answers.pipeline.structured import conforms
 from answers.pipeline.texts import explanation
 from answers.pipeline.validation import SelectionRejected, selection_parse
 from knowledge.models import Extraction
-from tests.conftest import client_for
+from tests.helpers import client_for
 
 QUESTION = "What is the retention period for invoices?"
 CANDIDATE = CandidateView(

@@ -16,8 +16,8 @@ from answers.pipeline.planner import plan_question
 from answers.pipeline.providers import CandidateView
 from answers.pipeline.structured import structured_parse
 from answers.pipeline.texts import explanation
-from tests.answers.conftest import ask, ingest
 from tests.answers.fake_llm import FakeModelServer, Reply, Script
+from tests.answers.helpers import ask, ingest
 
 RETENTION = "Invoices are retained for ten years."
 REVIEWS = "The platform operations team owns service reviews."

@@ -10,7 +10,7 @@ from answers.pipeline.planner import Plan
 from answers.pipeline.recheck import publication_recheck
 from answers.pipeline.validation import SelectedFact
 from core.services import api_key_create, api_key_revoke
-from tests.answers.conftest import ask, ingest
+from tests.answers.helpers import ask, ingest
 from tests.answers.providers import ScriptedProvider
 
 pytestmark = pytest.mark.django_db
@@ -103,7 +103,7 @@ def test_a_private_file_dropped_from_the_selection_cannot_be_published(private_f
 
 
 def test_a_sealed_answer_is_withheld_once_its_source_is_no_longer_visible(space, owner, member):
-    from tests.conftest import client_for
+    from tests.helpers import client_for
 
     ingest(owner, space, "operations.txt", "The platform operations team owns service reviews.")
     body = ask(member, "Who owns service reviews?",

@@ -6,7 +6,7 @@ import pytest
 
 from answers.models import AnswerRun, Citation, Message
 from answers.pipeline.texts import explanation
-from tests.answers.conftest import ACCOUNTING, MIXED_QUESTION, OPERATIONS, ask, ingest
+from tests.answers.helpers import ACCOUNTING, MIXED_QUESTION, OPERATIONS, ask, ingest
 
 pytestmark = pytest.mark.django_db
 

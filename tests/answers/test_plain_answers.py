@@ -11,7 +11,7 @@ from answers.pipeline.judgement import judge_item, sentence_before
 from answers.pipeline.planner import Plan
 from answers.pipeline.providers import CandidateView, ExtractiveProvider, is_block, quote_spans
 from answers.pipeline.validation import SelectedFact
-from tests.answers.conftest import ask, ingest
+from tests.answers.helpers import ask, ingest
 
 HARBOUR = (
     "# Harbour guide\n\n## Opening hours\n\n"

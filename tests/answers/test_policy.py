@@ -6,9 +6,9 @@ from answers.pipeline.texts import explanation
 from datasets.services import dataset_upload
 from knowledge.embeddings import clear_embedding_caches
 from knowledge.services import space_create, space_member_set
-from tests.answers.conftest import ask
-from tests.conftest import client_for
+from tests.answers.helpers import ask
 from tests.core.test_api_keys import assert_error
+from tests.helpers import client_for
 from tests.services import free_port
 
 pytestmark = pytest.mark.django_db

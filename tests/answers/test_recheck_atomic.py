@@ -13,7 +13,7 @@ from answers.models import Citation
 from answers.pipeline.planner import Plan
 from core.models import ApiKey
 from core.services import api_key_create
-from tests.answers.conftest import ask, ingest
+from tests.answers.helpers import ask, ingest
 from tests.answers.providers import ScriptedProvider
 
 pytestmark = pytest.mark.django_db(transaction=True)

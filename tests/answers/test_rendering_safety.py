@@ -7,7 +7,7 @@ import pytest
 
 from answers.pipeline.planner import Plan
 from knowledge.documents import document_upload
-from tests.answers.conftest import ask, ingest
+from tests.answers.helpers import ask, ingest
 from tests.answers.providers import ScriptedProvider
 
 pytestmark = pytest.mark.django_db

@@ -17,7 +17,7 @@ from answers.pipeline.request import answer_request_parse
 from answers.pipeline.run import run_start
 from answers.recovery import runs_recover
 from audit.models import StreamEvent
-from tests.answers.conftest import ingest
+from tests.answers.helpers import ingest
 from tests.guards import no_hang
 
 TEXT = "The platform operations team owns service reviews."

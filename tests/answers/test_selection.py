@@ -7,7 +7,7 @@ import pytest
 from answers.models import AnswerRun, CandidateFact, Citation, Message
 from answers.pipeline.planner import Plan
 from answers.pipeline.texts import explanation
-from tests.answers.conftest import ask, ingest
+from tests.answers.helpers import ask, ingest
 from tests.answers.providers import ScriptedProvider
 
 pytestmark = pytest.mark.django_db

@@ -312,7 +312,7 @@ def test_a_stream_returns_its_request_connection_before_it_waits(corpus, member)
     from answers.pipeline.request import answer_request_parse
     from answers.pipeline.run import run_start
     from tests.answers.providers import ScriptedProvider
-    from tests.conftest import client_for
+    from tests.helpers import client_for
 
     run = run_start(user=member, request=answer_request_parse({"query": QUESTION}),
                     provider=ScriptedProvider([]))  # fmt: skip

@@ -7,7 +7,7 @@ from django.test import Client
 
 from audit.models import AnswerAudit, OutputRelease, StreamEvent
 from core.redaction import redacted
-from tests.answers.conftest import ask, ingest
+from tests.answers.helpers import ask, ingest
 
 pytestmark = pytest.mark.django_db
 

@@ -9,7 +9,7 @@ from answers.models import AnswerRun
 from answers.pipeline.run import answer_retry
 from audit.models import AnswerAudit
 from audit.services import audit_record, audit_step_append
-from tests.answers.conftest import ask
+from tests.answers.helpers import ask
 
 pytestmark = pytest.mark.django_db
 

@@ -11,8 +11,8 @@ from django.db.models import ProtectedError
 from answers.models import AnswerRun, Card, Citation, Conversation, Generation, Message
 from answers.pipeline.run import RunFailed, answer_retry
 from audit.models import AnswerAudit, OutputRelease, StreamEvent
-from tests.answers.conftest import MIXED_QUESTION, ask
-from tests.conftest import client_for
+from tests.answers.helpers import MIXED_QUESTION, ask
+from tests.helpers import client_for
 
 pytestmark = pytest.mark.django_db
 

@@ -4,7 +4,7 @@ import pytest
 from django.conf import settings
 
 from core.services import api_key_create
-from tests.answers.conftest import ask
+from tests.answers.helpers import ask
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

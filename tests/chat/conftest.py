@@ -1,5 +1,4 @@
 # The mixed-sources corpus of the answer tests (two documents and the invoices dataset).
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -9,14 +8,13 @@ from django.core.management import call_command
 from playwright.sync_api import Browser, sync_playwright
 
 from knowledge.models import Extraction, ExtractionStatus
-from tests.answers.conftest import library  # noqa: F401
+from tests.chat.helpers import PASSWORD, wait_for
 
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]  # fmt: skip
-PASSWORD = "koinon-demo"
 
 
 @pytest.fixture
@@ -26,13 +24,6 @@ def demo(celery_worker) -> None:
     get_user_model().objects.create_user("outsider", password=PASSWORD)
     wait_for(lambda: not Extraction.objects.filter(
         status__in=[ExtractionStatus.PENDING, ExtractionStatus.RUNNING]).exists())  # fmt: skip
-
-
-def wait_for(condition, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.25)
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.chat.conftest import PASSWORD
+from tests.chat.helpers import PASSWORD
 from tests.chat.test_browser import QUESTION, QUOTE, new_page, shot, sign_in
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -11,7 +11,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from playwright.sync_api import Browser, Page, expect
 
-from tests.chat.conftest import PASSWORD
+from tests.chat.helpers import PASSWORD
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -15,7 +15,7 @@ from playwright.sync_api import expect
 
 from tests.answers.fake_llm import FakeModelServer, Reply
 from tests.answers.test_openai_provider import model, provider_for, span_of, step
-from tests.chat.conftest import wait_for
+from tests.chat.helpers import wait_for
 from tests.chat.test_browser import QUESTION, QUOTE, new_page, shot, sign_in
 from tests.knowledge.test_documents import pdf_bytes
 

@@ -14,7 +14,7 @@ from answers.models import AnswerRun, Conversation
 from audit.models import AnswerAudit, OutputRelease
 from conversations.services import share_create
 from core.services import api_key_create
-from tests.answers.conftest import ingest
+from tests.answers.helpers import ingest
 from tests.chat.test_views import QUESTION, TEXT, ask, browser
 
 pytestmark = pytest.mark.django_db

@@ -6,7 +6,7 @@ import pytest
 
 from answers.pipeline.request import answer_request_parse
 from answers.pipeline.run import answer_create
-from tests.answers.conftest import ingest
+from tests.answers.helpers import ingest
 from tests.answers.test_streaming import parse
 from tests.chat.live import signed_in
 

@@ -12,7 +12,7 @@ from django.test import Client
 from answers.models import AnswerRun
 from knowledge.lifecycle import document_withdraw
 from knowledge.services import space_member_remove
-from tests.answers.conftest import ask, ingest
+from tests.answers.helpers import ask, ingest
 from tests.answers.providers import ScriptedProvider
 from tests.answers.test_permissions import plan, select_first
 from tests.knowledge.test_documents import pdf_bytes

@@ -11,7 +11,7 @@ from answers.pipeline.request import answer_request_parse
 from answers.pipeline.run import run_execute, run_fail, run_start
 from answers.services import conversation_sources_set
 from knowledge.documents import document_upload, revision_extract
-from tests.answers.conftest import MIXED_QUESTION, ingest
+from tests.answers.helpers import MIXED_QUESTION, ingest
 
 pytestmark = pytest.mark.django_db
 

@@ -14,8 +14,8 @@ from answers.pipeline import texts
 from answers.pipeline.run import answer_retry
 from conversations.services import export_verify
 from knowledge.services import space_member_set
-from tests.answers.conftest import ingest
-from tests.conftest import client_for, make_user
+from tests.answers.helpers import ingest
+from tests.helpers import client_for, make_user
 
 pytestmark = pytest.mark.django_db
 

@@ -13,8 +13,8 @@ from core.errors import ConflictError
 from knowledge.curation import proposal_approve
 from knowledge.models import KnowledgeProposal
 from knowledge.services import space_create, space_member_set
-from tests.answers.conftest import ingest
-from tests.conftest import client_for, make_user
+from tests.answers.helpers import ingest
+from tests.helpers import client_for, make_user
 
 pytestmark = pytest.mark.django_db
 

@@ -7,7 +7,7 @@ from rest_framework.test import APIClient
 
 from core.models import ApiKey
 from core.services import api_key_create, api_key_revoke
-from tests.conftest import client_for
+from tests.helpers import client_for
 
 pytestmark = pytest.mark.django_db
 

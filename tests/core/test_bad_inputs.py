@@ -9,8 +9,8 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from core.inputs import object_id_parse
 from datasets.services import dataset_upload
 from knowledge.curation import proposal_create
-from tests.conftest import client_for
 from tests.core.test_api_keys import assert_error
+from tests.helpers import client_for
 
 pytestmark = pytest.mark.django_db
 

@@ -16,8 +16,8 @@ from django.conf import settings
 from django.db import connection
 
 from core.services import api_key_create
-from tests.conftest import make_user
 from tests.guards import no_hang
+from tests.helpers import make_user
 from tests.services import daphne_process
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -8,8 +8,8 @@ from rest_framework.test import APIClient
 from core.embedded import EmbeddedRedis
 from core.health import ComponentStatus, check_redis_and_workers
 from koinon.celery import app as celery_app
-from tests.conftest import client_for
 from tests.guards import no_hang
+from tests.helpers import client_for
 from tests.knowledge.test_documents import wait_for_extraction
 from tests.services import daphne_process
 

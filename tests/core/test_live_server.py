@@ -3,7 +3,7 @@ import time
 import httpx
 import pytest
 
-from tests.conftest import client_for
+from tests.helpers import client_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from core import throttle
 from core.models import LoginFailure
-from tests.conftest import make_user
+from tests.helpers import make_user
 
 pytestmark = pytest.mark.django_db
 

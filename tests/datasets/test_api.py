@@ -7,8 +7,8 @@ from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from datasets.models import Dataset, DatasetSnapshot, GovernedQuery
-from tests.conftest import client_for
 from tests.core.test_api_keys import assert_error
+from tests.helpers import client_for
 
 pytestmark = pytest.mark.django_db
 

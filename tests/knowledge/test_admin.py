@@ -10,8 +10,8 @@ from core.services import api_key_create
 from knowledge.documents import document_upload, revision_extract
 from knowledge.models import Extraction
 from knowledge.services import space_create, space_member_set
-from tests.conftest import client_for, make_user
 from tests.core.test_api_keys import assert_error
+from tests.helpers import client_for, make_user
 
 pytestmark = pytest.mark.django_db
 

@@ -23,9 +23,9 @@ from knowledge.documents import document_upload, revision_extract, revision_retr
 from knowledge.models import Document, DocumentRevision, Extraction, Passage
 from knowledge.selectors import document_admitted_text
 from knowledge.services import space_member_set
-from tests.answers.conftest import ask
+from tests.answers.helpers import ask
 from tests.answers.providers import ScriptedProvider
-from tests.conftest import client_for, make_user
+from tests.helpers import client_for, make_user
 from tests.knowledge.helpers import (
     BACKUP_POLICY,
     GAP_BOTH_CLEAN,

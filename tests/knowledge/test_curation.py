@@ -15,8 +15,8 @@ from knowledge.models import (
 )
 from knowledge.retrieval import retrieve
 from knowledge.services import space_member_set
-from tests.conftest import client_for, make_user
 from tests.core.test_api_keys import assert_error
+from tests.helpers import client_for, make_user
 
 pytestmark = pytest.mark.django_db
 

@@ -18,7 +18,7 @@ from knowledge.documents import document_upload
 from knowledge.lifecycle import document_withdraw
 from knowledge.models import Document, DocumentRevision, Erasure
 from knowledge.services import space_create, space_member_set
-from tests.conftest import client_for, make_user
+from tests.helpers import client_for, make_user
 
 pytestmark = pytest.mark.django_db
 

@@ -8,8 +8,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from knowledge.models import Document, DocumentRevision, Extraction, Passage
 from knowledge.normalise import normalised_key
-from tests.conftest import client_for
 from tests.core.test_api_keys import assert_error
+from tests.helpers import client_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -23,7 +23,7 @@ from knowledge.documents import (
 from knowledge.embeddings import EmbeddingError, get_embedding_provider
 from knowledge.models import Passage
 from knowledge.retrieval import vector_search
-from tests.conftest import client_for
+from tests.helpers import client_for
 from tests.knowledge.test_documents import wait_for_extraction
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -29,10 +29,10 @@ from knowledge.models import Erasure, Extraction, Passage
 from knowledge.retrieval import retrieve
 from mcp_server.services import tool_call_run
 from mcp_server.tools import Caller
-from tests.answers.conftest import ask, ingest
+from tests.answers.helpers import ask, ingest
 from tests.answers.providers import ScriptedProvider
 from tests.answers.test_permissions import plan, select_first
-from tests.conftest import client_for
+from tests.helpers import client_for
 from tests.knowledge.test_withdraw import replayed
 
 QUESTION = "Who owns service reviews?"

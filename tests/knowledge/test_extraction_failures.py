@@ -115,7 +115,7 @@ def test_a_failed_extraction_says_in_words_why_over_the_api_and_in_admin(space, 
     from django.test import Client
 
     from knowledge.services import space_member_set
-    from tests.conftest import client_for, make_user
+    from tests.helpers import client_for, make_user
 
     primary, _ = upload_and_extract(owner, space, "locked.pdf", encrypted_pdf())
     document_id = primary.revision.document_id

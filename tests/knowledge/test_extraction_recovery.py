@@ -14,8 +14,8 @@ from rest_framework.test import APIClient
 from knowledge.documents import extractions_recover, revision_extract, revision_retry_extraction
 from knowledge.models import DocumentRevision
 from koinon.celery import app as celery_app
-from tests.conftest import client_for
 from tests.guards import no_hang
+from tests.helpers import client_for
 from tests.knowledge.test_documents import wait_for_extraction
 
 pytestmark = pytest.mark.django_db(transaction=True)

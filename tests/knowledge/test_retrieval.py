@@ -2,7 +2,7 @@ import pytest
 
 from knowledge.retrieval import retrieve
 from knowledge.services import space_create, space_member_set
-from tests.conftest import client_for, make_user
+from tests.helpers import client_for, make_user
 from tests.knowledge.test_documents import POLICY, upload, wait_for_extraction
 
 pytestmark = pytest.mark.django_db(transaction=True)

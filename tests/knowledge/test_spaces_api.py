@@ -4,8 +4,8 @@ from rest_framework.test import APIClient
 
 from knowledge.models import Space
 from knowledge.services import space_create, space_member_set
-from tests.conftest import client_for, make_user
 from tests.core.test_api_keys import assert_error
+from tests.helpers import client_for, make_user
 
 pytestmark = pytest.mark.django_db
 

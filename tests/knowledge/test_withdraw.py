@@ -20,10 +20,10 @@ from knowledge.frequencies import lexeme_frequencies_rebuild
 from knowledge.lifecycle import document_restore, document_withdraw
 from knowledge.models import Document, Passage
 from knowledge.retrieval import retrieve
-from tests.answers.conftest import ask, ingest
+from tests.answers.helpers import ask, ingest
 from tests.answers.providers import ScriptedProvider
 from tests.answers.test_permissions import plan, select_first
-from tests.conftest import client_for
+from tests.helpers import client_for
 
 pytestmark = pytest.mark.django_db
 

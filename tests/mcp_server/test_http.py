@@ -10,7 +10,7 @@ import pytest
 from answers.models import AnswerRun
 from core.services import api_key_revoke
 from mcp_server.models import ToolCall
-from tests.mcp_server.conftest import HANDBOOK, INJECTED
+from tests.mcp_server.helpers import HANDBOOK, INJECTED
 from tests.mcp_server.mcp_clients import call, calls, in_thread, with_http_session
 
 pytestmark = pytest.mark.django_db(transaction=True)

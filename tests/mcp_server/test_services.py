@@ -10,7 +10,7 @@ from mcp_server import tools
 from mcp_server.models import ToolCall
 from mcp_server.services import arguments_for_audit, tool_call_run
 from mcp_server.tools import Caller
-from tests.mcp_server.conftest import ingest
+from tests.mcp_server.helpers import ingest
 
 pytestmark = pytest.mark.django_db
 

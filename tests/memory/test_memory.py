@@ -9,9 +9,9 @@ from guardian.shortcuts import remove_perm
 
 from audit.models import AnswerAudit
 from memory.models import MemoryEntry
-from tests.answers.conftest import OPERATIONS, ingest
+from tests.answers.helpers import OPERATIONS, ingest
 from tests.answers.providers import ScriptedProvider
-from tests.conftest import client_for, make_user
+from tests.helpers import client_for, make_user
 
 pytestmark = pytest.mark.django_db
 

@@ -10,8 +10,8 @@ from audit.models import AnswerAudit
 from knowledge.services import space_create, space_member_set
 from memory.relevance_set import PAIRS, set_weights
 from memory.services import MIN_SHARED_STEMS, RELEVANCE_THRESHOLD, memory_relevance
-from tests.answers.conftest import OPERATIONS, ingest
-from tests.conftest import client_for
+from tests.answers.helpers import OPERATIONS, ingest
+from tests.helpers import client_for
 
 pytestmark = pytest.mark.django_db
 

@@ -11,8 +11,8 @@ from conversations.services import share_create
 from datasets.services import dataset_upload
 from knowledge.curation import proposal_create
 from memory.services import correction_create
-from tests.answers.conftest import ingest
-from tests.conftest import client_for, make_user
+from tests.answers.helpers import ingest
+from tests.helpers import client_for, make_user
 
 pytestmark = pytest.mark.django_db
 
