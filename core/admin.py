@@ -8,7 +8,7 @@ from core.services import api_key_revoke_one
 
 
 @admin.register(ApiKey)
-class ApiKeyAdmin(admin.ModelAdmin):
+class ApiKeyAdmin(admin.ModelAdmin[ApiKey]):
     """Revocation is one-way: `revoked_at` is read-only and set only by the revoke action."""
 
     list_display = ["prefix", "user", "name", "created_at", "last_used_at", "revoked_at"]
@@ -26,7 +26,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
         # Keys are issued by `manage.py apikey create`, which shows the secret once.
         return False
 
-    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: ApiKey | None = None) -> bool:
         return False  # a revoked key stays, so its runs still name their credential
 
     @admin.action(description="Revoke selected keys", permissions=["change"])

@@ -1,5 +1,8 @@
+from typing import Any
+
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
+from rest_framework.authentication import BaseAuthentication
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -22,7 +25,7 @@ ROOT_LINKS = {
 }
 
 
-class ApiRootOutput(serializers.Serializer):
+class ApiRootOutput(serializers.Serializer[Any]):
     name = serializers.CharField()
     version = serializers.CharField()
     links = serializers.DictField(child=serializers.URLField())
@@ -31,7 +34,7 @@ class ApiRootOutput(serializers.Serializer):
 class ApiRootApi(APIView):
     """`/v1/`: what this server is and where to start (no credentials needed)."""
 
-    authentication_classes: list = []
+    authentication_classes: list[type[BaseAuthentication]] = []
     permission_classes = [AllowAny]
 
     @extend_schema(responses=ApiRootOutput)
@@ -40,13 +43,13 @@ class ApiRootApi(APIView):
         return Response({"name": "koinon", "version": "1", "links": links})
 
 
-class HealthOutput(serializers.Serializer):
+class HealthOutput(serializers.Serializer[Any]):
     status = serializers.ChoiceField(choices=["ok", "failed"])
     components = serializers.DictField(child=serializers.DictField())
 
 
 class HealthApi(APIView):
-    authentication_classes: list = []
+    authentication_classes: list[type[BaseAuthentication]] = []
     permission_classes = [AllowAny]
 
     @extend_schema(

@@ -1,7 +1,9 @@
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
+from core.models import ApiKey
 from core.services import api_key_authenticate
+from core.types import User
 
 
 class ApiKeyAuthentication(authentication.BaseAuthentication):
@@ -9,7 +11,7 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
 
     keyword = "Bearer"
 
-    def authenticate(self, request: Request):
+    def authenticate(self, request: Request) -> tuple[User, ApiKey] | None:
         header = authentication.get_authorization_header(request)
         if not header:
             return None

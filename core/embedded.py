@@ -149,7 +149,7 @@ class EmbeddedPostgres:
     def log_file(self) -> Path:
         return self.pgdata / "log"
 
-    def _run(self, args: list[str], timeout: float = 60) -> subprocess.CompletedProcess:
+    def _run(self, args: list[str], timeout: float = 60) -> subprocess.CompletedProcess[str]:
         user = PG_SYSTEM_USER if _running_as_root() else None
         return subprocess.run(  # noqa: S603 - fixed binaries, arguments built here
             [str(_pg_bin() / args[0]), *args[1:]],

@@ -1,6 +1,8 @@
 """One error shape for the whole API: {"error": {"code", "message", "fields"}}."""
 
 import logging
+from collections.abc import Callable
+from typing import Any, TypedDict
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
@@ -16,7 +18,7 @@ logger = logging.getLogger(__name__)
 class ApiError(exceptions.APIException):
     """A typed error raised by services and views; the code is part of the contract."""
 
-    status_code = status.HTTP_400_BAD_REQUEST
+    status_code: int = status.HTTP_400_BAD_REQUEST
     default_code = "bad_request"
     default_detail = "The request could not be processed."
 
@@ -75,11 +77,21 @@ class ServiceUnavailableError(ApiError):
     default_code = "service_unavailable"
 
 
-def error_body(code: str, message: str, fields: dict | None = None) -> dict:
+class ErrorDetail(TypedDict):
+    code: str
+    message: str
+    fields: dict[str, str]
+
+
+class ErrorBody(TypedDict):
+    error: ErrorDetail
+
+
+def error_body(code: str, message: str, fields: dict[str, str] | None = None) -> ErrorBody:
     return {"error": {"code": code, "message": message, "fields": fields or {}}}
 
 
-def _flatten(detail) -> str:
+def _flatten(detail: object) -> str:
     if isinstance(detail, list):
         return "; ".join(_flatten(item) for item in detail)
     if isinstance(detail, dict):
@@ -87,7 +99,7 @@ def _flatten(detail) -> str:
     return str(detail)
 
 
-def _validation_fields(detail) -> tuple[str, dict[str, str]]:
+def _validation_fields(detail: object) -> tuple[str, dict[str, str]]:
     if isinstance(detail, dict):
         fields = {str(key): _flatten(value) for key, value in detail.items()}
         non_field = fields.pop("non_field_errors", None)
@@ -96,7 +108,7 @@ def _validation_fields(detail) -> tuple[str, dict[str, str]]:
     return _flatten(detail), {}
 
 
-def exception_handler(exc: Exception, context: dict) -> Response:
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     if isinstance(exc, Http404):
         exc = NotFoundError()
     elif isinstance(exc, DjangoPermissionDenied):
@@ -123,11 +135,14 @@ def exception_handler(exc: Exception, context: dict) -> Response:
         code = exc.get_codes() if not isinstance(exc.detail, list | dict) else exc.default_code
         if isinstance(exc, exceptions.NotAuthenticated):
             code = "not_authenticated"
-        headers = {}
-        if getattr(exc, "auth_header", None):
-            headers["WWW-Authenticate"] = exc.auth_header
-        if getattr(exc, "wait", None):
-            headers["Retry-After"] = str(int(exc.wait))
+        headers: dict[str, str] = {}
+        # Set by DRF on NotAuthenticated/AuthenticationFailed and Throttled respectively.
+        auth_header = getattr(exc, "auth_header", None)
+        if auth_header:
+            headers["WWW-Authenticate"] = auth_header
+        wait = getattr(exc, "wait", None)
+        if wait:
+            headers["Retry-After"] = str(int(wait))
         return Response(
             error_body(str(code), _flatten(exc.detail)), status=exc.status_code, headers=headers
         )
@@ -167,7 +182,7 @@ class DatabaseUnavailableMiddleware:
     """Pages and API views alike: a database that cannot be reached is a 503 with
     Retry-After (JSON under /v1/, a short page elsewhere), never a 500 with a trace."""
 
-    def __init__(self, get_response):
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
@@ -177,6 +192,7 @@ class DatabaseUnavailableMiddleware:
         if not database_unavailable(exception):
             return None
         logger.warning("database unavailable")
+        response: HttpResponse
         if _is_api(request):
             response = JsonResponse(error_body("database_unavailable", DATABASE_AWAY), status=503)
         else:
@@ -195,7 +211,8 @@ def _is_api(request: HttpRequest) -> bool:
 def json_not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     if _is_api(request):
         return JsonResponse(error_body("not_found", "Not found."), status=404)
-    return page_not_found(request, exception)
+    response: HttpResponse = page_not_found(request, exception)
+    return response
 
 
 def json_server_error(request: HttpRequest) -> HttpResponse:

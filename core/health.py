@@ -16,7 +16,7 @@ class ComponentStatus:
     ok: bool
     detail: str
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, str]:
         return {"status": "ok" if self.ok else "failed", "detail": self.detail}
 
 
@@ -99,7 +99,7 @@ def check_model() -> ComponentStatus:
     return ComponentStatus("model", True, "reachable")
 
 
-def health_check() -> tuple[bool, dict[str, dict]]:
+def health_check() -> tuple[bool, dict[str, dict[str, str]]]:
     from django.conf import settings
 
     components = check_database()

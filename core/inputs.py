@@ -4,6 +4,8 @@ One id parser for every route, so ``²``, ``٣``, a 5000-digit number or a NUL b
 "no such object" (404) and never reach ``int()`` or the database as something they cannot hold.
 """
 
+from typing import Any
+
 from rest_framework import serializers
 
 # Ids are PostgreSQL bigints (BigAutoField): 18 digits always fit below 2**63.
@@ -31,16 +33,16 @@ def text_is_storable(value: str) -> bool:
 class ObjectIdField(serializers.IntegerField):
     """An id in a request body: a positive integer that fits the database."""
 
-    def __init__(self, **kwargs: object) -> None:
+    def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("min_value", 1)
         kwargs.setdefault("max_value", MAX_ID)
         super().__init__(**kwargs)
 
 
-class StrictSerializer(serializers.Serializer):
+class StrictSerializer(serializers.Serializer[Any]):
     """Refuses keys it does not know: a saved payload's text cannot ride along."""
 
-    def validate(self, attrs: dict) -> dict:
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         data = self.initial_data
         unknown = sorted(set(data) - set(self.fields)) if isinstance(data, dict) else []
         if unknown:

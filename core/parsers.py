@@ -1,3 +1,4 @@
+from collections.abc import Mapping
 from typing import IO, Any
 
 from rest_framework.exceptions import ParseError
@@ -8,7 +9,10 @@ class JSONParser(DrfJSONParser):
     """DRF's JSON parser; a body nested deeper than Python's recursion limit is a 400, not a 500."""
 
     def parse(
-        self, stream: IO[bytes], media_type: str | None = None, parser_context: dict | None = None
+        self,
+        stream: IO[bytes],
+        media_type: str | None = None,
+        parser_context: Mapping[str, Any] | None = None,
     ) -> Any:
         try:
             return super().parse(stream, media_type, parser_context)

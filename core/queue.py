@@ -1,6 +1,7 @@
 """Publishing Celery tasks from request threads without ever waiting unboundedly."""
 
 import logging
+from typing import Any
 
 from celery import Task
 from django.conf import settings
@@ -14,7 +15,7 @@ class QueueUnavailable(Exception):
     """The task could not be handed to the broker within KOINON_ENQUEUE_TIMEOUT."""
 
 
-def task_enqueue(task: Task, *args: object) -> None:
+def task_enqueue(task: Task[..., Any], *args: object) -> None:
     """Publish task(*args) on a connection of the app's shared broker pool.
 
     Waits at most KOINON_ENQUEUE_TIMEOUT for a pooled connection and retries the
@@ -25,7 +26,8 @@ def task_enqueue(task: Task, *args: object) -> None:
     timeout = settings.KOINON_ENQUEUE_TIMEOUT
     try:
         with task.app.pool.acquire(block=True, timeout=timeout) as connection:
-            task.apply_async(
+            # Celery's **options take `connection`; celery-types lists only the named options.
+            task.apply_async(  # type: ignore[call-arg]
                 args=args,
                 connection=connection,
                 retry=True,

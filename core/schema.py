@@ -1,5 +1,7 @@
 """OpenAPI helpers: the error shape on every operation, and paginated list bodies."""
 
+from typing import Any
+
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 from rest_framework import serializers
@@ -35,7 +37,9 @@ PAGE_PARAMETERS = [
 ]
 
 
-def paginated(item: type[serializers.Serializer], name: str) -> type[serializers.Serializer]:
+def paginated(
+    item: type[serializers.Serializer[Any]], name: str
+) -> type[serializers.Serializer[Any]]:
     """The body of a cursor-paginated list: `{"results": [...], "next", "previous"}`."""
     return type(
         name,
@@ -49,7 +53,9 @@ def paginated(item: type[serializers.Serializer], name: str) -> type[serializers
     )
 
 
-def error_responses_hook(result: dict, generator: object, request: object, public: bool) -> dict:
+def error_responses_hook(
+    result: dict[str, Any], generator: object, request: object, public: bool
+) -> dict[str, Any]:
     """Add the error shape to every operation for every status it does not document itself."""
     result.setdefault("components", {}).setdefault("schemas", {})["Error"] = ERROR_SCHEMA
     reference = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
@@ -74,5 +80,5 @@ class ApiKeyScheme(OpenApiAuthenticationExtension):
     target_class = "core.authentication.ApiKeyAuthentication"
     name = "apiKey"
 
-    def get_security_definition(self, auto_schema: object) -> dict:
+    def get_security_definition(self, auto_schema: object) -> dict[str, str]:
         return {"type": "http", "scheme": "bearer", "bearerFormat": "kn_ + 43 characters"}

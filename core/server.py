@@ -87,7 +87,7 @@ class BoundedWebRequest(WebRequest):
 
 
 class BoundedHTTPFactory(HTTPFactory):
-    def buildProtocol(self, addr: object):
+    def buildProtocol(self, addr: object) -> object:
         protocol = super().buildProtocol(addr)
         if protocol is not None:
             protocol.requestFactory = BoundedWebRequest

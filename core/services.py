@@ -4,16 +4,18 @@ import hashlib
 import secrets
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any, cast
 
 from django.contrib.auth import get_user_model, password_validation
-from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
+from django.db.models import Field
 from django.utils import timezone
 
 from core.errors import ConflictError, UnprocessableError
 from core.inputs import text_is_storable
 from core.models import ApiKey
+from core.types import User
 
 KEY_PREFIX = "kn_"
 VISIBLE_PREFIX_LENGTH = 11  # "kn_" + 8 characters of the secret
@@ -42,14 +44,15 @@ def user_create(
     password: str | None = None,
     staff: bool = False,
     superuser: bool = False,
-) -> AbstractBaseUser:
+) -> User:
     """Create an active user. Without a password the user can only use API keys.
 
     Staff opens Django admin and grants no read of any space (roles do that). Raises
     ConflictError when the name is taken, UnprocessableError for a bad name or password.
     """
     users = get_user_model()
-    field = users._meta.get_field(users.USERNAME_FIELD)
+    # The name is a concrete field of the user model, never a relation.
+    field = cast("Field[Any, Any]", users._meta.get_field(users.USERNAME_FIELD))
     try:
         if not text_is_storable(username):
             raise ValidationError("The name holds a character that cannot be stored.")
@@ -89,7 +92,7 @@ def api_key_hash(raw_key: str) -> str:
 
 
 @transaction.atomic
-def api_key_create(*, user: AbstractBaseUser, name: str = "") -> IssuedApiKey:
+def api_key_create(*, user: User, name: str = "") -> IssuedApiKey:
     """Issue a new key for user. The returned secret is the only copy of the key."""
     raw = KEY_PREFIX + secrets.token_urlsafe(32)
     api_key = ApiKey.objects.create(
@@ -102,7 +105,7 @@ def api_key_create(*, user: AbstractBaseUser, name: str = "") -> IssuedApiKey:
 
 
 @transaction.atomic
-def api_key_revoke(*, prefix: str, user: AbstractBaseUser | None = None) -> ApiKey:
+def api_key_revoke(*, prefix: str, user: User | None = None) -> ApiKey:
     """Revoke the one active key whose visible prefix is `prefix`.
 
     Raises ApiKeyNotFound when none matches and ApiKeyAmbiguous when several do.

@@ -9,6 +9,7 @@ proxy, so keep `PER_ADDRESS` well above `PER_USERNAME`.
 """
 
 from datetime import timedelta
+from typing import TYPE_CHECKING, Any
 
 from django import forms
 from django.contrib.admin.forms import AdminAuthenticationForm
@@ -63,7 +64,13 @@ def login_succeeded(*, username: str) -> None:
     LoginFailure.objects.filter(username=_username_key(username)).delete()
 
 
-class ThrottledLoginMixin:
+if TYPE_CHECKING:  # the forms this mixes into, for its use of `data`, `request`, `clean`
+    _LoginForm = AuthenticationForm
+else:
+    _LoginForm = object
+
+
+class ThrottledLoginMixin(_LoginForm):
     """For Django's authentication forms: refuse while throttled, count each failure."""
 
     error_messages = {
@@ -73,7 +80,7 @@ class ThrottledLoginMixin:
 
     throttled = ""  # the message shown when refused for too many failures
 
-    def clean(self):
+    def clean(self) -> dict[str, Any]:
         username = self.data.get("username") or ""
         if not isinstance(username, str) or not text_is_storable(username):
             username = ""

@@ -15,6 +15,7 @@ import contextlib
 import logging
 import threading
 import time
+from collections.abc import Callable
 
 import redis
 from celery.signals import worker_ready, worker_shutdown
@@ -26,7 +27,7 @@ logger = logging.getLogger(__name__)
 
 HEARTBEAT_PREFIX = "koinon:worker:"
 # What a sweep does, in order; each step takes no argument and may fail on its own.
-sweep_steps: Hooks = Hooks("worker sweep steps")
+sweep_steps: Hooks[Callable[[], object]] = Hooks("worker sweep steps")
 
 
 def redis_client() -> redis.Redis:

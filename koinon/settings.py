@@ -3,6 +3,7 @@
 import os
 import secrets
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 from django.core.exceptions import ImproperlyConfigured
@@ -114,7 +115,7 @@ EMBEDDED_POSTGRES = not DATABASE_URL
 EMBEDDED_PG_DIR = DATA_DIR / "pg"
 
 
-def _database_from_url(url: str) -> dict:
+def _database_from_url(url: str) -> dict[str, Any]:
     from urllib.parse import parse_qs, unquote, urlparse
 
     parsed = urlparse(url)
@@ -134,7 +135,7 @@ def _database_from_url(url: str) -> dict:
 
 
 if EMBEDDED_POSTGRES:
-    _default_db = {
+    _default_db: dict[str, Any] = {
         "ENGINE": "django.db.backends.postgresql",
         "NAME": "koinon",
         "USER": "postgres",
@@ -440,7 +441,7 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 SESSION_COOKIE_HTTPONLY = True
 # The chat UI (and admin) run with no inline script or style: everything comes from
 # /static/. The API docs page, which needs inline styles, overrides this (koinon/urls.py).
-SECURE_CSP = {
+SECURE_CSP: dict[str, list[str]] = {
     "default-src": [CSP.SELF],
     "script-src": [CSP.SELF],
     "style-src": [CSP.SELF],

@@ -1,6 +1,6 @@
 from django.conf import settings
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import URLPattern, URLResolver, include, path
 from django.utils.csp import CSP
 from django.views.decorators.csp import csp_override
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
@@ -8,7 +8,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from core.errors import json_not_found, json_server_error
 from core.throttle import ThrottledAdminAuthenticationForm
 
-v1 = [
+v1: list[URLPattern | URLResolver] = [
     path("", include("core.urls")),
     path("", include("knowledge.urls")),
     path("", include("datasets.urls")),

@@ -3,6 +3,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from core.selectors import api_keys_of
 from core.services import ApiKeyAmbiguous, ApiKeyNotFound, api_key_create, api_key_revoke
+from core.types import User
 
 
 class Command(BaseCommand):
@@ -18,21 +19,21 @@ class Command(BaseCommand):
         listing = actions.add_parser("list", help="list a user's keys")
         listing.add_argument("--user", required=True)
 
-    def handle(self, *args, action: str, **options) -> None:
+    def handle(self, *args: object, action: str, **options: object) -> None:
         getattr(self, f"_{action}")(**options)
 
-    def _user(self, username: str):
+    def _user(self, username: str) -> User:
         user = get_user_model().objects.filter(username=username).first()
         if user is None:
             raise CommandError(f"no user named {username!r}")
         return user
 
-    def _create(self, *, user: str, name: str, **options) -> None:
+    def _create(self, *, user: str, name: str, **options: object) -> None:
         issued = api_key_create(user=self._user(user), name=name)
         self.stdout.write(f"API key {issued.api_key.prefix}… for {user} (shown once):")
         self.stdout.write(issued.secret)
 
-    def _revoke(self, *, prefix: str, **options) -> None:
+    def _revoke(self, *, prefix: str, **options: object) -> None:
         try:
             api_key = api_key_revoke(prefix=prefix)
         except ApiKeyNotFound:
@@ -46,7 +47,7 @@ class Command(BaseCommand):
             f"at {api_key.revoked_at:%Y-%m-%d %H:%M:%S}Z"
         )
 
-    def _list(self, *, user: str, **options) -> None:
+    def _list(self, *, user: str, **options: object) -> None:
         for api_key in api_keys_of(user=self._user(user)):
             state = f"revoked {api_key.revoked_at:%Y-%m-%d}" if api_key.revoked_at else "active"
             used = f"{api_key.last_used_at:%Y-%m-%d %H:%M}" if api_key.last_used_at else "never"

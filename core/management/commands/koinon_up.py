@@ -9,6 +9,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import IO
 
 import psutil
 from django.conf import settings
@@ -33,7 +34,7 @@ WORKERS = frozenset(
 class Command(BaseCommand):
     help = "Start (or reuse) the embedded services, migrate, and run Celery and Daphne."
     # Some model checks need the database, which this command starts: check afterwards.
-    requires_system_checks: list = []
+    requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--host", default="127.0.0.1")
@@ -54,10 +55,10 @@ class Command(BaseCommand):
         )  # fmt: skip
 
     def handle(
-        self, *args, host: str, port: int, demo: bool, concurrency: int, web_processes: int,
-        answer_concurrency: int = 2,
-        **options,
-    ):  # fmt: skip
+        self, *args: object, host: str, port: int, demo: bool, concurrency: int,
+        web_processes: int, answer_concurrency: int = 2,
+        **options: object,
+    ) -> None:  # fmt: skip
         if not 1 <= web_processes <= 64:
             raise CommandError("--web-processes must be between 1 and 64")
         self._web_processes = web_processes
@@ -68,7 +69,7 @@ class Command(BaseCommand):
         for signum in STOP_SIGNALS:
             signal.signal(signum, self._request_stop)
 
-        self.children: list[tuple[str, subprocess.Popen]] = []
+        self.children: list[tuple[str, subprocess.Popen[bytes]]] = []
         postgres = (
             EmbeddedPostgres(settings.EMBEDDED_PG_DIR) if settings.EMBEDDED_POSTGRES else None
         )
@@ -118,7 +119,7 @@ class Command(BaseCommand):
         self.stdout.write(message)
         self.stdout.flush()
 
-    def _acquire_lock(self, path: Path):
+    def _acquire_lock(self, path: Path) -> IO[str]:
         handle = path.open("a+")
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -177,7 +178,7 @@ class Command(BaseCommand):
         self._listener = socket.create_server((host, port), backlog=2048)
         self._listener.set_inheritable(True)
         fd = self._listener.fileno()
-        self._commands = {}
+        self._commands: dict[str, list[str]] = {}
         if settings.KOINON_LLM_GGUF:
             self._start_model_server(env)
         # Two workers: answers have processes of their own, so extractions and embeddings
@@ -234,7 +235,7 @@ class Command(BaseCommand):
         env["KOINON_LLM_MODEL"] = "local"
         self._say("model server (embedded llama.cpp) is serving on a loopback port")
 
-    def _start_child(self, name: str) -> subprocess.Popen:
+    def _start_child(self, name: str) -> subprocess.Popen[bytes]:
         # A session of its own: a terminal's Ctrl-C reaches only us, and we stop the
         # children in order.
         # llama.cpp logs every request (and the model file's path): to a file of its own.

@@ -21,11 +21,11 @@ class Command(BaseCommand):
             help="read the password from standard input (else: API keys only)",
         )  # fmt: skip
 
-    def handle(self, *args, action: str, **options) -> None:
+    def handle(self, *args: object, action: str, **options: object) -> None:
         getattr(self, f"_{action}")(**options)
 
     def _create(self, *, username: str, email: str, staff: bool, superuser: bool,
-                password_stdin: bool, **options) -> None:  # fmt: skip
+                password_stdin: bool, **options: object) -> None:  # fmt: skip
         password = sys.stdin.readline().rstrip("\n") if password_stdin else None
         try:
             user = user_create(
