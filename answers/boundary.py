@@ -9,7 +9,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.contrib.postgres.expressions import ArraySubquery
 from django.db.models import OuterRef
 from django.db.models.functions import JSONObject
@@ -17,13 +16,14 @@ from django.db.models.functions import JSONObject
 from answers.models import AnswerRun
 from answers.pipeline import texts
 from audit.models import StreamEvent
+from core.types import User, UserOrAnonymous
 from datasets.models import Dataset
 from datasets.selectors import datasets_visible_to
 from knowledge.models import Document, Erasure
 from knowledge.selectors import documents_visible_to
 
 
-def sources_visible(*, user: AbstractBaseUser | AnonymousUser, sources: list[dict]) -> bool:
+def sources_visible(*, user: UserOrAnonymous, sources: list[dict]) -> bool:
     """Whether every cited source (revision or snapshot reference) is visible to user."""
     documents = {s["document_id"] for s in sources if s.get("type") == "revision"}
     datasets = {s["dataset_id"] for s in sources if s.get("type") == "snapshot"}
@@ -92,7 +92,7 @@ class SourceStates:
         return body
 
 
-def source_states(*, user: AbstractBaseUser | AnonymousUser, sources: list[dict]) -> SourceStates:
+def source_states(*, user: UserOrAnonymous, sources: list[dict]) -> SourceStates:
     """The states of these source references (revisions, snapshots) for the user now: at
     most two statements for any number of them."""
     documents = {s["document_id"] for s in sources if s.get("type") == "revision"}
@@ -132,7 +132,7 @@ def _day(instant: str) -> date:
 
 
 def source_visibility(
-    *, user: AbstractBaseUser | AnonymousUser, sources: list[dict]
+    *, user: UserOrAnonymous, sources: list[dict]
 ) -> Callable[[dict], bool]:
     """Whether each of these source references is visible to the user now."""
     return source_states(user=user, sources=sources).visible
@@ -191,7 +191,7 @@ def notice_body(body: dict, *, kind: str, day: date | None = None) -> dict:
 
 
 def sealed_answer_read(
-    *, user: AbstractBaseUser | AnonymousUser, run: AnswerRun, generation: int | None = None
+    *, user: UserOrAnonymous, run: AnswerRun, generation: int | None = None
 ) -> dict | None:
     """The run's sealed body as the caller may read it now; None if nothing was sealed.
 
@@ -217,7 +217,7 @@ def sealed_answer_read(
 
 
 def sealed_answers_read(
-    *, user: AbstractBaseUser | AnonymousUser, runs: list[AnswerRun]
+    *, user: UserOrAnonymous, runs: list[AnswerRun]
 ) -> dict[tuple[object, int], dict]:
     """Every sealed generation of `runs`, keyed (run id, generation), each as the caller
     may read it now — the same rule as `sealed_answer_read`, in three queries for a whole
@@ -232,7 +232,7 @@ def sealed_answers_read(
     return {key: states.sealed(body) for key, body in bodies.items()}
 
 
-def capture_sources_fit(*, user: AbstractBaseUser, capture: dict, space_id: int) -> str | None:
+def capture_sources_fit(*, user: User, capture: dict, space_id: int) -> str | None:
     """Whether an output capture (run, generation, release: a publication intent's or a
     conversation-derived proposal's) may still carry its text into `space_id` for `user`
     (its author): None when it may, else the typed reason — `sources_unavailable` when

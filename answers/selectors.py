@@ -1,6 +1,5 @@
 import uuid
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Max, Q, QuerySet
 
 from answers.models import AnswerRun, Conversation, ConversationSource
@@ -8,9 +7,10 @@ from audit.models import AnswerAudit, OutputRelease
 from audit.services import release_summary
 from core.errors import NotFoundError
 from core.inputs import object_id_parse
+from core.types import UserOrAnonymous
 
 
-def run_get_for_user(*, user: AbstractBaseUser | AnonymousUser, run_id: object) -> AnswerRun:
+def run_get_for_user(*, user: UserOrAnonymous, run_id: object) -> AnswerRun:
     """The user's own run; NotFoundError whether missing or someone else's."""
     try:
         pk = uuid.UUID(str(run_id))
@@ -39,7 +39,7 @@ def run_capture_current(capture: dict) -> bool:
     return ((run.response or {}).get("release") or {}).get("id") == capture.get("release_id")
 
 
-def conversations_of(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Conversation]:
+def conversations_of(*, user: UserOrAnonymous) -> QuerySet[Conversation]:
     """The user's own conversations (not those they deleted), newest first."""
     if not user.is_authenticated:
         return Conversation.objects.none()
@@ -50,7 +50,7 @@ SEARCH_WORDS_MAX = 8
 
 
 def conversations_listed(
-    *, user: AbstractBaseUser | AnonymousUser, every_origin: bool = False, words: str = ""
+    *, user: UserOrAnonymous, every_origin: bool = False, words: str = ""
 ) -> QuerySet[Conversation]:
     """The chat's list: the user's conversations started in the chat (`every_origin`: also
     those of the API, MCP, the client and the CLI), those whose title or questions hold
@@ -67,7 +67,7 @@ def conversations_listed(
 
 
 def conversation_get_for_user(
-    *, user: AbstractBaseUser | AnonymousUser, conversation_id: object
+    *, user: UserOrAnonymous, conversation_id: object
 ) -> Conversation:
     """The user's own conversation; NotFoundError whether missing or someone else's."""
     pk = object_id_parse(conversation_id)

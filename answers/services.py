@@ -2,17 +2,17 @@
 
 from collections.abc import Iterable
 
-from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from answers.models import Conversation, ConversationSource
+from core.types import User
 from knowledge.selectors import private_files_of, spaces_visible_to
 
 
 @transaction.atomic
 def conversation_sources_set(
     *,
-    user: AbstractBaseUser,
+    user: User,
     conversation: Conversation,
     space_ids: Iterable[int],
     file_ids: Iterable[int],

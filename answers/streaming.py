@@ -24,7 +24,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
 from django.db import InterfaceError, OperationalError, connection
 from django.db.models import Max
 
@@ -34,6 +33,7 @@ from answers.pipeline.events import run_group
 from audit.models import StreamEvent
 from audit.services import stream_started_data
 from core.errors import ApiError
+from core.types import User
 
 logger = logging.getLogger(__name__)
 
@@ -87,7 +87,7 @@ def _legacy(event: str, data: dict) -> tuple[str, dict]:
 
 
 def frames_after(
-    *, user: AbstractBaseUser, run_id: object, cursor: Cursor | None, version: str | None
+    *, user: User, run_id: object, cursor: Cursor | None, version: str | None
 ) -> tuple[list[str], Cursor | None, bool]:
     """The frames after `cursor` of the run's current generation, the new cursor, and
     whether the stream is over. Precondition: the run is the caller's (selector).
@@ -159,7 +159,7 @@ def started_frame(run_id: object, version: str | None) -> tuple[str, Cursor]:
 
 async def event_stream(
     *,
-    user: AbstractBaseUser,
+    user: User,
     run_id: object,
     cursor: Cursor | None,
     version: str | None,

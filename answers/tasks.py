@@ -1,4 +1,5 @@
 import contextlib
+from uuid import UUID
 
 from celery import shared_task
 
@@ -12,5 +13,5 @@ def run_execute_task(self, run_id: str, generation: int) -> None:
 
     # A delivered-again task (acks_late) finds its generation taken: nothing to do.
     with contextlib.suppress(RunFailed, AlreadyExecuted):
-        run_execute(run_id=run_id, generation=generation, events=ChannelsSink(),
+        run_execute(run_id=UUID(run_id), generation=generation, events=ChannelsSink(),
                     worker=self.request.hostname or "")  # fmt: skip

@@ -5,7 +5,10 @@ Called only from inside the publication transaction (answers.pipeline.publicatio
 
 import hashlib
 import json
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
+from uuid import UUID
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -38,7 +41,7 @@ def body_hashes(body: dict) -> dict[str, str]:
 
 def release_record(
     *,
-    run_id: object,
+    run_id: UUID,
     message_id: int,
     generation_id: int | None,
     kind: str,
@@ -109,7 +112,7 @@ def searched_record(plan: dict) -> dict:
     }
 
 
-def stream_event_started(*, run_id: object, generation: int) -> None:
+def stream_event_started(*, run_id: UUID, generation: int) -> None:
     """`started` (seq 1), stored when a generation is created: a stream shows it at once,
     on any web process, before the worker has begun. It carries no answer content."""
     data = stream_started_data(run_id=run_id, generation=generation)
@@ -118,11 +121,11 @@ def stream_event_started(*, run_id: object, generation: int) -> None:
     )
 
 
-def stream_started_data(*, run_id: object, generation: int) -> dict:
+def stream_started_data(*, run_id: UUID, generation: int) -> dict:
     return {"run_id": str(run_id), "generation": generation}
 
 
-def _events_append(*, run_id: object, generation: int, events: list[tuple[str, dict]]) -> None:
+def _events_append(*, run_id: UUID, generation: int, events: list[tuple[str, dict]]) -> None:
     """Store the generation's events after `started` (stored first if it is not yet)."""
     if not StreamEvent.objects.filter(run_id=run_id, generation=generation, sequence=1).exists():
         events = [("started", stream_started_data(run_id=run_id, generation=generation)), *events]
@@ -136,7 +139,7 @@ def _events_append(*, run_id: object, generation: int, events: list[tuple[str, d
 
 
 def stream_events_record(
-    *, run_id: object, generation: int, body: dict, events: list[tuple[str, dict]]
+    *, run_id: UUID, generation: int, body: dict, events: list[tuple[str, dict]]
 ) -> None:
     """The events a stream will replay after `started`: the run's steps and tool
     activity as they were streamed live, then completed."""
@@ -145,7 +148,7 @@ def stream_events_record(
 
 
 def stream_events_fail(
-    *, run_id: object, generation: int, reason: str, events: list[tuple[str, dict]] = ()
+    *, run_id: UUID, generation: int, reason: str, events: Sequence[tuple[str, dict]] = ()
 ) -> None:
     """The events a replay shows for a generation that failed: after `started`, the steps
     and tool activity that had happened (numbered as they were streamed live), failed."""
@@ -154,7 +157,7 @@ def stream_events_fail(
 
 
 def audit_record(
-    *, run_id: object, plan: dict, generation: dict, memories: list[dict] = ()
+    *, run_id: UUID, plan: dict, generation: dict, memories: Sequence[dict[str, Any]] = ()
 ) -> None:
     """Add one generation's steps, retrieval manifest, SQL and the memory entries its plan
     used to the run's audit: a run's first generation creates it in one statement."""
@@ -170,7 +173,9 @@ def audit_record(
     audit.save()
 
 
-def _audit_create(*, run_id: object, plan: dict, generation: dict, memories: list[dict]) -> bool:
+def _audit_create(
+    *, run_id: UUID, plan: dict, generation: dict, memories: list[dict]
+) -> bool:
     """Insert the run's audit unless it exists (a later generation's): whether it did."""
     fields = {name: AnswerAudit._meta.get_field(name) for name in ("run", "plan", "generations",
               "memories_used")}  # fmt: skip
@@ -186,7 +191,7 @@ def _audit_create(*, run_id: object, plan: dict, generation: dict, memories: lis
         return cursor.fetchone() is not None
 
 
-def audit_step_append(*, run_id: object, generation: int, step: dict) -> None:
+def audit_step_append(*, run_id: UUID, generation: int, step: dict) -> None:
     """Add a step timed after sealing (publication itself) to the audit and the trace: one
     statement, so that it needs no transaction of its own."""
     generations = AnswerAudit._meta.get_field("generations")
@@ -205,7 +210,7 @@ def audit_step_append(*, run_id: object, generation: int, step: dict) -> None:
     transaction.on_commit(lambda: trace_write(run_id=run_id, lines=[line]))
 
 
-def trace_write(*, run_id: object, lines: list[dict]) -> Path:
+def trace_write(*, run_id: UUID, lines: list[dict]) -> Path:
     """The run's JSON-lines trace (one line per step), appended after commit."""
     settings.LOG_DIR.mkdir(parents=True, exist_ok=True)
     path = settings.LOG_DIR / f"{run_id}.jsonl"

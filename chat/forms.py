@@ -1,8 +1,8 @@
 from django import forms
-from django.contrib.auth.models import AbstractBaseUser
 from django.utils.translation import gettext_lazy as _
 
 from answers.pipeline.request import MAX_QUERY_CHARS
+from core.types import User
 from knowledge.selectors import private_files_of, spaces_visible_to
 
 
@@ -20,7 +20,7 @@ class AskForm(forms.Form):
     # Set by the page's script: the run executes in the worker and the page follows it.
     live = forms.BooleanField(required=False)
 
-    def __init__(self, *args: object, user: AbstractBaseUser, **kwargs: object) -> None:
+    def __init__(self, *args: object, user: User, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)
         self.fields["spaces"].choices = [
             (pk, str(pk)) for pk in spaces_visible_to(user=user).values_list("pk", flat=True)
@@ -57,7 +57,7 @@ class CorrectionForm(forms.Form):
         help_text=_("A correction for one space steers questions asked in that space."),
     )  # fmt: skip
 
-    def __init__(self, *args: object, user: AbstractBaseUser, **kwargs: object) -> None:
+    def __init__(self, *args: object, user: User, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)
         self.fields["space"].choices = [("", _("questions over every space"))] + [
             (space.pk, space.name) for space in spaces_visible_to(user=user).order_by("name")

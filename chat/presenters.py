@@ -8,7 +8,6 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 
-from django.contrib.auth.models import AbstractBaseUser
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
@@ -17,6 +16,7 @@ from answers.models import AnswerRun
 from answers.pipeline import texts
 from answers.selectors import run_audit, run_release
 from audit.models import StreamEvent
+from core.types import User
 from knowledge.display import single_line
 from knowledge.models import Document, ExtractionRole, ExtractionStatus
 from knowledge.selectors import documents_visible_to
@@ -154,7 +154,7 @@ def _judged_parts(audit: dict, number: int) -> tuple[int, set[int]]:
 
 def answer_view(
     *,
-    user: AbstractBaseUser,
+    user: User,
     run: AnswerRun,
     generation: int,
     body: dict | object | None = None,
@@ -231,7 +231,7 @@ class RunView:
     activity: list[dict] = field(default_factory=list)  # the current generation's
 
 
-def current_revisions(*, user: AbstractBaseUser, bodies: list[dict]) -> dict[int, int]:
+def current_revisions(*, user: User, bodies: list[dict]) -> dict[int, int]:
     """Document id → its current revision, for the documents the bodies quote."""
     documents = {
         c["document_id"]
@@ -248,7 +248,7 @@ def current_revisions(*, user: AbstractBaseUser, bodies: list[dict]) -> dict[int
     )
 
 
-def run_views(*, user: AbstractBaseUser, runs: list[AnswerRun]) -> list[RunView]:
+def run_views(*, user: User, runs: list[AnswerRun]) -> list[RunView]:
     """Every run with its current and earlier generations; the same number of queries
     for one run as for many (partial answers read their run's audit)."""
     bodies = sealed_answers_read(user=user, runs=runs)
@@ -302,7 +302,7 @@ def file_state(document: Document) -> dict:
     return {"state": "failed", "message": str(message), "progress": 100}
 
 
-def receipt_view(*, user: AbstractBaseUser, run: AnswerRun, generation: int) -> dict | None:
+def receipt_view(*, user: User, run: AnswerRun, generation: int) -> dict | None:
     """The receipt of one sealed generation, or None when the user may read none."""
     body = sealed_answer_read(user=user, run=run, generation=generation)
     if body is None:

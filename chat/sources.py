@@ -9,12 +9,11 @@ admitted extraction the quote was verified against, around the quote's own offse
 import re
 from dataclasses import dataclass
 
-from django.contrib.auth.models import AbstractBaseUser
-
 from answers.boundary import sealed_answer_read
 from answers.models import AnswerRun, CandidateFact
 from chat.page_image import PageUnavailable, page_png
 from core.errors import NotFoundError
+from core.types import User
 from knowledge.display import INVISIBLE, single_line
 from knowledge.models import DocumentKind, DocumentRevision, Extraction, ExtractionStatus
 from knowledge.normalise import normalised_key
@@ -68,7 +67,7 @@ class QuoteSource:
 
 
 def quote_source(
-    *, user: AbstractBaseUser, run: AnswerRun, generation: int, number: int
+    *, user: User, run: AnswerRun, generation: int, number: int
 ) -> QuoteSource:
     """Citation `number` of the run's sealed `generation`, inside its text, as `user` may
     read it now; NotFoundError for anything they may not see or that is not a quote.
@@ -120,7 +119,7 @@ def quote_source(
 
 
 def quote_page_image(
-    *, user: AbstractBaseUser, run: AnswerRun, generation: int, number: int
+    *, user: User, run: AnswerRun, generation: int, number: int
 ) -> bytes:
     """The PDF page of citation `number`, its quote's lines marked, read through the same
     checks as `quote_source`; NotFoundError when there is no page to show (not a PDF, no

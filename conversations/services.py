@@ -13,7 +13,6 @@ from datetime import UTC
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
@@ -35,6 +34,7 @@ from audit.services import body_hashes, canonical_json, sha256_hex
 from conversations.models import ConversationShare, PublicationIntent
 from core.errors import ConflictError, NotFoundError, UnprocessableError
 from core.inputs import object_id_parse, text_is_storable
+from core.types import User
 from knowledge.curation import proposal_create
 from knowledge.models import Erasure, KnowledgeProposal, ProposalOrigin
 from knowledge.selectors import spaces_visible_to
@@ -46,7 +46,7 @@ EXPORT_VERSION = 1
 # --- selectors -----------------------------------------------------------------------
 
 
-def conversations_visible_to(*, user: AbstractBaseUser) -> QuerySet[Conversation]:
+def conversations_visible_to(*, user: User) -> QuerySet[Conversation]:
     """The user's own conversations and those shared with them (read-only)."""
     if not user.is_authenticated or not user.is_active:
         return Conversation.objects.none()
@@ -57,7 +57,7 @@ def conversations_visible_to(*, user: AbstractBaseUser) -> QuerySet[Conversation
 
 
 def conversation_get_for_user(
-    *, user: AbstractBaseUser, conversation_id: object, owner: bool = False
+    *, user: User, conversation_id: object, owner: bool = False
 ) -> Conversation:
     """A conversation the user may read (`owner`: only their own, the answers selector);
     NotFoundError whether missing, someone else's or not shared with them."""
@@ -70,7 +70,7 @@ def conversation_get_for_user(
     return found
 
 
-def run_get_for_reader(*, user: AbstractBaseUser, run_id: object) -> AnswerRun:
+def run_get_for_reader(*, user: User, run_id: object) -> AnswerRun:
     """A run of a conversation the user may read: their own, or one shared with them
     (read-only: its sealed answers still pass the boundary for this reader). NotFoundError
     whether missing, someone else's, deleted or not shared."""
@@ -113,7 +113,7 @@ def message_view(
     return {**view, "state": state, "text": body["answer"]["text"], "body": body}
 
 
-def conversation_messages(*, user: AbstractBaseUser, conversation: Conversation) -> list[dict]:
+def conversation_messages(*, user: User, conversation: Conversation) -> list[dict]:
     """The messages in order, each as `user` may read it now, in a fixed number of
     queries. Precondition: the conversation came from `conversation_get_for_user`."""
     releases = OutputRelease.objects.filter(run__conversation=conversation).values_list(
@@ -131,7 +131,7 @@ def conversation_messages(*, user: AbstractBaseUser, conversation: Conversation)
 
 
 def conversation_create(
-    *, user: AbstractBaseUser, title: str, language: str = "", origin: str = Conversation.Origin.API
+    *, user: User, title: str, language: str = "", origin: str = Conversation.Origin.API
 ) -> Conversation:
     if language and language not in texts.LANGUAGES:
         known = ", ".join(texts.LANGUAGES)
@@ -172,7 +172,7 @@ def conversation_delete(*, conversation: Conversation) -> None:
 # --- exports -------------------------------------------------------------------------
 
 
-def conversation_export(*, user: AbstractBaseUser, conversation: Conversation) -> dict:
+def conversation_export(*, user: User, conversation: Conversation) -> dict:
     """The conversation as it may leave now: the output check is repeated at this
     transfer boundary (only sealed answers, each with its release and hashes; unsealed
     prose as the notice). Precondition: the user's own conversation (selector)."""
@@ -354,7 +354,7 @@ def _uuid(value: object) -> object:
 
 
 def share_create(
-    *, user: AbstractBaseUser, conversation: Conversation, username: str
+    *, user: User, conversation: Conversation, username: str
 ) -> ConversationShare:
     """Share read-only with a named, active user. Precondition: the user's own
     conversation (selector). An unknown user is 404 like any missing thing."""
@@ -391,7 +391,7 @@ def share_delete(*, conversation: Conversation, username: str) -> None:
 
 def intent_preview(
     *,
-    user: AbstractBaseUser,
+    user: User,
     conversation: Conversation,
     run_id: object,
     space_id: int,
@@ -425,7 +425,7 @@ def intent_preview(
     )  # fmt: skip
 
 
-def intent_get_for_user(*, user: AbstractBaseUser, intent_id: object) -> PublicationIntent:
+def intent_get_for_user(*, user: User, intent_id: object) -> PublicationIntent:
     pk = object_id_parse(intent_id)
     intent = PublicationIntent.objects.filter(pk=pk, created_by_id=user.pk).first() if pk else None
     if intent is None:
@@ -433,7 +433,7 @@ def intent_get_for_user(*, user: AbstractBaseUser, intent_id: object) -> Publica
     return intent
 
 
-def intent_shown(*, user: AbstractBaseUser, intent: PublicationIntent) -> dict:
+def intent_shown(*, user: User, intent: PublicationIntent) -> dict:
     """The intent as its author may read it now: its captured text only while every
     cited source is still visible to them (the sealed-read boundary), else the fixed
     access-failure text. Precondition: `intent` came from `intent_get_for_user`."""
@@ -447,7 +447,7 @@ def intent_shown(*, user: AbstractBaseUser, intent: PublicationIntent) -> dict:
     return shown
 
 
-def _intent_sources_check(*, user: AbstractBaseUser, capture: dict, space_id: int) -> None:
+def _intent_sources_check(*, user: User, capture: dict, space_id: int) -> None:
     reason = capture_sources_fit(user=user, capture=capture, space_id=space_id)
     if reason == "sources_outside_space":
         raise UnprocessableError(
@@ -462,7 +462,7 @@ def _intent_sources_check(*, user: AbstractBaseUser, capture: dict, space_id: in
 
 
 @transaction.atomic
-def intent_propose(*, user: AbstractBaseUser, intent: PublicationIntent) -> KnowledgeProposal:
+def intent_propose(*, user: User, intent: PublicationIntent) -> KnowledgeProposal:
     """Submit the preview as a pending proposal that keeps its exact output capture.
     Refused (409 `capture_stale`) when the run was regenerated since the preview."""
     intent = PublicationIntent.objects.select_for_update().get(pk=intent.pk)

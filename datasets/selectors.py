@@ -1,18 +1,18 @@
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import QuerySet
 
 from core.errors import NotFoundError
 from core.inputs import object_id_parse
+from core.types import UserOrAnonymous
 from datasets.models import Dataset, DatasetSnapshot
 from knowledge.selectors import spaces_visible_to
 
 
-def datasets_visible_to(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Dataset]:
+def datasets_visible_to(*, user: UserOrAnonymous) -> QuerySet[Dataset]:
     """A dataset is visible exactly when its space is."""
     return Dataset.objects.filter(space__in=spaces_visible_to(user=user).values("pk"))
 
 
-def dataset_get_for_user(*, user: AbstractBaseUser | AnonymousUser, dataset_id: object) -> Dataset:
+def dataset_get_for_user(*, user: UserOrAnonymous, dataset_id: object) -> Dataset:
     """The dataset if the user may read it; NotFoundError whether missing or hidden."""
     pk = object_id_parse(dataset_id)
     dataset = datasets_visible_to(user=user).filter(pk=pk).first() if pk else None
@@ -34,7 +34,7 @@ def snapshot_of(*, dataset: Dataset, version: object = None) -> DatasetSnapshot:
 
 
 def snapshot_get_for_user(
-    *, user: AbstractBaseUser | AnonymousUser, snapshot_id: object
+    *, user: UserOrAnonymous, snapshot_id: object
 ) -> DatasetSnapshot | None:
     """A snapshot of a dataset the user may read; None whether missing or hidden."""
     pk = object_id_parse(snapshot_id)

@@ -6,10 +6,10 @@ from datetime import datetime
 from pathlib import Path, PurePath
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 
 from core.errors import ConflictError, NotFoundError, PayloadTooLargeError, UnprocessableError
+from core.types import User
 from datasets.governed import ColumnSchema as GovernedColumn
 from datasets.governed import (
     GovernedSqlError,
@@ -28,7 +28,7 @@ FORMATS = {".csv": "csv", ".parquet": "parquet"}
 
 def dataset_upload(
     *,
-    user: AbstractBaseUser,
+    user: User,
     space: Space,
     filename: str,
     data: bytes,
@@ -87,7 +87,7 @@ def dataset_upload(
     return snapshot
 
 
-def _dataset_create(*, space: Space, user: AbstractBaseUser, name: str) -> Dataset:
+def _dataset_create(*, space: Space, user: User, name: str) -> Dataset:
     try:
         with transaction.atomic():
             return Dataset.objects.create(space=space, name=name.strip()[:200], created_by=user)
@@ -123,7 +123,7 @@ def snapshot_dictionary(snapshot: DatasetSnapshot) -> dict[str, list[str]]:
 
 
 def governed_query_run(
-    *, user: AbstractBaseUser, snapshot: DatasetSnapshot, sql: str
+    *, user: User, snapshot: DatasetSnapshot, sql: str
 ) -> GovernedQuery:
     """Execute allow-listed SQL natively on the snapshot and record it with its proof.
 

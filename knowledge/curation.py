@@ -6,13 +6,13 @@ curator approves it, and approval is offered only in Django admin.
 
 import hashlib
 
-from django.contrib.auth.models import AbstractBaseUser
 from django.core.files.base import ContentFile
 from django.db import transaction
 from django.utils import timezone
 
 from core.errors import ApiError, ConflictError, UnprocessableError
 from core.ports import Port
+from core.types import User
 from knowledge.documents import document_set_current, passages_create
 from knowledge.extraction import Segment, normalise_text
 from knowledge.extraction.damage import extraction_damage
@@ -46,7 +46,7 @@ class CurationForbidden(ApiError):
 @transaction.atomic
 def proposal_create(
     *,
-    user: AbstractBaseUser,
+    user: User,
     space: Space,
     body: str,
     title: str = "",
@@ -87,7 +87,7 @@ def proposal_create(
     )
 
 
-def _locked_pending(proposal_id: int, curator: AbstractBaseUser) -> KnowledgeProposal:
+def _locked_pending(proposal_id: int, curator: User) -> KnowledgeProposal:
     proposal = (
         KnowledgeProposal.objects.select_for_update().select_related("space").get(pk=proposal_id)
     )
@@ -99,7 +99,7 @@ def _locked_pending(proposal_id: int, curator: AbstractBaseUser) -> KnowledgePro
 
 
 def proposal_approve(
-    *, proposal_id: int, curator: AbstractBaseUser, note: str = ""
+    *, proposal_id: int, curator: User, note: str = ""
 ) -> KnowledgeVersion:
     """Approve: create the entry's next immutable version, atomically.
 
@@ -180,13 +180,13 @@ def _capture_current(capture: dict) -> bool:
 
 
 @transaction.atomic
-def proposal_reject(*, proposal_id: int, curator: AbstractBaseUser, note: str) -> KnowledgeProposal:
+def proposal_reject(*, proposal_id: int, curator: User, note: str) -> KnowledgeProposal:
     proposal = _locked_pending(proposal_id, curator)
     _review(proposal, curator, ProposalStatus.REJECTED, note)
     return proposal
 
 
-def _review(proposal: KnowledgeProposal, curator: AbstractBaseUser, status: str, note: str) -> None:
+def _review(proposal: KnowledgeProposal, curator: User, status: str, note: str) -> None:
     proposal.status = status
     proposal.reviewer = curator
     proposal.reviewed_at = timezone.now()
@@ -196,7 +196,7 @@ def _review(proposal: KnowledgeProposal, curator: AbstractBaseUser, status: str,
 
 
 def _version_create(
-    *, proposal: KnowledgeProposal, entry: KnowledgeEntry | None, curator: AbstractBaseUser
+    *, proposal: KnowledgeProposal, entry: KnowledgeEntry | None, curator: User
 ) -> KnowledgeVersion:
     """Version, backing revision, admitted extractions and passages, in the caller's transaction."""
     if entry is None:

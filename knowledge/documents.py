@@ -9,7 +9,6 @@ from pathlib import PurePath
 from typing import Literal
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
 from django.core.files.base import ContentFile
 from django.db import transaction
 from django.db.models import F, Q
@@ -24,6 +23,7 @@ from core.errors import (
     UnprocessableError,
 )
 from core.queue import QueueUnavailable, task_enqueue
+from core.types import User
 from knowledge.chunking import chunk
 from knowledge.display import title_clean
 from knowledge.extraction import ExtractionError, ExtractionResult, Limits, detect_format
@@ -71,7 +71,7 @@ def _title_from(filename: str) -> str:
 
 def document_change_check(
     *,
-    user: AbstractBaseUser,
+    user: User,
     space: Space | None,
     private: bool = False,
     document: Document | None = None,
@@ -103,7 +103,7 @@ def document_change_check(
 @transaction.atomic
 def document_upload(
     *,
-    user: AbstractBaseUser,
+    user: User,
     filename: str,
     data: bytes,
     space: Space | None = None,

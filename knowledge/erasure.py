@@ -18,11 +18,11 @@ import re
 import tempfile
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
 from django.core.files.storage import default_storage
 from django.db import connection, transaction
 
 from core.errors import ConflictError, UnprocessableError
+from core.types import User
 from knowledge.display import quote_display, single_line
 from knowledge.documents import document_change_check
 from knowledge.frequencies import lexeme_frequencies_shift
@@ -39,7 +39,7 @@ _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")
 
 
 def revision_erase(
-    *, user: AbstractBaseUser, document: Document, revision: DocumentRevision, reason: str
+    *, user: User, document: Document, revision: DocumentRevision, reason: str
 ) -> Erasure:
     """Erase the revision's text for good and return the erasure log row.
 

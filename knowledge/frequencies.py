@@ -8,10 +8,10 @@ reads a few index rows per word and space. Private files have no space: the few 
 selects are counted live.
 """
 
-from django.contrib.auth.models import AbstractBaseUser
 from django.contrib.postgres.search import SearchQuery
 from django.db import connection, transaction
 
+from core.types import User
 from knowledge.models import Document, DocumentRevision, LexemeFrequency, Passage
 from knowledge.selectors import compiled_sql, spaces_visible_sql
 
@@ -71,7 +71,7 @@ def lexeme_frequencies_rebuild(*, space_id: int) -> None:
 
 def document_frequencies(
     *,
-    user: AbstractBaseUser,
+    user: User,
     words: list[str],
     space_ids: list[int] | None = None,
     selected_sources: list[int] | None = None,
@@ -116,7 +116,7 @@ def document_frequencies(
 
 
 def _private_frequencies(
-    user: AbstractBaseUser, words: list[str], selected_sources: list[int]
+    user: User, words: list[str], selected_sources: list[int]
 ) -> tuple[dict[str, int], int]:
     """Live counts over the user's selected private files (few passages, no space)."""
     scope = Passage.objects.filter(

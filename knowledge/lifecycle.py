@@ -6,10 +6,10 @@ cited it stay. Sealed answers that quoted it read as a fixed "source withdrawn" 
 (answers.boundary) and can be regenerated; publication refuses it (`source_withdrawn`).
 """
 
-from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
+from core.types import User
 from knowledge.documents import document_change_check, document_set_current
 from knowledge.frequencies import lexeme_frequencies_shift
 from knowledge.models import Document, Passage
@@ -17,13 +17,13 @@ from knowledge.models import Document, Passage
 WITHDRAW_REASON_MAX = 500
 
 
-def _check(user: AbstractBaseUser, document: Document) -> None:
+def _check(user: User, document: Document) -> None:
     document_change_check(
         user=user, space=document.space, private=document.is_private, document=document
     )
 
 
-def document_withdraw(*, user: AbstractBaseUser, document: Document, reason: str = "") -> Document:
+def document_withdraw(*, user: User, document: Document, reason: str = "") -> Document:
     """Take the document out of the current library; already withdrawn: unchanged.
 
     Precondition: `document` came from a permission-scoped selector; the role is
@@ -44,7 +44,7 @@ def document_withdraw(*, user: AbstractBaseUser, document: Document, reason: str
     return locked
 
 
-def document_restore(*, user: AbstractBaseUser, document: Document) -> Document:
+def document_restore(*, user: User, document: Document) -> Document:
     """Bring a withdrawn document back: its current revision is searched and quotable
     again. Not withdrawn: unchanged. Same role check as withdrawing."""
     _check(user, document)

@@ -11,13 +11,13 @@ from dataclasses import dataclass, field
 from itertools import combinations
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import EmptyResultSet
 from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import BooleanField, F, Func, Q, QuerySet
 from django.db.models.expressions import RawSQL
 from pgvector.django import CosineDistance
 
+from core.types import User
 from knowledge.models import EmbeddingStatus, LexemeFrequency, Passage
 from knowledge.normalise import normalised_words
 from knowledge.selectors import spaces_visible_sql
@@ -62,7 +62,7 @@ class RetrievalResult:
 
 def passages_visible_to(
     *,
-    user: AbstractBaseUser,
+    user: User,
     space_ids: list[int] | None = None,
     selected_sources: list[int] | None = None,
 ) -> QuerySet[Passage]:
@@ -78,7 +78,7 @@ def passages_visible_to(
 def _passages_in(
     spaces: tuple | list[int] | None,
     *,
-    user: AbstractBaseUser,
+    user: User,
     selected_sources: list[int] | None,
 ) -> QuerySet[Passage]:
     """`spaces`: the SQL the ORM compiled from the selector's queryset, with its own
@@ -288,7 +288,7 @@ def keyword_search(
     query: str,
     limit: int,
     *,
-    user: AbstractBaseUser,
+    user: User,
     spaces: tuple | None,
     selected_sources: list[int] | None = None,
 ) -> tuple[list, ToolOutcome]:
@@ -459,7 +459,7 @@ def _concurrent(wanted: list[str]) -> bool:
 
 def retrieve(
     *,
-    user: AbstractBaseUser,
+    user: User,
     query: str,
     tools: tuple[str, ...] = RETRIEVAL_TOOLS,
     space_ids: list[int] | None = None,

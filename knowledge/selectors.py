@@ -6,7 +6,6 @@ from contextvars import ContextVar
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.core.exceptions import EmptyResultSet
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.db.models.functions import Coalesce, Greatest
@@ -15,6 +14,7 @@ from guardian.shortcuts import get_objects_for_user, get_users_with_perms
 
 from core.errors import NotFoundError
 from core.inputs import object_id_parse
+from core.types import User, UserOrAnonymous
 from knowledge.models import (
     Document,
     DocumentRevision,
@@ -31,7 +31,7 @@ ROLE_READER = "reader"
 ROLE_CURATOR = "curator"
 
 
-def spaces_visible_to(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Space]:
+def spaces_visible_to(*, user: UserOrAnonymous) -> QuerySet[Space]:
     """Spaces the user may read: those where they hold a role (reader or curator).
 
     Being staff grants nothing here: staff is what opens Django admin, which every curator
@@ -85,7 +85,7 @@ def spaces_read_once() -> Iterator[None]:
 
 
 def spaces_visible_sql(
-    *, user: AbstractBaseUser, space_ids: list[int] | None = None
+    *, user: User, space_ids: list[int] | None = None
 ) -> tuple[str, tuple] | None:
     """The SQL and parameters of the ids of the spaces the user may read (narrowed to
     space_ids when given), for statements that embed the permission filter as a subquery
@@ -106,7 +106,7 @@ def compiled_sql(queryset: QuerySet) -> tuple[str, tuple] | None:
         return None
 
 
-def spaces_curated_by(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Space]:
+def spaces_curated_by(*, user: UserOrAnonymous) -> QuerySet[Space]:
     """Spaces the user curates (superusers: every space); what admin shows them."""
     if not user.is_authenticated or not user.is_active:
         return Space.objects.none()
@@ -117,23 +117,23 @@ def spaces_curated_by(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Spa
     )
 
 
-def documents_curated_by(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Document]:
+def documents_curated_by(*, user: UserOrAnonymous) -> QuerySet[Document]:
     """Documents of the spaces the user curates. Private files belong to no space, so they
     never appear here, not even for a superuser."""
     return Document.objects.filter(space__in=spaces_curated_by(user=user).values("pk"))
 
 
-def revisions_curated_by(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[DocumentRevision]:
+def revisions_curated_by(*, user: UserOrAnonymous) -> QuerySet[DocumentRevision]:
     return DocumentRevision.objects.filter(
         document__in=documents_curated_by(user=user).values("pk")
     )
 
 
-def erasures_curated_by(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Erasure]:
+def erasures_curated_by(*, user: UserOrAnonymous) -> QuerySet[Erasure]:
     return Erasure.objects.filter(document__in=documents_curated_by(user=user).values("pk"))
 
 
-def extractions_curated_by(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Extraction]:
+def extractions_curated_by(*, user: UserOrAnonymous) -> QuerySet[Extraction]:
     return Extraction.objects.filter(
         revision__document__in=documents_curated_by(user=user).values("pk")
     )
@@ -153,7 +153,7 @@ def space_find(*, name_or_id: str) -> Space | None:
     return space
 
 
-def space_get_for_user(*, user: AbstractBaseUser | AnonymousUser, space_id: object) -> Space:
+def space_get_for_user(*, user: UserOrAnonymous, space_id: object) -> Space:
     """The space if the user may read it; NotFoundError whether missing or hidden."""
     pk = object_id_parse(space_id)
     space = spaces_visible_to(user=user).filter(pk=pk).first() if pk else None
@@ -162,7 +162,7 @@ def space_get_for_user(*, user: AbstractBaseUser | AnonymousUser, space_id: obje
     return space
 
 
-def space_role_of(*, user: AbstractBaseUser, space: Space) -> str | None:
+def space_role_of(*, user: User, space: Space) -> str | None:
     """The member role of user in space ("curator", "reader") or None."""
     if user.has_perm("knowledge.curate_space", space):
         return ROLE_CURATOR
@@ -171,14 +171,14 @@ def space_role_of(*, user: AbstractBaseUser, space: Space) -> str | None:
     return None
 
 
-def space_can_manage(*, user: AbstractBaseUser, space: Space) -> bool:
+def space_can_manage(*, user: User, space: Space) -> bool:
     """Add documents and datasets, set members: curators of the space (and superusers)."""
     return bool(user.is_active and user.is_superuser) or user.has_perm(
         "knowledge.curate_space", space
     )
 
 
-def space_can_curate(*, user: AbstractBaseUser, space: Space) -> bool:
+def space_can_curate(*, user: User, space: Space) -> bool:
     """Review proposals: curators of the space only (staff alone is not enough)."""
     return bool(user.is_active and user.is_superuser) or user.has_perm(
         "knowledge.curate_space", space
@@ -198,7 +198,7 @@ def space_members(*, space: Space) -> list[dict]:
     return sorted(rows, key=lambda row: row["username"])
 
 
-def documents_visible_to(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Document]:
+def documents_visible_to(*, user: UserOrAnonymous) -> QuerySet[Document]:
     """Documents of visible spaces plus the user's own private files."""
     if not user.is_authenticated or not user.is_active:
         return Document.objects.none()
@@ -208,7 +208,7 @@ def documents_visible_to(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[
 
 
 def documents_of_space(
-    *, user: AbstractBaseUser | AnonymousUser, space: Space
+    *, user: UserOrAnonymous, space: Space
 ) -> QuerySet[Document]:
     """A visible space's documents, withdrawn ones included, by title, with their
     revisions and extractions (the library page)."""
@@ -221,7 +221,7 @@ def documents_of_space(
     )
 
 
-def private_files_of(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Document]:
+def private_files_of(*, user: UserOrAnonymous) -> QuerySet[Document]:
     """The user's own private files, newest first (nobody else's, superusers included)."""
     if not user.is_authenticated or not user.is_active:
         return Document.objects.none()
@@ -229,7 +229,7 @@ def private_files_of(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Docu
 
 
 def document_get_for_user(
-    *, user: AbstractBaseUser | AnonymousUser, document_id: object
+    *, user: UserOrAnonymous, document_id: object
 ) -> Document:
     """The document if the user may read it; NotFoundError whether missing or hidden."""
     pk = object_id_parse(document_id)
@@ -267,7 +267,7 @@ def document_admitted_text(*, document: Document) -> Extraction | None:
 
 
 def proposal_get_for_user(
-    *, user: AbstractBaseUser | AnonymousUser, proposal_id: object
+    *, user: UserOrAnonymous, proposal_id: object
 ) -> KnowledgeProposal:
     """The proposal if the user may read its space; NotFoundError whether missing or hidden."""
     pk = object_id_parse(proposal_id)
@@ -277,7 +277,7 @@ def proposal_get_for_user(
     return proposal
 
 
-def proposals_visible_to(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[KnowledgeProposal]:
+def proposals_visible_to(*, user: UserOrAnonymous) -> QuerySet[KnowledgeProposal]:
     return KnowledgeProposal.objects.filter(
         space__in=spaces_visible_to(user=user).values("pk")
     ).select_related("base_version", "proposed_by")

@@ -1,11 +1,11 @@
 """State changes of knowledge objects."""
 
-from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from guardian.shortcuts import assign_perm, remove_perm
 
 from core.errors import ConflictError, NotFoundError, UnprocessableError
 from core.selectors import user_get_by_username
+from core.types import User
 from knowledge.models import Space
 from knowledge.selectors import ROLE_CURATOR, ROLE_READER
 
@@ -13,7 +13,7 @@ ROLES = (ROLE_READER, ROLE_CURATOR)
 
 
 @transaction.atomic
-def space_create(*, name: str, description: str = "", created_by: AbstractBaseUser) -> Space:
+def space_create(*, name: str, description: str = "", created_by: User) -> Space:
     """Create a space; its creator becomes its first curator.
 
     Raises ConflictError when the name is taken.
@@ -32,7 +32,7 @@ def space_create(*, name: str, description: str = "", created_by: AbstractBaseUs
 
 
 @transaction.atomic
-def space_member_set(*, space: Space, username: str, role: str) -> AbstractBaseUser:
+def space_member_set(*, space: Space, username: str, role: str) -> User:
     """Give username exactly `role` in space (reader, or curator which implies reader)."""
     if role not in ROLES:
         raise UnprocessableError(

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import django_stubs_ext
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
@@ -20,6 +21,9 @@ from koinon.env import (
     env_str,
     judge_threads,
 )
+
+# Django's generic classes take type arguments at run time as they do for mypy.
+django_stubs_ext.monkeypatch()
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = env_path("KOINON_DATA_DIR", BASE_DIR / "var")

@@ -12,11 +12,10 @@ it is its own prose, outside koinon's release policy (docs/mcp.md).
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from django.contrib.auth.models import AbstractBaseUser
-
 from core.errors import ApiError
 from core.inputs import MAX_ID, text_is_storable
 from core.models import ApiKey
+from core.types import User
 
 UNVERIFIED = "unverified"
 MAX_TEXT_ARGUMENT = 2000  # search text, like the answer API's question
@@ -48,7 +47,7 @@ class ToolResult:
 class Caller:
     """Who calls: the user, and over HTTP the API key they authenticated with."""
 
-    user: AbstractBaseUser
+    user: User
     api_key: ApiKey | None = None
 
 
@@ -151,7 +150,7 @@ def api_error_failure(error: ApiError) -> ToolFailure:
 # --- the tools ------------------------------------------------------------------------
 
 
-def _own_private_documents(user: AbstractBaseUser, document_ids: list[int]) -> list[int]:
+def _own_private_documents(user: User, document_ids: list[int]) -> list[int]:
     """Those of document_ids that are the caller's own private files (others drop out, as
     missing ones do)."""
     from knowledge.selectors import documents_visible_to
@@ -165,7 +164,7 @@ def _own_private_documents(user: AbstractBaseUser, document_ids: list[int]) -> l
     )
 
 
-def _document_titles(user: AbstractBaseUser, document_ids: set[int]) -> dict[int, dict]:
+def _document_titles(user: User, document_ids: set[int]) -> dict[int, dict]:
     from knowledge.selectors import documents_visible_to
 
     rows = documents_visible_to(user=user).filter(pk__in=document_ids)
@@ -272,7 +271,7 @@ def read_passage_run(caller: Caller, values: dict) -> ToolResult:
     return ToolResult(payload, 1)
 
 
-def _own_private_passage(user: AbstractBaseUser, passage_id: int):
+def _own_private_passage(user: User, passage_id: int):
     """A passage of one of the caller's own private files (current revision), or None."""
     from knowledge.retrieval import passages_visible_to
     from knowledge.selectors import documents_visible_to

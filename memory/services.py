@@ -5,7 +5,6 @@ fact still needs fresh reads of its sources to answer anything."""
 
 from dataclasses import dataclass, replace
 
-from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
@@ -17,6 +16,7 @@ from answers.models import AnswerRun
 from answers.pipeline.planner import Plan
 from core.errors import ConflictError, NotFoundError, UnprocessableError
 from core.inputs import object_id_parse
+from core.types import User
 from knowledge.frequencies import document_frequencies
 from knowledge.models import Document, Space
 from knowledge.selectors import space_can_curate, spaces_curated_by, spaces_visible_to
@@ -34,7 +34,7 @@ def project_memory_enabled(*, space: Space) -> bool:
     return ProjectMemory.objects.filter(space=space, enabled=True).exists()
 
 
-def memory_entries_visible_to(*, user: AbstractBaseUser) -> QuerySet[MemoryEntry]:
+def memory_entries_visible_to(*, user: User) -> QuerySet[MemoryEntry]:
     """The user's own entries, and the project entries of spaces they curate."""
     curated = spaces_curated_by(user=user).values("pk")
     return MemoryEntry.objects.filter(
@@ -42,7 +42,7 @@ def memory_entries_visible_to(*, user: AbstractBaseUser) -> QuerySet[MemoryEntry
     ).order_by("-id")
 
 
-def memory_entry_get_for_user(*, user: AbstractBaseUser, entry_id: object) -> MemoryEntry:
+def memory_entry_get_for_user(*, user: User, entry_id: object) -> MemoryEntry:
     """An entry the user may manage; NotFoundError whether missing or not theirs."""
     pk = object_id_parse(entry_id)
     entry = memory_entries_visible_to(user=user).filter(pk=pk).first() if pk else None
@@ -52,7 +52,7 @@ def memory_entry_get_for_user(*, user: AbstractBaseUser, entry_id: object) -> Me
 
 
 def memory_entries_shown(
-    *, user: AbstractBaseUser, entries: list[MemoryEntry]
+    *, user: User, entries: list[MemoryEntry]
 ) -> list[MemoryEntry]:
     """Entries as the user may read them now: a fact whose sources are no longer all
     visible to the user shows the access-failure text and no sources (its text is a sealed
@@ -247,7 +247,7 @@ def plan_with_memory(plan: Plan, steering: list[Steering]) -> Plan:
     return replace(plan, memory=used)
 
 
-def memory_recheck(*, run: AnswerRun, user: AbstractBaseUser) -> str | None:
+def memory_recheck(*, run: AnswerRun, user: User) -> str | None:
     """Before sealing: every entry the plan used is still valid (not revoked, its project
     memory still on and its space still visible, a fact's sources still visible)."""
     used = [item["id"] for item in run.plan.get("memory", [])]
@@ -276,7 +276,7 @@ def memory_recheck(*, run: AnswerRun, user: AbstractBaseUser) -> str | None:
 # --- writing -------------------------------------------------------------------------
 
 
-def _scope_space(*, user: AbstractBaseUser, scope: str, space_id: int | None) -> Space | None:
+def _scope_space(*, user: User, scope: str, space_id: int | None) -> Space | None:
     """The space an entry is for: project memory needs one (with project memory on); a
     personal entry may name one (it then steers only searches of that space)."""
     if scope == MemoryEntry.Scope.PERSONAL:
@@ -299,7 +299,7 @@ def _scope_space(*, user: AbstractBaseUser, scope: str, space_id: int | None) ->
 
 
 def correction_create(
-    *, user: AbstractBaseUser, text: str, scope: str, space_id: int | None = None
+    *, user: User, text: str, scope: str, space_id: int | None = None
 ) -> MemoryEntry:
     """An explicit correction the user gives: it steers the planner from the next question
     on. Its text is the user's own words, kept as data."""
@@ -318,7 +318,7 @@ def correction_create(
 
 
 def fact_remember(
-    *, user: AbstractBaseUser, run: AnswerRun, scope: str, space_id: int | None = None
+    *, user: User, run: AnswerRun, scope: str, space_id: int | None = None
 ) -> MemoryEntry:
     """Remember what a sealed answer quoted, with its release and sources. Precondition:
     `run` came from the user's selector. Only a sealed answer that still passes the
@@ -346,7 +346,7 @@ def fact_remember(
 
 
 @transaction.atomic
-def memory_revoke(*, user: AbstractBaseUser, entry: MemoryEntry) -> MemoryEntry:
+def memory_revoke(*, user: User, entry: MemoryEntry) -> MemoryEntry:
     """Revoke (precondition: `entry` came from `memory_entry_get_for_user`). Idempotent;
     a revoked entry is never used again and fails the recheck of a run that used it."""
     entry = MemoryEntry.objects.select_for_update().get(pk=entry.pk)
@@ -357,7 +357,7 @@ def memory_revoke(*, user: AbstractBaseUser, entry: MemoryEntry) -> MemoryEntry:
     return entry
 
 
-def project_memory_set(*, user: AbstractBaseUser, space: Space, enabled: bool) -> ProjectMemory:
+def project_memory_set(*, user: User, space: Space, enabled: bool) -> ProjectMemory:
     """Turn a space's project memory on or off. Precondition: the space is visible to the
     user (selector); only its curators may change it (403 otherwise)."""
     from knowledge.curation import CurationForbidden

@@ -1,11 +1,11 @@
-from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Exists, OuterRef, Prefetch, QuerySet
 
+from core.types import User
 from knowledge.selectors import documents_visible_to
 from worldmodel.models import WorldClaim, WorldStance
 
 
-def world_claims_visible_to(*, user: AbstractBaseUser) -> QuerySet[WorldClaim]:
+def world_claims_visible_to(*, user: User) -> QuerySet[WorldClaim]:
     """The user's own claims whose every stance cites a document the user may see now.
     Access is re-checked on every read: a claim was established by all its sources
     together, so losing any of them hides the claim, its text and all its quotes."""

@@ -1,12 +1,12 @@
-from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from answers.models import AnswerRun
+from core.types import User
 from worldmodel.models import WorldClaim, WorldStance
 
 
 def world_claims_record(
-    *, user: AbstractBaseUser, run: AnswerRun, generation: int, claims: list[dict]
+    *, user: User, run: AnswerRun, generation: int, claims: list[dict]
 ) -> list[WorldClaim]:
     """Record a released comparison's claims in the user's world model.
 

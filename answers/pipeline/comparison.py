@@ -14,7 +14,7 @@ publication transaction.
 import logging
 import time
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 
@@ -35,7 +35,7 @@ from answers.pipeline.validation import (
 if TYPE_CHECKING:
     from answers.judge.lexical import TermWeights
     from answers.pipeline.planner import Plan
-    from answers.pipeline.providers import ModelProvider
+    from answers.pipeline.providers import AnalysedClaim, Analysis, ModelProvider
     from answers.pipeline.steps import Decision, RunContext, Trace
 
 logger = logging.getLogger(__name__)
@@ -57,7 +57,9 @@ class Comparison:
     dropped: int  # claims with a quote that failed a check
 
 
-def _stances(claim: dict, facts: dict[str, CandidateFact]) -> list[tuple[SelectedFact, str]]:
+def _stances(
+    claim: "AnalysedClaim", facts: dict[str, CandidateFact]
+) -> list[tuple[SelectedFact, str]]:
     """The claim's stances as selected quotes; SelectionRejected for one that cannot be."""
     stances = []
     for stance in claim["stances"]:
@@ -77,7 +79,7 @@ def comparison_verify(
     *,
     provider: "ModelProvider",
     plan: "Plan",
-    analysis: dict,
+    analysis: "Analysis",
     found: list[CandidateFact],
     weights: "TermWeights",
 ) -> Comparison:
@@ -129,7 +131,7 @@ def comparison_verify(
     return Comparison(claims, dropped + len(rejected))
 
 
-def comparison_card(comparison: Comparison, citations: list[dict]) -> dict:
+def comparison_card(comparison: Comparison, citations: list[dict[str, Any]]) -> dict[str, Any]:
     number = {(c["fact_id"], c["quote"]): c["number"] for c in citations}
     return {
         "kind": "comparison",
@@ -168,7 +170,7 @@ def comparison_decide(ctx: "RunContext", trace: "Trace", plan: "Plan") -> "Decis
     if not found:
         judgement = policy_judge(policy=policy, outcomes=trace.outcomes, selected_tools=[],
                                  unanswered_parts=0)  # fmt: skip
-        return Decision(abstention(ctx, trace, judgement.explanation, judgement=judgement))
+        return Decision(abstention(ctx, trace, judgement.refusal, judgement=judgement))
     try:
         analysis = ctx.provider.analyse(
             question=ctx.request.query, plan=plan, candidates=candidate_views(found)
@@ -213,7 +215,7 @@ def comparison_decide(ctx: "RunContext", trace: "Trace", plan: "Plan") -> "Decis
         unanswered_parts=0,
     )
     if not judgement.publish:
-        ending = abstention(ctx, trace, judgement.explanation, judgement=judgement, issues=issues)
+        ending = abstention(ctx, trace, judgement.refusal, judgement=judgement, issues=issues)
         return Decision(ending, tuple(found), 1, issues)
     ending = answered(ctx, trace, selected, judgement, issues)
     card = comparison_card(comparison, list(ending.citations))

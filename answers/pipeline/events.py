@@ -11,7 +11,7 @@ only, never the answer.
 """
 
 import logging
-from typing import Protocol
+from typing import Any, Protocol
 
 from asgiref.sync import async_to_sync
 
@@ -21,11 +21,11 @@ TOOL_FIELDS = ("tool", "state", "code", "result_count")
 STEPS = ("model", "verify", "judge")
 
 
-def tool_event(outcome: dict) -> tuple[str, dict]:
+def tool_event(outcome: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     return "tool", {key: outcome[key] for key in TOOL_FIELDS}
 
 
-def step_event(step: str) -> tuple[str, dict]:
+def step_event(step: str) -> tuple[str, dict[str, Any]]:
     if step not in STEPS:
         raise ValueError(f"unknown step {step!r}")
     return "step", {"step": step}
@@ -38,7 +38,9 @@ def run_group(run_id: object) -> str:
 class EventSink(Protocol):
     def started(self, *, run_id: object, generation: int) -> None: ...
 
-    def event(self, *, run_id: object, generation: int, seq: int, name: str, data: dict) -> None:
+    def event(
+        self, *, run_id: object, generation: int, seq: int, name: str, data: dict[str, Any]
+    ) -> None:
         """A `tool` or `step` event, numbered as it will be stored (`started` is 1)."""
         ...
 
@@ -49,7 +51,9 @@ class NullSink:
     def started(self, *, run_id: object, generation: int) -> None:
         return None
 
-    def event(self, *, run_id: object, generation: int, seq: int, name: str, data: dict) -> None:
+    def event(
+        self, *, run_id: object, generation: int, seq: int, name: str, data: dict[str, Any]
+    ) -> None:
         return None
 
     def sealed(self, *, run_id: object, generation: int) -> None:
@@ -59,7 +63,7 @@ class NullSink:
 class ChannelsSink:
     """Sends to the run's group on the configured channel layer."""
 
-    def _send(self, run_id: object, message: dict) -> None:
+    def _send(self, run_id: object, message: dict[str, Any]) -> None:
         from channels.layers import get_channel_layer
 
         layer = get_channel_layer()
@@ -75,7 +79,9 @@ class ChannelsSink:
                             "event": "started",
                             "data": {"run_id": str(run_id), "generation": generation}})  # fmt: skip
 
-    def event(self, *, run_id: object, generation: int, seq: int, name: str, data: dict) -> None:
+    def event(
+        self, *, run_id: object, generation: int, seq: int, name: str, data: dict[str, Any]
+    ) -> None:
         self._send(run_id, {"type": "run.event", "generation": generation, "seq": seq,
                             "event": name, "data": data})  # fmt: skip
 

@@ -5,11 +5,33 @@ and rechecks the entries it used before sealing; the world model records a relea
 comparison's claims inside the publication transaction.
 """
 
+from typing import TYPE_CHECKING, Any, Protocol
+
 from core.ports import Port
 
-# (run, plan) -> Plan: the plan with the searches the asker's memory steers (memory).
-plan_steer: Port = Port("answers.plan_steer")
-# (run, user) -> code | None: a memory entry the plan used is no longer valid (memory).
-memory_recheck: Port = Port("answers.memory_recheck")
-# (user, run, generation, claims) -> records, inside the publication (worldmodel).
-world_claims_record: Port = Port("answers.world_claims_record")
+if TYPE_CHECKING:
+    from answers.models import AnswerRun
+    from answers.pipeline.planner import Plan
+    from core.types import User
+
+
+class PlanSteer(Protocol):
+    def __call__(self, *, run: "AnswerRun", plan: "Plan") -> "Plan": ...
+
+
+class MemoryRecheck(Protocol):
+    def __call__(self, *, run: "AnswerRun", user: "User") -> str | None: ...
+
+
+class WorldClaimsRecord(Protocol):
+    def __call__(
+        self, *, user: "User", run: "AnswerRun", generation: int, claims: list[dict[str, Any]]
+    ) -> object: ...
+
+
+# The plan with the searches the asker's memory steers (memory).
+plan_steer: Port[PlanSteer] = Port("answers.plan_steer")
+# A code when a memory entry the plan used is no longer valid, else None (memory).
+memory_recheck: Port[MemoryRecheck] = Port("answers.memory_recheck")
+# Records the claims, inside the publication (worldmodel).
+world_claims_record: Port[WorldClaimsRecord] = Port("answers.world_claims_record")

@@ -11,6 +11,7 @@ reach answer text.
 """
 
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 
@@ -34,7 +35,7 @@ class QuoteVerdict:
     def supported(self) -> bool:
         return bool(self.parts)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "fact_id": self.fact_id,
             "start": self.start,

@@ -15,6 +15,7 @@ import logging
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import httpx
 
@@ -43,7 +44,7 @@ class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
-    def add(self, usage: dict | None) -> None:
+    def add(self, usage: dict[str, Any] | None) -> None:
         self.calls += 1
         if isinstance(usage, dict):
             self.prompt_tokens += _count(usage.get("prompt_tokens"))
@@ -74,7 +75,12 @@ class ChatClient:
     _failed: ProviderError | None = None
 
     def complete(
-        self, *, messages: list[dict], schema_name: str, schema: dict, max_tokens: int
+        self,
+        *,
+        messages: list[dict[str, Any]],
+        schema_name: str,
+        schema: dict[str, Any],
+        max_tokens: int,
     ) -> Completion:
         """One structured completion. Raises ProviderError."""
         if self._failed is not None:
@@ -113,7 +119,7 @@ class ChatClient:
             headers["Authorization"] = f"Bearer {self.api_key}"
         return headers
 
-    def _call(self, body: dict) -> Completion:
+    def _call(self, body: dict[str, Any]) -> Completion:
         deadline = time.monotonic() + self.timeout
         url = self.base_url.rstrip("/") + "/chat/completions"
         try:
@@ -159,7 +165,7 @@ class ChatClient:
         parts: list[str] = []
         size = 0
         finish: str | None = None
-        usage: dict | None = None
+        usage: dict[str, Any] | None = None
         done = False
         for line in lines:
             if time.monotonic() > deadline:

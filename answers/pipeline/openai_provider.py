@@ -29,11 +29,12 @@ import logging
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 from answers.judge.features import JudgeItem
 from answers.judge.lexical import TermWeights
 from answers.judge.model import local_judge
-from answers.pipeline.llm import ChatClient, ProviderError
+from answers.pipeline.llm import ChatClient, Completion, ProviderError
 from answers.pipeline.planner import (
     DatasetInfo,
     Plan,
@@ -43,7 +44,7 @@ from answers.pipeline.planner import (
     planned_queries,
     refers_back,
 )
-from answers.pipeline.providers import CANDIDATES_PER_SEARCH, CandidateView, Rejection
+from answers.pipeline.providers import CANDIDATES_PER_SEARCH, Analysis, CandidateView, Rejection
 from answers.pipeline.providers import quote_sentences as sentences_of
 from answers.pipeline.structured import (
     array,
@@ -119,7 +120,7 @@ def _mostly_from(text: str, allowed: set[str]) -> bool:
     return bool(words) and 2 * sum(word in allowed for word in words) >= len(words)
 
 
-def data_message(payload: dict) -> dict:
+def data_message(payload: dict[str, Any]) -> dict[str, Any]:
     """The user message: one JSON object between the markers. JSON escapes quotes and line
     breaks; `<` and `>` are escaped too, so no text inside can spell a closing marker."""
     encoded = json.dumps(payload, ensure_ascii=False).replace("<", "\\u003c")
@@ -141,7 +142,9 @@ class OpenAIProvider:
     def model_id(self) -> str:
         return self.client.model[:100]
 
-    def _complete(self, step: str, system: str, payload: dict, schema: dict, tokens: int):
+    def _complete(
+        self, step: str, system: str, payload: dict[str, Any], schema: dict[str, Any], tokens: int
+    ) -> Completion:
         started = time.perf_counter()
         try:
             return self.client.complete(
@@ -233,7 +236,7 @@ class OpenAIProvider:
         return shown
 
     @staticmethod
-    def candidate_data(candidate: CandidateView) -> dict:
+    def candidate_data(candidate: CandidateView) -> dict[str, Any]:
         if candidate.kind == "value":
             return {"fact_id": candidate.fact_id, "kind": "value", "label": candidate.label,
                     "value": candidate.text, "parts": list(candidate.searches)}  # fmt: skip
@@ -319,7 +322,7 @@ class OpenAIProvider:
 
     # --- comparisons and general knowledge ------------------------------------------------
 
-    def analyse(self, *, question: str, plan: Plan, candidates: list[CandidateView]) -> dict:
+    def analyse(self, *, question: str, plan: Plan, candidates: list[CandidateView]) -> Analysis:
         """3–6 claims with each source's stance and a quote span. Raises ProviderError;
         the quotes are unverified until `comparison.comparison_verify`."""
         shown = [c for c in self.shown(plan, candidates) if c.kind == "quote"]
@@ -338,14 +341,16 @@ class OpenAIProvider:
         schema = obj(claims=array(claim, min_items=3, max_items=6))
         payload = {"question": question, "candidates": [self.candidate_data(c) for c in shown]}
         completion = self._complete("analyse", ANALYSE_SYSTEM, payload, schema, 900)
-        return structured_parse(completion, schema)
+        # structured_parse checked the value against this schema, which is Analysis's shape.
+        return cast("Analysis", structured_parse(completion, schema))
 
     def answer_generally(self, *, question: str, language: str) -> str:
         """A short ungrounded answer (`general_knowledge`). Raises ProviderError."""
         schema = obj(answer=string(max_length=MAX_GENERAL_CHARS, min_length=1))
         payload = {"question": question, "language": language}
         completion = self._complete("general", GENERAL_SYSTEM, payload, schema, 512)
-        return structured_parse(completion, schema)["answer"].strip()
+        answer: str = structured_parse(completion, schema)["answer"]  # a string, by the schema
+        return answer.strip()
 
 
 def openai_provider_from_settings() -> OpenAIProvider:

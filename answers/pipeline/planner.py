@@ -3,6 +3,7 @@
 
 import re
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from answers.pipeline.restrictions import (
     DatasetInfo,
@@ -124,8 +125,8 @@ class Plan:
     comparison: bool = False
     analysis: bool = False
     rewritten: bool = False
-    dataset_queries: list[dict] = field(default_factory=list)
-    memory: list[dict] = field(default_factory=list)
+    dataset_queries: list[dict[str, Any]] = field(default_factory=list)
+    memory: list[dict[str, Any]] = field(default_factory=list)
     asked: list[str] = field(default_factory=list)
     question: str = ""  # as typed
 
@@ -158,7 +159,7 @@ class Plan:
             queries.append((part, search, origin))
         return queries
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """The plan as stored (run, audit, receipt). Words memory added are recorded by
         entry id, never as text: a remembered quote's words must not outlive access to
         its source in a record."""
@@ -192,7 +193,7 @@ def subject_span(question: str) -> tuple[int, int] | None:
     a verb right after a leading question word ("Who *owns* service reviews?" → "service
     reviews", "What is our retention period?" → "retention period"). None: no subject."""
     tokens = list(TOKEN.finditer(question))
-    runs: list[list[re.Match]] = []
+    runs: list[list[re.Match[str]]] = []
     previous = -2
     for index, token in enumerate(tokens):
         if not _is_content(token.group()):
@@ -222,7 +223,7 @@ def refers_back(question: str) -> bool:
     return subject_span(question) is None
 
 
-def _pointing(text: str, match: re.Match) -> bool:
+def _pointing(text: str, match: re.Match[str]) -> bool:
     """ "that"/"this" pointing back ("who approved that?", "when was this decided?"), not
     a relative clause ("the policy that applies")."""
     before = TOKEN.findall(text[: match.start()])
@@ -303,7 +304,7 @@ def asked_parts(question: str, searches: list[str]) -> list[str]:
 # names (answers.pipeline.restrictions).
 
 
-def dataset_queries_for(question: str, datasets: list[DatasetInfo]) -> list[dict]:
+def dataset_queries_for(question: str, datasets: list[DatasetInfo]) -> list[dict[str, Any]]:
     """Map "total amount for customer zeta" to SELECT SUM(amount) FROM orders WHERE
     customer = 'zeta', by rule. Each query keeps the aggregate's pattern and column (for
     attribution) and the restrictions it was built with."""
@@ -342,7 +343,7 @@ def _ident(name: str) -> str:
 
 def planned_queries(
     searches: list[str], standalone: str, datasets: list[DatasetInfo]
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """The governed queries of a plan, each with the part it answers: planned from each
     part's own words (its restrictions are that part's), else from the whole question for
     no single part (`part` None)."""
@@ -363,7 +364,7 @@ def planned_queries(
     return queries[:MAX_DATASET_QUERIES]
 
 
-def _part_of(query: dict, searches: list[str]) -> int | None:
+def _part_of(query: dict[str, Any], searches: list[str]) -> int | None:
     """The first part that asks for the query's aggregate over its column (None: no single
     part, the whole question)."""
     return next(

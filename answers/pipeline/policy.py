@@ -1,6 +1,7 @@
 """Evidence policies (SPEC §5): parsing, validation and judging the outcome."""
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from core.errors import UnprocessableError
 
@@ -28,7 +29,7 @@ class EvidencePolicy:
     required_tools: tuple[str, ...] = ()
     explicit: bool = False
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "mode": self.mode,
             "allowed_tools": list(self.allowed_tools),
@@ -123,11 +124,18 @@ class Judgement:
     explanation: str | None = None  # insufficient_evidence | access_failure | unsupported
     issues: list[str] = field(default_factory=list)
 
+    @property
+    def refusal(self) -> str:
+        """The explanation of a judgement that does not publish (the fixed text's kind)."""
+        if self.explanation is None:
+            raise ValueError("a judgement that publishes has no explanation")
+        return self.explanation
+
 
 def policy_judge(
     *,
     policy: EvidencePolicy,
-    outcomes: list[dict],
+    outcomes: list[dict[str, Any]],
     selected_tools: list[set[str]],
     unanswered_parts: int = 0,
 ) -> Judgement:

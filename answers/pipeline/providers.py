@@ -4,11 +4,12 @@ sub-spans — and everything a provider returns is validated before use."""
 import json
 import re
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypedDict
 
 from answers.judge.features import JudgeItem
 from answers.judge.lexical import TermWeights, content_stems, coverage
 from answers.judge.model import JudgeUnavailable, local_judge
+from answers.pipeline.llm import PROVIDER_UNAVAILABLE, ProviderError
 from answers.pipeline.planner import DatasetInfo, Plan, plan_question
 from knowledge.sentences import is_label, sentence_spans
 
@@ -38,12 +39,36 @@ class Rejection:
     reason: str  # judge_unsupported | label_only | …
 
 
+class AnalysedStance(TypedDict):
+    fact_id: str
+    start: int
+    end: int
+    stance: str  # one of comparison.STANCES
+
+
+class AnalysedClaim(TypedDict):
+    claim: str
+    stances: list[AnalysedStance]
+
+
+class Analysis(TypedDict):
+    """What `analyse` returns: claims with quote spans, unverified until
+    `comparison.comparison_verify`."""
+
+    claims: list[AnalysedClaim]
+
+
 class ModelProvider(Protocol):
+    """Every method and flag the answer pipeline uses of a provider. `analyse` is called
+    only when `can_compare`, `answer_generally` only when `can_answer_generally`."""
+
     name: str
-    model_id: str
     can_compare: bool
     can_analyse: bool
     can_answer_generally: bool
+
+    @property
+    def model_id(self) -> str: ...
 
     def plan(self, *, question: str, history: list[str], datasets: list[DatasetInfo]) -> Plan: ...
 
@@ -62,6 +87,14 @@ class ModelProvider(Protocol):
         """For each item: the probability that its quote answers its part of the question.
 
         Raises JudgeUnavailable when the provider cannot judge."""
+        ...
+
+    def analyse(self, *, question: str, plan: Plan, candidates: list[CandidateView]) -> Analysis:
+        """3–6 claims with each source's stance and a quote span. Raises ProviderError."""
+        ...
+
+    def answer_generally(self, *, question: str, language: str) -> str:
+        """A short ungrounded answer (`general_knowledge`). Raises ProviderError."""
         ...
 
 
@@ -198,7 +231,7 @@ class ExtractiveProvider:
         weights = weights or TermWeights.uniform()
         refused = {(r.fact_id, r.start, r.end) for r in rejected}
         valued = {part for c in candidates if c.kind == "value" for part in c.searches}
-        chosen: list[dict] = []
+        chosen: list[dict[str, str | int]] = []
         for index in range(len(plan.searches)):
             if index in valued:
                 continue  # a part that a governed value answers needs no quote
@@ -208,7 +241,11 @@ class ExtractiveProvider:
             spans = part_spans(part_texts, candidates, index, weights)
             pick = self.choose(part_texts, spans, refused, weights)
             if pick is not None:
-                item = {"fact_id": pick.candidate.fact_id, "start": pick.start, "end": pick.end}
+                item: dict[str, str | int] = {
+                    "fact_id": pick.candidate.fact_id,
+                    "start": pick.start,
+                    "end": pick.end,
+                }
                 if item not in chosen:
                     chosen.append(item)
         chosen += [{"fact_id": c.fact_id} for c in candidates if c.kind == "value"]
@@ -246,11 +283,19 @@ class ExtractiveProvider:
         memo = self.__dict__.get("_judged")
         if memo is None or memo[0] is not weights:
             memo = self.__dict__["_judged"] = (weights, {})
-        scores = memo[1]
+        scores: dict[JudgeItem, float] = memo[1]
         fresh = [item for item in dict.fromkeys(items) if item not in scores]
         if fresh:
             scores.update(zip(fresh, local_judge().score(fresh, weights), strict=True))
         return [scores[item] for item in items]
+
+    def analyse(self, *, question: str, plan: Plan, candidates: list[CandidateView]) -> Analysis:
+        """Never asked (`can_compare` is False); fails as an unavailable provider would."""
+        raise ProviderError(PROVIDER_UNAVAILABLE)
+
+    def answer_generally(self, *, question: str, language: str) -> str:
+        """Never asked (`can_answer_generally` is False)."""
+        raise ProviderError(PROVIDER_UNAVAILABLE)
 
 
 def part_spans(

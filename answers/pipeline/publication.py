@@ -5,6 +5,7 @@ the audit and the run's final body — or nothing at all."""
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.db import transaction
 
@@ -24,16 +25,18 @@ class Publication:
     run: AnswerRun
     generation: Generation
     text: str
-    body: dict
-    citations: list[dict]
-    cards: list[dict]
+    body: dict[str, Any]
+    citations: list[dict[str, Any]]
+    cards: list[dict[str, Any]]
     kind: str | None = None  # "answer" | "refusal"; None: inspection output, no release
     model_called: bool = False
     selected_fact_ids: list[str] = field(default_factory=list)
-    outcomes: list[dict] = field(default_factory=list)
-    events: list[tuple[str, dict]] = field(default_factory=list)  # the stream's, after started
-    steps: list[dict] = field(default_factory=list)
-    sql: list[dict] = field(default_factory=list)
+    outcomes: list[dict[str, Any]] = field(default_factory=list)
+    events: list[tuple[str, dict[str, Any]]] = field(
+        default_factory=list
+    )  # the stream's, after started
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    sql: list[dict[str, Any]] = field(default_factory=list)
     # The permission recheck, run first inside the publication transaction: None to go
     # ahead, else a typed code that cancels the whole publication.
     recheck: Callable[[], str | None] | None = None
@@ -50,7 +53,7 @@ class PublicationDenied(Exception):
         self.code = code
 
 
-def _result_hashes(facts: dict[str, CandidateFact], fact_ids: list[str]) -> dict:
+def _result_hashes(facts: dict[str, CandidateFact], fact_ids: list[str]) -> dict[str, Any]:
     selected = [facts[fact_id] for fact_id in fact_ids if fact_id in facts]
     return {
         "facts": {fact.fact_id: fact.sha256 for fact in selected},

@@ -2,9 +2,9 @@
 
 import logging
 
-from django.contrib.auth.models import AbstractBaseUser
 from django.contrib.contenttypes.models import ContentType
 from django.db import DatabaseError, connection, transaction
+from django.db.models import Model
 from guardian.models import GroupObjectPermission, UserObjectPermission
 
 from answers.models import AnswerRun
@@ -12,6 +12,7 @@ from answers.pipeline import hooks
 from answers.pipeline.validation import SelectedFact
 from answers.selectors import conversation_selection
 from core.models import ApiKey
+from core.types import User
 from datasets.models import Dataset
 from datasets.selectors import datasets_visible_to
 from knowledge.models import Document, Erasure, Space
@@ -21,8 +22,8 @@ logger = logging.getLogger(__name__)
 
 
 def _lock_access_rows(
-    *, user: AbstractBaseUser, api_key: ApiKey | None, spaces: set[int], datasets: set[int]
-) -> tuple[AbstractBaseUser | None, bool]:
+    *, user: User, api_key: ApiKey | None, spaces: set[int], datasets: set[int]
+) -> tuple[User | None, bool]:
     """Take FOR SHARE locks on every row that grants this publication: the user, the
     originating key and the user's (and groups') permission rows on the spaces involved.
     Returns the user as the database has it now (None if gone) and whether the key (if
@@ -99,12 +100,12 @@ def _quoted_revisions_fit(selected: list[SelectedFact]) -> str | None:
     return None
 
 
-def _table(model: type) -> str:
+def _table(model: type[Model]) -> str:
     return connection.ops.quote_name(model._meta.db_table)
 
 
 def publication_recheck(
-    *, run: AnswerRun, user: AbstractBaseUser, api_key: ApiKey | None, selected: list[SelectedFact]
+    *, run: AnswerRun, user: User, api_key: ApiKey | None, selected: list[SelectedFact]
 ) -> str | None:
     """None when publication may go ahead, else the typed reason.
 

@@ -1,6 +1,7 @@
 """The server writes the answer: fixed introduction + verbatim quotes + verified values."""
 
 from dataclasses import dataclass
+from typing import Any
 
 from django.utils import formats, translation
 
@@ -14,12 +15,12 @@ from knowledge.models import Document, DocumentRevision
 @dataclass
 class Rendered:
     text: str
-    citations: list[dict]
-    cards: list[dict]
-    sources: list[dict]
+    citations: list[dict[str, Any]]
+    cards: list[dict[str, Any]]
+    sources: list[dict[str, Any]]
 
 
-def _locator(locator: dict) -> str:
+def _locator(locator: dict[str, Any]) -> str:
     if "page" in locator:
         return f"p. {locator['page']}"
     if "start" in locator:
@@ -120,7 +121,7 @@ def render_answer(*, selected: list[SelectedFact], language: str) -> Rendered:
     return Rendered("\n".join(lines), citations, cards, list(sources.values()))
 
 
-def _check_structure(lines: list[str], citations: list[dict]) -> None:
+def _check_structure(lines: list[str], citations: list[dict[str, Any]]) -> None:
     """The invariant that document text cannot break: the introduction, then exactly one
     line per citation, numbered in order. A violation is a bug here, never published."""
     numbered = [line for line in lines[1:] if line.startswith("[")]

@@ -1,6 +1,7 @@
 """The answer request (SPEC §5), validated into typed values or a 422 naming the field."""
 
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 
@@ -40,7 +41,7 @@ def _invalid(field: str, message: str, code: str = "invalid") -> UnprocessableEr
     return UnprocessableError(message, code=code, fields={field: message})
 
 
-def _ids(data: dict, field: str) -> list[int]:
+def _ids(data: dict[str, Any], field: str) -> list[int]:
     value = data.get(field) or []
     if not isinstance(value, list) or not all(type(v) is int and 0 < v <= MAX_ID for v in value):
         raise _invalid(field, "Must be an array of positive integer ids.")

@@ -14,6 +14,7 @@ question, so it is not released for that part.
 import re
 from dataclasses import dataclass, field
 from datetime import date, timedelta
+from typing import TypedDict
 
 import sqlglot
 from sqlglot import exp
@@ -44,8 +45,21 @@ NOT_VALUES = frozenset(
      "what", "names", "name", "count", "counts", "total", "totals", "amount", "amounts",
      "number", "numbers", "ids", "id", "list", "records", "rows", "data", "table"]
 )  # fmt: skip
-OPERATORS = {exp.EQ: "=", exp.GT: ">", exp.GTE: ">=", exp.LT: "<", exp.LTE: "<="}
+OPERATORS: dict[type[exp.Expression], str] = {
+    exp.EQ: "=",
+    exp.GT: ">",
+    exp.GTE: ">=",
+    exp.LT: "<",
+    exp.LTE: "<=",
+}
 MIRRORED = {"=": "=", ">": "<", ">=": "<=", "<": ">", "<=": ">="}
+
+
+class Column(TypedDict):
+    """A column of a snapshot's schema, as its upload recorded it."""
+
+    name: str
+    type: str  # DuckDB's type name
 
 
 @dataclass(frozen=True)
@@ -54,7 +68,7 @@ class DatasetInfo:
     snapshot_id: int
     name: str
     table: str
-    columns: list[dict]  # [{"name", "type"}]
+    columns: list[Column]
     # Text column → its distinct values, for columns with few of them (computed at upload).
     dictionary: dict[str, list[str]] = field(default_factory=dict)
 
@@ -68,7 +82,7 @@ class Restriction:
     op: str  # "=", ">", ">=", "<", "<=", "year", "day"
     value: str | float
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, str | float | None]:
         return {"column": self.column, "op": self.op, "value": self.value}
 
     def describe(self) -> str:
@@ -79,15 +93,15 @@ class Restriction:
         return f"{column} {self.op} {value}"
 
 
-def _is_text(column: dict) -> bool:
+def _is_text(column: Column) -> bool:
     return column["type"].upper().startswith(("VARCHAR", "TEXT", "STRING"))
 
 
-def _is_numeric(column: dict) -> bool:
+def _is_numeric(column: Column) -> bool:
     return column["type"].upper().startswith(NUMERIC_TYPES)
 
 
-def _is_date(column: dict) -> bool:
+def _is_date(column: Column) -> bool:
     return column["type"].upper().startswith(DATE_TYPES)
 
 
@@ -145,8 +159,8 @@ def restrictions_named(text: str, dataset: DatasetInfo) -> list[Restriction]:
     for match in COMPARISON.finditer(text):
         compared.append(match.span())
         op = next(op for op, phrases in COMPARISONS if re.fullmatch(phrases, match.group(1), re.I))
-        column = _compared_column(text[: match.start()], dataset)
-        add(Restriction(column, op, _number(match.group(2), match.group(3))))
+        compared_column = _compared_column(text[: match.start()], dataset)
+        add(Restriction(compared_column, op, _number(match.group(2), match.group(3))))
     dates = [c for c in dataset.columns if _is_date(c)]
     date_column = next((c["name"] for c in dates if _named(c["name"], words)), None)
     date_column = date_column or (dates[0]["name"] if dates else None)

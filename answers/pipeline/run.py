@@ -4,8 +4,10 @@ worker for streams and retries alike — through the steps of `answers.pipeline.
 every failure ends the run `failed` with a typed reason."""
 
 import logging
+from collections.abc import Sequence
+from typing import Any
+from uuid import UUID
 
-from django.contrib.auth.models import AbstractBaseUser
 from django.db import DatabaseError, transaction
 from django.db.models import Max
 from django.utils import timezone
@@ -20,6 +22,7 @@ from answers.services import conversation_sources_set
 from audit.services import stream_event_started, stream_events_fail
 from core.errors import ApiError, NotFoundError, ServiceUnavailableError
 from core.models import ApiKey
+from core.types import User
 
 __all__ = ["AlreadyExecuted", "ProviderFailed", "RunFailed", "answer_create", "answer_retry",
            "answer_stream_start", "run_execute", "run_fail", "run_start",
@@ -28,7 +31,7 @@ __all__ = ["AlreadyExecuted", "ProviderFailed", "RunFailed", "answer_create", "a
 logger = logging.getLogger(__name__)
 
 
-def _conversation(*, user: AbstractBaseUser, request: AnswerRequest, origin: str) -> Conversation:
+def _conversation(*, user: User, request: AnswerRequest, origin: str) -> Conversation:
     if request.conversation_id is None:
         return Conversation.objects.create(
             user=user, title=request.query[:200], language=request.language or "", origin=origin
@@ -47,7 +50,7 @@ class RunFailed(ApiError):
     status_code = 503
     default_code = "run_failed"
 
-    def __init__(self, *, run_id: object, reason: str) -> None:
+    def __init__(self, *, run_id: UUID, reason: str) -> None:
         super().__init__(
             "The answer could not be completed; nothing was published.",
             fields={"run_id": str(run_id), "reason": reason},
@@ -58,7 +61,7 @@ class RunFailed(ApiError):
 
 def run_start(
     *,
-    user: AbstractBaseUser,
+    user: User,
     request: AnswerRequest,
     api_key: ApiKey | None = None,
     provider: ModelProvider | None = None,
@@ -124,9 +127,7 @@ class AlreadyExecuted(Exception):
     """This generation was taken by an execution before: a redelivered task."""
 
 
-def generation_claim(
-    *, run_id: object, generation: int, events: EventSink, worker: str = ""
-) -> None:
+def generation_claim(*, run_id: UUID, generation: int, events: EventSink, worker: str = "") -> None:
     """Take the generation for this execution (`running` → `executing`), once.
 
     A task delivered again (acks_late: a worker that died mid-run, a restored message)
@@ -148,12 +149,12 @@ def generation_claim(
 
 def run_execute(
     *,
-    run_id: object,
+    run_id: UUID,
     generation: int,
     provider: ModelProvider | None = None,
     events: EventSink | None = None,
     worker: str = "",
-) -> dict:
+) -> dict[str, Any]:
     """Execute one generation of a stored run and return its sealed response body.
     `worker`: the Celery worker's hostname when a worker executes it (recovery reads it).
 
@@ -195,7 +196,11 @@ def run_execute(
 
 @transaction.atomic
 def run_fail(
-    *, run_id: object, generation: int, reason: str, events: list[tuple[str, dict]] = ()
+    *,
+    run_id: UUID,
+    generation: int,
+    reason: str,
+    events: Sequence[tuple[str, dict[str, Any]]] = (),
 ) -> None:
     """End a generation `failed`: status on run and generation, and the events a replay
     shows (started, the steps and tool activity so far, failed). No text, no release."""
@@ -206,7 +211,7 @@ def run_fail(
 
 def answer_stream_start(
     *,
-    user: AbstractBaseUser,
+    user: User,
     request: AnswerRequest,
     api_key: ApiKey | None = None,
     origin: str = Conversation.Origin.API,
@@ -232,12 +237,12 @@ def answer_stream_start(
 
 def answer_create(
     *,
-    user: AbstractBaseUser,
+    user: User,
     request: AnswerRequest,
     api_key: ApiKey | None = None,
     provider: ModelProvider | None = None,
     origin: str = Conversation.Origin.API,
-) -> dict:
+) -> dict[str, Any]:
     """Answer a question from the evidence the user may see now, and publish it.
 
     Returns the response body (SPEC §5). Raises NotFoundError for a foreign
@@ -251,11 +256,11 @@ def answer_create(
 
 def answer_retry(
     *,
-    user: AbstractBaseUser,
+    user: User,
     run: AnswerRun,
     api_key: ApiKey | None = None,
     provider: ModelProvider | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """A genuine retry: generation n+1 in a new reset context, with fresh retrieval.
 
     Earlier generations, their messages and their releases stay as they are.

@@ -13,10 +13,11 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
 from django.db import DatabaseError
 
+from answers.judge.features import JudgeItem
 from answers.judge.lexical import TermWeights, stem
 from answers.judge.lexical import content_words as lexical_words
 from answers.judge.model import JudgeUnavailable
@@ -40,6 +41,7 @@ from answers.pipeline.validation import (
 )
 from audit.services import audit_step_append
 from core.models import ApiKey
+from core.types import User
 from knowledge.frequencies import document_frequencies
 from knowledge.selectors import spaces_read_once
 
@@ -66,7 +68,7 @@ class RunContext:
     events: EventSink
 
     @property
-    def user(self) -> AbstractBaseUser:
+    def user(self) -> User:
         return self.run.user
 
     @property
@@ -82,10 +84,10 @@ class RunContext:
 class Trace:
     """The record of a generation so far: timed steps and tool outcomes."""
 
-    steps: list[dict] = field(default_factory=list)
-    outcomes: list[dict] = field(default_factory=list)
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    outcomes: list[dict[str, Any]] = field(default_factory=list)
     # The stream events after `started`, in the order they were sent live.
-    events: list[tuple[str, dict]] = field(default_factory=list)
+    events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     _sent_outcomes: set[int] = field(default_factory=set)
 
     def step(self, name: str, started: float, **details: object) -> None:
@@ -93,7 +95,12 @@ class Trace:
             {"step": name, "ms": round((time.perf_counter() - started) * 1000, 2), **details}
         )
 
-    def emit(self, ctx: "RunContext", event: tuple[str, dict], outcome: dict | None = None) -> None:
+    def emit(
+        self,
+        ctx: "RunContext",
+        event: tuple[str, dict[str, Any]],
+        outcome: dict[str, Any] | None = None,
+    ) -> None:
         """Send one event live, numbered as it will be stored."""
         self.events.append(event)
         if outcome is not None:
@@ -102,7 +109,7 @@ class Trace:
         ctx.events.event(run_id=ctx.run.pk, generation=ctx.generation.number,
                          seq=len(self.events) + 1, name=name, data=data)  # fmt: skip
 
-    def stream_events(self) -> list[tuple[str, dict]]:
+    def stream_events(self) -> list[tuple[str, dict[str, Any]]]:
         """What a replay shows after `started`: the events as sent live, then the tool
         outcomes that were never sent (a recheck's, a failure's)."""
         unsent = [o for o in self.outcomes if id(o) not in self._sent_outcomes]
@@ -138,13 +145,15 @@ class Ending:
 
     kind: str | None  # "answer" | "refusal" | None
     text: str
-    evidence: dict  # status, answer_status, sources, outcomes (the policy is added)
-    quality: dict
-    citations: tuple[dict, ...] = ()
-    cards: tuple[dict, ...] = ()
+    evidence: dict[str, Any]  # status, answer_status, sources, outcomes (the policy is added)
+    quality: dict[str, Any]
+    citations: tuple[dict[str, Any], ...] = ()
+    cards: tuple[dict[str, Any], ...] = ()
     selected: tuple[SelectedFact, ...] = ()
     extra: tuple[tuple[str, object], ...] = ()  # inspection output: ("plan", …) or ("results", …)
-    world_claims: tuple[dict, ...] = ()  # a comparison's claims, for the asker's world model
+    world_claims: tuple[
+        dict[str, Any], ...
+    ] = ()  # a comparison's claims, for the asker's world model
 
 
 @dataclass(frozen=True)
@@ -187,7 +196,7 @@ def plan_broaden(plan: Plan, round_number: int) -> Plan:
     return replace(plan, searches=[search] if search else plan.searches, dataset_queries=[])
 
 
-def tools_step(ctx: RunContext, trace: Trace, plan: Plan, round_number: int) -> list:
+def tools_step(ctx: RunContext, trace: Trace, plan: Plan, round_number: int) -> list[CandidateFact]:
     """One round of the plan's tools; their outcomes go to the trace and, live, to the
     event sink. Returns the recorded candidate facts."""
     started = time.perf_counter()
@@ -216,7 +225,7 @@ def term_weights(ctx: RunContext, plan: Plan) -> TermWeights:
     return TermWeights(by_stem, documents)
 
 
-def select_step(ctx: RunContext, trace: Trace, plan: Plan, found: list) -> Selection:
+def select_step(ctx: RunContext, trace: Trace, plan: Plan, found: list[CandidateFact]) -> Selection:
     """Selection → validation → support judgement, at most SELECTION_ATTEMPTS times.
 
     A selection failing validation is rejected whole (SPEC §1.3); quotes the judge
@@ -229,7 +238,7 @@ def select_step(ctx: RunContext, trace: Trace, plan: Plan, found: list) -> Selec
     rejected: tuple[Rejection, ...] = ()
     best: Support | None = None
     issues: list[str] = []
-    judged: dict = {}
+    judged: dict[JudgeItem, float] = {}
     attempts = 0
     for attempt in range(SELECTION_ATTEMPTS):
         started = time.perf_counter()
@@ -463,7 +472,7 @@ def gathered_decision(ctx: RunContext, trace: Trace, gathered: Gathered) -> Deci
         unanswered_parts=len(support.unanswered) if support is not None and selected else 0,
     )
     if not judgement.publish:
-        ending = abstention(ctx, trace, judgement.explanation, judgement=judgement, issues=issues)
+        ending = abstention(ctx, trace, judgement.refusal, judgement=judgement, issues=issues)
     else:
         ending = answered(ctx, trace, selected, judgement, issues)
     return Decision(ending, found, gathered.attempts, issues)
@@ -477,7 +486,7 @@ def unsupported(ctx: RunContext, trace: Trace, prerequisite: str) -> Ending:
 # --- the response and its sealing ----------------------------------------------------
 
 
-def response_body(ctx: RunContext, trace: Trace, decision: Decision) -> dict:
+def response_body(ctx: RunContext, trace: Trace, decision: Decision) -> dict[str, Any]:
     """The response body (SPEC §5) of an ending: the one builder of every body."""
     ending = decision.ending
     body = {
@@ -522,7 +531,7 @@ def seal(
     decision: Decision,
     *,
     recheck: Callable[[], str | None] | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """Publish a decision (answer_publish: one transaction) and return its sealed body.
     A comparison's claims enter the asker's world model in that transaction."""
     ending = decision.ending
@@ -555,7 +564,7 @@ def seal(
     return body
 
 
-def execute(ctx: RunContext, trace: Trace) -> dict:
+def execute(ctx: RunContext, trace: Trace) -> dict[str, Any]:
     """Decide, then seal: an answer is rechecked inside the publication transaction and
     a refused recheck seals the access-failure text instead."""
     ctx.events.started(run_id=ctx.run.pk, generation=ctx.generation.number)
@@ -591,11 +600,11 @@ def _world_model_writer(ctx: RunContext, ending: Ending) -> Callable[[], None] |
     return write
 
 
-def _tool_status(outcomes: list[dict]) -> str:
+def _tool_status(outcomes: list[dict[str, Any]]) -> str:
     return "available" if any(o["code"] == "matched" for o in outcomes) else "absent"
 
 
-def _raw(fact: CandidateFact) -> dict:
+def _raw(fact: CandidateFact) -> dict[str, Any]:
     return {
         "fact_id": fact.fact_id,
         "kind": fact.kind,

@@ -8,6 +8,7 @@ programming error, not something the model can exploit.
 """
 
 import json
+from typing import Any
 
 from answers.pipeline.llm import PROVIDER_MALFORMED, Completion, ProviderError
 
@@ -15,7 +16,7 @@ _KNOWN = {"type", "properties", "required", "additionalProperties", "items", "mi
           "maxItems", "maxLength", "minLength", "enum", "minimum", "maximum"}  # fmt: skip
 
 
-def obj(**properties: dict) -> dict:
+def obj(**properties: dict[str, Any]) -> dict[str, Any]:
     return {
         "type": "object",
         "properties": properties,
@@ -24,26 +25,31 @@ def obj(**properties: dict) -> dict:
     }
 
 
-def array(items: dict, *, min_items: int = 0, max_items: int) -> dict:
+def array(items: dict[str, Any], *, min_items: int = 0, max_items: int) -> dict[str, Any]:
     return {"type": "array", "items": items, "minItems": min_items, "maxItems": max_items}
 
 
-def string(*, max_length: int, min_length: int = 0) -> dict:
+def string(*, max_length: int, min_length: int = 0) -> dict[str, Any]:
     return {"type": "string", "minLength": min_length, "maxLength": max_length}
 
 
-def enum(values: list[str]) -> dict:
+def enum(values: list[str]) -> dict[str, Any]:
     return {"type": "string", "enum": list(values)}
 
 
-def integer(*, minimum: int = 0, maximum: int | None = None, nullable: bool = False) -> dict:
-    schema: dict = {"type": ["integer", "null"] if nullable else "integer", "minimum": minimum}
+def integer(
+    *, minimum: int = 0, maximum: int | None = None, nullable: bool = False
+) -> dict[str, Any]:
+    schema: dict[str, Any] = {
+        "type": ["integer", "null"] if nullable else "integer",
+        "minimum": minimum,
+    }
     if maximum is not None:
         schema["maximum"] = maximum
     return schema
 
 
-def conforms(value: object, schema: dict) -> bool:
+def conforms(value: object, schema: dict[str, Any]) -> bool:
     unknown = set(schema) - _KNOWN
     if unknown:
         raise ValueError(f"unsupported schema keywords: {sorted(unknown)}")
@@ -78,7 +84,7 @@ def conforms(value: object, schema: dict) -> bool:
     raise ValueError(f"unsupported schema type {kind!r}")
 
 
-def structured_parse(completion: Completion, schema: dict) -> dict:
+def structured_parse(completion: Completion, schema: dict[str, Any]) -> dict[str, Any]:
     """The completion's JSON if it is complete and matches the schema exactly; otherwise
     ProviderError(provider_malformed). A body cut off by `max_tokens` is malformed even
     when what arrived happens to parse."""
@@ -88,6 +94,6 @@ def structured_parse(completion: Completion, schema: dict) -> dict:
         value = json.loads(completion.content)
     except ValueError:
         raise ProviderError(PROVIDER_MALFORMED) from None
-    if not conforms(value, schema):
+    if not conforms(value, schema) or not isinstance(value, dict):  # every schema is an object
         raise ProviderError(PROVIDER_MALFORMED)
     return value

@@ -1,12 +1,14 @@
 """Every sentence koinon writes itself. Translated with Django i18n (en, de, fr, ja)."""
 
+from collections.abc import Callable
+
 from django.utils import translation
 from django.utils.translation import gettext as _
 
 LANGUAGES = ("en", "de", "fr", "ja")
 
 
-def _in(language: str, make: callable) -> str:
+def _in(language: str, make: Callable[[], object]) -> str:
     with translation.override(language):
         return str(make())
 

@@ -2,8 +2,9 @@
 
 import hashlib
 import json
+from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import QuerySet
 
 from answers.models import AnswerRun, CandidateFact
 from answers.pipeline.planner import DatasetInfo, Plan, searches_for
@@ -11,7 +12,8 @@ from answers.pipeline.policy import IMPLEMENTED_TOOLS, EvidencePolicy
 from answers.pipeline.providers import CandidateView
 from answers.pipeline.restrictions import Restriction, restrictions_named, restrictions_unmet
 from core.errors import ApiError
-from datasets.models import DatasetSnapshot
+from core.types import User
+from datasets.models import Dataset, DatasetSnapshot
 from datasets.selectors import datasets_visible_to, snapshot_get_for_user
 from datasets.services import governed_query_facts, governed_query_run, snapshot_dictionary
 from knowledge.models import Document, Extraction, ExtractionStatus
@@ -20,17 +22,22 @@ from knowledge.retrieval import RETRIEVAL_TOOLS, retrieve
 DEPTH = {"quick": 3, "ask": 5, "agent": 5, "pro": 8, "deep": 12, "debug": 5, "raw": 10, "plan": 0}
 
 
-def _queryable_datasets(*, user: AbstractBaseUser, space_ids: list[int]):
+def _queryable_datasets(*, user: User, space_ids: list[int]) -> QuerySet[Dataset]:
     """Datasets in scope that the user may read and that have a snapshot to query."""
     datasets = datasets_visible_to(user=user).filter(current_snapshot__isnull=False)
     return datasets.filter(space_id__in=space_ids) if space_ids else datasets
 
 
-def visible_datasets(*, user: AbstractBaseUser, space_ids: list[int]) -> list[DatasetInfo]:
+def visible_datasets(*, user: User, space_ids: list[int]) -> list[DatasetInfo]:
     datasets = _queryable_datasets(user=user, space_ids=space_ids).select_related(
         "current_snapshot"
     )
-    return [dataset_info(d.current_snapshot, name=d.name) for d in datasets]
+    # Every one has a snapshot (_queryable_datasets); the test narrows the type.
+    return [
+        dataset_info(d.current_snapshot, name=d.name)
+        for d in datasets
+        if d.current_snapshot is not None
+    ]
 
 
 def dataset_info(snapshot: DatasetSnapshot, *, name: str = "") -> DatasetInfo:
@@ -50,16 +57,16 @@ def _sha(payload: object) -> str:
 
 
 def run_tools(
-    *, run: AnswerRun, user: AbstractBaseUser, plan: Plan, policy: EvidencePolicy, mode: str
-) -> tuple[list[CandidateFact], list[dict]]:
+    *, run: AnswerRun, user: User, plan: Plan, policy: EvidencePolicy, mode: str
+) -> tuple[list[CandidateFact], list[dict[str, Any]]]:
     """Run every allowed tool for the plan; record candidates with stable fact ids.
 
     Returns (candidates, outcomes). Several outcomes per tool are kept (one per search):
     a later success never erases an earlier failure.
     """
-    outcomes: list[dict] = []
+    outcomes: list[dict[str, Any]] = []
     retrieval_tools = tuple(t for t in RETRIEVAL_TOOLS if t in policy.allowed_tools)
-    passages: dict[int, dict] = {}
+    passages: dict[int, dict[str, Any]] = {}
     if retrieval_tools:
         for index, search, _ in plan.queries():
             result = retrieve(
@@ -147,8 +154,8 @@ def run_tools(
 
 
 def _dataset_tool(
-    *, run: AnswerRun, user: AbstractBaseUser, plan: Plan, first_number: int
-) -> tuple[list, list]:
+    *, run: AnswerRun, user: User, plan: Plan, first_number: int
+) -> tuple[list[CandidateFact], list[dict[str, Any]]]:
     if not plan.dataset_queries:
         queryable = _queryable_datasets(user=user, space_ids=run.space_ids).exists()
         code = "no_relevant_hit" if queryable else "empty_corpus"
@@ -161,7 +168,8 @@ def _dataset_tool(
                 "retryable": False,
             }
         ]
-    facts, outcomes = [], []
+    facts: list[CandidateFact] = []
+    outcomes: list[dict[str, Any]] = []
     for planned in plan.dataset_queries:
         # The plan is a provider's output: its snapshot id is read through the selector
         # (missing and hidden alike: nothing found).
@@ -223,7 +231,9 @@ def _dataset_tool(
     return facts, outcomes
 
 
-def restrictions_missing(plan: Plan, planned: dict, dataset: DatasetInfo) -> list[Restriction]:
+def restrictions_missing(
+    plan: Plan, planned: dict[str, Any], dataset: DatasetInfo
+) -> list[Restriction]:
     """The restrictions the question names for this query's part that its SQL lacks.
 
     Read again from the question (whoever planned the SQL): the part's own words, and the

@@ -3,6 +3,7 @@ selection: a valid half of a mixed selection is never published."""
 
 import json
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 from django.db import connection
@@ -52,14 +53,15 @@ def selection_parse(raw: object, candidates: list[CandidateFact]) -> list[Select
     for item in items:
         if not isinstance(item, dict) or not set(item) <= {"fact_id", "start", "end"}:
             raise SelectionRejected("selection_unexpected_content")  # e.g. added prose
-        fact = by_id.get(item.get("fact_id"))
+        fact_id = item.get("fact_id")
+        fact = by_id.get(fact_id) if isinstance(fact_id, str) else None
         if fact is None:
             raise SelectionRejected("selection_unknown_fact")
         start, end = item.get("start"), item.get("end")
         if (start is None) != (end is None):
             raise SelectionRejected("selection_bad_span")
         if start is not None:
-            if fact.kind != "quote" or not all(type(v) is int for v in (start, end)):
+            if fact.kind != "quote" or type(start) is not int or type(end) is not int:
                 raise SelectionRejected("selection_bad_span")
             if not 0 <= start < end <= len(fact.text):
                 raise SelectionRejected("selection_span_outside_candidate")
@@ -120,7 +122,7 @@ def quotes_secondary_failures(selected: list[SelectedFact]) -> set[int]:
     one SQL statement. A comparison judges its stances one by one with it."""
     if not selected:
         return set()
-    parameters = [
+    parameters: list[list[Any] | float] = [
         [s.fact.source["revision_id"] for s in selected],
         [s.fact.source["extraction_id"] for s in selected],
         [normalised_key(s.quote) for s in selected],
