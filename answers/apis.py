@@ -22,6 +22,7 @@ from answers.streaming import (
 )
 from core.errors import NotFoundError
 from core.models import ApiKey
+from core.types import request_user
 
 _TOOL = {
     "type": "object",
@@ -154,7 +155,9 @@ def _stream(
     # streams would hold a thousand connections. The stream reads with short-lived ones.
     connection.close()
     response = StreamingHttpResponse(
-        event_stream(user=request.user, run_id=run_id, cursor=cursor, version=version, first=first),
+        event_stream(
+            user=request_user(request), run_id=run_id, cursor=cursor, version=version, first=first
+        ),
         content_type="text/event-stream",
     )
     for name, value in stream_response_headers().items():
@@ -193,12 +196,13 @@ class AnswerApi(APIView):
         api_key = request.auth if isinstance(request.auth, ApiKey) else None
         origin = request_origin(request)
         if answer_request.stream:
-            run = answer_stream_start(user=request.user, request=answer_request, api_key=api_key,
-                                      origin=origin)  # fmt: skip
+            run = answer_stream_start(
+                user=request_user(request), request=answer_request, api_key=api_key, origin=origin
+            )
             version = answer_request.stream_version
             first, cursor = started_frame(run.pk, version)
             return _stream(request, run.pk, cursor, version, first)
-        body = answer_create(user=request.user, request=answer_request, api_key=api_key,
+        body = answer_create(user=request_user(request), request=answer_request, api_key=api_key,
                              origin=origin)  # fmt: skip
         return Response(body)
 
@@ -244,7 +248,7 @@ class RunRetryApi(APIView):
         if run.mode == "debug" and not request.user.is_staff:
             raise PermissionDenied("Debug mode is for staff.")
         api_key = request.auth if isinstance(request.auth, ApiKey) else None
-        return Response(answer_retry(user=request.user, run=run, api_key=api_key))
+        return Response(answer_retry(user=request_user(request), run=run, api_key=api_key))
 
 
 class RunAuditApi(APIView):

@@ -131,9 +131,7 @@ def _day(instant: str) -> date:
     return parsed.astimezone(UTC).date() if parsed is not None else date.min
 
 
-def source_visibility(
-    *, user: UserOrAnonymous, sources: list[dict]
-) -> Callable[[dict], bool]:
+def source_visibility(*, user: UserOrAnonymous, sources: list[dict]) -> Callable[[dict], bool]:
     """Whether each of these source references is visible to the user now."""
     return source_states(user=user, sources=sources).visible
 

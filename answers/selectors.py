@@ -66,9 +66,7 @@ def conversations_listed(
     return found
 
 
-def conversation_get_for_user(
-    *, user: UserOrAnonymous, conversation_id: object
-) -> Conversation:
+def conversation_get_for_user(*, user: UserOrAnonymous, conversation_id: object) -> Conversation:
     """The user's own conversation; NotFoundError whether missing or someone else's."""
     pk = object_id_parse(conversation_id)
     conversation = conversations_of(user=user).filter(pk=pk).first() if pk else None

@@ -173,9 +173,7 @@ def audit_record(
     audit.save()
 
 
-def _audit_create(
-    *, run_id: UUID, plan: dict, generation: dict, memories: list[dict]
-) -> bool:
+def _audit_create(*, run_id: UUID, plan: dict, generation: dict, memories: list[dict]) -> bool:
     """Insert the run's audit unless it exists (a later generation's): whether it did."""
     fields = {name: AnswerAudit._meta.get_field(name) for name in ("run", "plan", "generations",
               "memories_used")}  # fmt: skip

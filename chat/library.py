@@ -19,6 +19,7 @@ from django.views.decorators.http import require_GET, require_POST
 from chat.presenters import file_state
 from chat.views import _not_found_is_404, _page
 from core.errors import ApiError, ForbiddenError, NotFoundError
+from core.types import request_user
 from knowledge.documents import document_change_check, document_upload
 from knowledge.erasure import ERASE_REASON_MAX, revision_erase
 from knowledge.extraction import SUPPORTED_TYPES, UPLOAD_ACCEPT
@@ -47,7 +48,7 @@ def _space_page(request: HttpRequest, space: Space, status: int = 200) -> HttpRe
     context = {
         "space": space,
         "documents": documents,
-        "can_manage": space_can_manage(user=request.user, space=space),
+        "can_manage": space_can_manage(user=request_user(request), space=space),
         "supported_types": SUPPORTED_TYPES,
         "accept": UPLOAD_ACCEPT,
         "reason_max": WITHDRAW_REASON_MAX,
@@ -61,7 +62,7 @@ def _space_page(request: HttpRequest, space: Space, status: int = 200) -> HttpRe
 def spaces(request: HttpRequest) -> HttpResponse:
     """The spaces the user may read, with their role in each."""
     rows = [
-        {"space": space, "role": space_role_of(user=request.user, space=space)}
+        {"space": space, "role": space_role_of(user=request_user(request), space=space)}
         for space in spaces_visible_to(user=request.user).order_by("name")
     ]
     return _page(request, "chat/spaces.html", {"rows": rows})
@@ -95,7 +96,7 @@ def space_upload(request: HttpRequest, space_id: int) -> HttpResponse:
     if request.POST.get("document"):
         document = document_get_for_user(user=request.user, document_id=request.POST["document"])
     try:
-        document_change_check(user=request.user, space=space, document=document)
+        document_change_check(user=request_user(request), space=space, document=document)
     except ForbiddenError as error:
         return _refused(request, space, error)
     uploads = request.FILES.getlist("file")
@@ -108,8 +109,13 @@ def space_upload(request: HttpRequest, space_id: int) -> HttpResponse:
     outcomes = []
     for upload in uploads:
         try:
-            result = document_upload(user=request.user, filename=upload.name, data=upload.read(),
-                                     space=space, document=document)  # fmt: skip
+            result = document_upload(
+                user=request_user(request),
+                filename=upload.name,
+                data=upload.read(),
+                space=space,
+                document=document,
+            )
         except ApiError as error:
             # 503 `extraction_delayed` included: the file is stored, the sweeper queues it.
             outcomes.append({"name": upload.name, "ok": False, "code": error.error_code,
@@ -167,7 +173,7 @@ def document_withdraw_view(request: HttpRequest, space_id: int, document_id: int
     reason = (request.POST.get("reason") or "")[:WITHDRAW_REASON_MAX]
 
     def withdraw(document) -> None:
-        document_withdraw(user=request.user, document=document, reason=reason)
+        document_withdraw(user=request_user(request), document=document, reason=reason)
         messages.info(request, _("“%(title)s” is withdrawn: it is no longer searched or quoted.")
                       % {"title": document.title})  # fmt: skip
 
@@ -179,7 +185,7 @@ def document_withdraw_view(request: HttpRequest, space_id: int, document_id: int
 @_not_found_is_404
 def document_restore_view(request: HttpRequest, space_id: int, document_id: int) -> HttpResponse:
     def restore(document) -> None:
-        document_restore(user=request.user, document=document)
+        document_restore(user=request_user(request), document=document)
         messages.info(request, _("“%(title)s” is restored: it is searched and quoted again.")
                       % {"title": document.title})  # fmt: skip
 
@@ -194,7 +200,7 @@ def document_erase_view(request: HttpRequest, space_id: int, document_id: int) -
 
     def erase(document) -> None:
         revision = revision_of_document(document=document, revision_id=request.POST.get("revision"))
-        revision_erase(user=request.user, document=document, revision=revision,
+        revision_erase(user=request_user(request), document=document, revision=revision,
                        reason=request.POST.get("reason") or "")  # fmt: skip
         messages.info(request, _("“%(title)s”, revision %(number)s: its text is erased for good.")
                       % {"title": document.title, "number": revision.number})  # fmt: skip

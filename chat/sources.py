@@ -66,9 +66,7 @@ class QuoteSource:
         return tuple(INVISIBLE.sub("", part) for part in parts)
 
 
-def quote_source(
-    *, user: User, run: AnswerRun, generation: int, number: int
-) -> QuoteSource:
+def quote_source(*, user: User, run: AnswerRun, generation: int, number: int) -> QuoteSource:
     """Citation `number` of the run's sealed `generation`, inside its text, as `user` may
     read it now; NotFoundError for anything they may not see or that is not a quote.
 
@@ -118,9 +116,7 @@ def quote_source(
     )
 
 
-def quote_page_image(
-    *, user: User, run: AnswerRun, generation: int, number: int
-) -> bytes:
+def quote_page_image(*, user: User, run: AnswerRun, generation: int, number: int) -> bytes:
     """The PDF page of citation `number`, its quote's lines marked, read through the same
     checks as `quote_source`; NotFoundError when there is no page to show (not a PDF, no
     page in the locator, or the page cannot be rendered)."""

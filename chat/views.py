@@ -41,6 +41,7 @@ from conversations.services import (
 )
 from conversations.services import conversation_get_for_user as conversation_readable
 from core.errors import ApiError, NotFoundError
+from core.types import request_user
 from knowledge.documents import document_upload
 from knowledge.selectors import private_files_of, spaces_curated_by, spaces_visible_to
 from memory.services import (
@@ -92,7 +93,9 @@ def _sidebar(request: HttpRequest) -> dict:
     every_origin = request.GET.get("origin") == "all"
     words = request.GET.get("q", "")[:200]
     listed = conversations_listed(user=request.user, every_origin=every_origin, words=words)
-    shared = conversations_visible_to(user=request.user).exclude(user_id=request.user.pk)
+    shared = conversations_visible_to(user=request_user(request)).exclude(
+        user_id=request_user(request).pk
+    )
     return {
         "conversations": list(listed[:100]),
         "shared": list(shared.select_related("user")[:50]),
@@ -123,13 +126,13 @@ def _ask(request: HttpRequest, form: AskForm, conversation: Conversation | None)
         }
     )
     if values["live"]:
-        run = answer_stream_start(user=request.user, request=answer_request,
+        run = answer_stream_start(user=request_user(request), request=answer_request,
                                   origin=Conversation.Origin.CHAT)  # fmt: skip
         run_id = run.pk
         target = reverse("chat:conversation", args=[run.conversation_id])
         return redirect(f"{target}?live={run_id}#run-{run_id}")
     try:
-        run_id = answer_create(user=request.user, request=answer_request,
+        run_id = answer_create(user=request_user(request), request=answer_request,
                                origin=Conversation.Origin.CHAT)["run_id"]  # fmt: skip
     except RunFailed as failed:
         run_id = failed.run_id  # the page shows the failed run with its notice
@@ -145,7 +148,7 @@ def _form_error(request: HttpRequest, error: ApiError) -> None:
 @require_http_methods(["GET", "POST"])
 def home(request: HttpRequest) -> HttpResponse:
     """The conversation list and the box for a new question (with its source picker)."""
-    form = AskForm(request.POST or None, user=request.user)
+    form = AskForm(request.POST or None, user=request_user(request))
     status = 200
     if request.method == "POST":
         if form.is_valid():
@@ -167,15 +170,15 @@ def conversation(request: HttpRequest, conversation_id: int) -> HttpResponse:
     """The messages in order, the question box and the conversation's source picker; a
     conversation shared with the user is shown read-only (its answers as the boundary
     lets this reader see them)."""
-    item = conversation_readable(user=request.user, conversation_id=conversation_id)
+    item = conversation_readable(user=request_user(request), conversation_id=conversation_id)
     owned = item.user_id == request.user.pk
     if request.method == "POST" and not owned:
         raise Http404()
-    form = AskForm(request.POST or None, user=request.user)
+    form = AskForm(request.POST or None, user=request_user(request))
     status = 200
     if request.method == "POST":
         if form.is_valid() and form.cleaned_data["action"] == "save":
-            conversation_sources_set(user=request.user, conversation=item,
+            conversation_sources_set(user=request_user(request), conversation=item,
                                      space_ids=form.cleaned_data["spaces"],
                                      file_ids=form.cleaned_data["files"])  # fmt: skip
             messages.success(request, _("Selection saved."))
@@ -193,7 +196,9 @@ def conversation(request: HttpRequest, conversation_id: int) -> HttpResponse:
         **_sidebar(request),
         "conversation": item,
         "owned": owned,
-        "runs": run_views(user=request.user, runs=list(conversation_runs(conversation=item))),
+        "runs": run_views(
+            user=request_user(request), runs=list(conversation_runs(conversation=item))
+        ),
         "live": live,
         "form": form,
         "rename_form": RenameForm(initial={"title": item.title}),
@@ -238,7 +243,7 @@ def answer_fragment(request: HttpRequest, run_id: str) -> HttpResponse:
     """The sealed answer of the run's current generation, for the page's script to show
     after the `completed` (or `failed`) event."""
     run = run_get_for_user(user=request.user, run_id=run_id)
-    [view] = run_views(user=request.user, runs=[run]) or [None]
+    [view] = run_views(user=request_user(request), runs=[run]) or [None]
     if view is None:
         raise Http404()
     return render(request, "chat/_run_answers.html", {"item": view, "owned": True})
@@ -249,7 +254,7 @@ def answer_fragment(request: HttpRequest, run_id: str) -> HttpResponse:
 @_not_found_is_404
 def receipt(request: HttpRequest, run_id: str, generation: int) -> HttpResponse:
     run = run_get_for_user(user=request.user, run_id=run_id)
-    context = receipt_view(user=request.user, run=run, generation=generation)
+    context = receipt_view(user=request_user(request), run=run, generation=generation)
     if context is None:
         raise Http404()
     return _page(request, "chat/receipt.html", context)
@@ -261,8 +266,8 @@ def receipt(request: HttpRequest, run_id: str, generation: int) -> HttpResponse:
 def source(request: HttpRequest, run_id: str, generation: int, number: int) -> HttpResponse:
     """A quotation inside the text it was checked against (chat.sources), for the run's
     owner and whoever the conversation is shared with."""
-    run = run_get_for_reader(user=request.user, run_id=run_id)
-    found = quote_source(user=request.user, run=run, generation=generation, number=number)
+    run = run_get_for_reader(user=request_user(request), run_id=run_id)
+    found = quote_source(user=request_user(request), run=run, generation=generation, number=number)
     return _page(request, "chat/source.html", {"source": found})
 
 
@@ -271,8 +276,10 @@ def source(request: HttpRequest, run_id: str, generation: int, number: int) -> H
 @_not_found_is_404
 def source_page(request: HttpRequest, run_id: str, generation: int, number: int) -> HttpResponse:
     """A PDF citation's page as an image with the quote's lines marked."""
-    run = run_get_for_reader(user=request.user, run_id=run_id)
-    png = quote_page_image(user=request.user, run=run, generation=generation, number=number)
+    run = run_get_for_reader(user=request_user(request), run_id=run_id)
+    png = quote_page_image(
+        user=request_user(request), run=run, generation=generation, number=number
+    )
     response = HttpResponse(png, content_type="image/png")
     response["Cache-Control"] = "private, no-store"  # document text, as the page itself
     return response
@@ -285,7 +292,7 @@ def regenerate(request: HttpRequest, run_id: str) -> HttpResponse:
     """Generation n+1 of the run; earlier generations stay on the page as such."""
     run = run_get_for_user(user=request.user, run_id=run_id)
     try:
-        answer_retry(user=request.user, run=run)
+        answer_retry(user=request_user(request), run=run)
     except RunFailed:
         pass  # the run's page shows the failed generation with its notice
     except ApiError as error:
@@ -316,7 +323,7 @@ def file_upload(request: HttpRequest) -> HttpResponse:
     upload = form.cleaned_data["file"]
     try:
         result = document_upload(
-            user=request.user, filename=upload.name, data=upload.read(), private=True
+            user=request_user(request), filename=upload.name, data=upload.read(), private=True
         )
     except ApiError as error:
         # 503 `extraction_delayed`: the file is stored and the sweeper queues it later.
@@ -328,7 +335,7 @@ def file_upload(request: HttpRequest) -> HttpResponse:
     document = result.document
     if item is not None:
         spaces, files = conversation_selection(conversation_id=item.pk)
-        conversation_sources_set(user=request.user, conversation=item, space_ids=spaces,
+        conversation_sources_set(user=request_user(request), conversation=item, space_ids=spaces,
                                  file_ids=files | {document.pk})  # fmt: skip
     if wants_json:
         document = _file_with_extractions(request, document.pk)
@@ -368,7 +375,7 @@ def remember(request: HttpRequest, run_id: str) -> HttpResponse:
     """Remember the run's sealed answer in personal memory (its quotes and sources)."""
     run = run_get_for_user(user=request.user, run_id=run_id)
     try:
-        fact_remember(user=request.user, run=run, scope="personal")
+        fact_remember(user=request_user(request), run=run, scope="personal")
         messages.success(request, _("Remembered. It will steer later searches; answers still "
                                     "come from fresh reads of the sources."))  # fmt: skip
     except ApiError as error:
@@ -382,13 +389,13 @@ def remember(request: HttpRequest, run_id: str) -> HttpResponse:
 def memory(request: HttpRequest) -> HttpResponse:
     """The user's memory (and the project memory of spaces they curate): list, add a
     correction, revoke."""
-    form = CorrectionForm(request.POST or None, user=request.user)
+    form = CorrectionForm(request.POST or None, user=request_user(request))
     status = 200
     if request.method == "POST":
         if form.is_valid():
             try:
                 values = form.cleaned_data
-                correction_create(user=request.user, text=values["text"], scope="personal",
+                correction_create(user=request_user(request), text=values["text"], scope="personal",
                                   space_id=values["space"])  # fmt: skip
                 messages.success(request, _("Correction saved."))
                 return redirect("chat:memory")
@@ -397,8 +404,8 @@ def memory(request: HttpRequest) -> HttpResponse:
                 status = error.status_code
         else:
             status = 422
-    entries = memory_entries_visible_to(user=request.user).select_related("user", "space")
-    shown = memory_entries_shown(user=request.user, entries=list(entries[:200]))
+    entries = memory_entries_visible_to(user=request_user(request)).select_related("user", "space")
+    shown = memory_entries_shown(user=request_user(request), entries=list(entries[:200]))
     context = {"entries": shown, "form": form}
     return _page(request, "chat/memory.html", context, status)
 
@@ -407,7 +414,7 @@ def memory(request: HttpRequest) -> HttpResponse:
 @require_POST
 @_not_found_is_404
 def memory_revoke_view(request: HttpRequest, entry_id: int) -> HttpResponse:
-    entry = memory_entry_get_for_user(user=request.user, entry_id=entry_id)
-    memory_revoke(user=request.user, entry=entry)
+    entry = memory_entry_get_for_user(user=request_user(request), entry_id=entry_id)
+    memory_revoke(user=request_user(request), entry=entry)
     messages.success(request, _("Revoked: it is not used again."))
     return redirect("chat:memory")

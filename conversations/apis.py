@@ -33,6 +33,7 @@ from conversations.services import (
 from core.inputs import ObjectIdField, StrictSerializer
 from core.pagination import Pagination
 from core.schema import CONFLICT, PAGE_PARAMETERS, paginated
+from core.types import request_user
 from knowledge.curation_apis import ProposalOutput
 
 
@@ -116,8 +117,9 @@ class ConversationListCreateApi(APIView):
     )
     def get(self, request: Request) -> Response:
         paginator = Pagination()
-        page = paginator.paginate_queryset(conversations_visible_to(user=request.user), request,
-                                           self)  # fmt: skip
+        page = paginator.paginate_queryset(
+            conversations_visible_to(user=request_user(request)), request, self
+        )
         data = [_conversation_data(c, request.user) for c in page]
         return paginator.get_paginated_response(ConversationOutput(data, many=True).data)
 
@@ -129,8 +131,9 @@ class ConversationListCreateApi(APIView):
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        conversation = conversation_create(user=request.user, origin=request_origin(request),
-                                           **data.validated_data)  # fmt: skip
+        conversation = conversation_create(
+            user=request_user(request), origin=request_origin(request), **data.validated_data
+        )
         return Response(ConversationOutput(_conversation_data(conversation, request.user)).data,
                         status=status.HTTP_201_CREATED)  # fmt: skip
 
@@ -150,8 +153,9 @@ class ConversationDetailApi(APIView):
         responses={200: ConversationOutput},
     )
     def patch(self, request: Request, conversation_id: str) -> Response:
-        conversation = conversation_get_for_user(user=request.user, conversation_id=conversation_id,
-                                                 owner=True)  # fmt: skip
+        conversation = conversation_get_for_user(
+            user=request_user(request), conversation_id=conversation_id, owner=True
+        )
         data = self.RenameSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         conversation_rename(conversation=conversation, title=data.validated_data["title"])
@@ -159,16 +163,21 @@ class ConversationDetailApi(APIView):
 
     @extend_schema(operation_id="conversations_delete", responses={204: None})
     def delete(self, request: Request, conversation_id: str) -> Response:
-        conversation = conversation_get_for_user(user=request.user, conversation_id=conversation_id,
-                                                 owner=True)  # fmt: skip
+        conversation = conversation_get_for_user(
+            user=request_user(request), conversation_id=conversation_id, owner=True
+        )
         conversation_delete(conversation=conversation)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(responses=ConversationDetailOutput)
     def get(self, request: Request, conversation_id: str) -> Response:
-        conversation = conversation_get_for_user(user=request.user, conversation_id=conversation_id)
+        conversation = conversation_get_for_user(
+            user=request_user(request), conversation_id=conversation_id
+        )
         data = _conversation_data(conversation, request.user)
-        data["messages"] = conversation_messages(user=request.user, conversation=conversation)
+        data["messages"] = conversation_messages(
+            user=request_user(request), conversation=conversation
+        )
         # Built by the service, documented by the serializer: a sealed body is returned
         # exactly as sealed (a serializer would drop keys it does not name).
         return Response(data)
@@ -183,9 +192,10 @@ class ConversationExportApi(APIView):
         },
     )
     def get(self, request: Request, conversation_id: str):
-        conversation = conversation_get_for_user(user=request.user, conversation_id=conversation_id,
-                                                 owner=True)  # fmt: skip
-        export = conversation_export(user=request.user, conversation=conversation)
+        conversation = conversation_get_for_user(
+            user=request_user(request), conversation_id=conversation_id, owner=True
+        )
+        export = conversation_export(user=request_user(request), conversation=conversation)
         if request.query_params.get("as") == "markdown":
             response = HttpResponse(export_markdown(export), content_type="text/markdown")
             response["Content-Disposition"] = (
@@ -205,8 +215,9 @@ class ShareListCreateApi(APIView):
         responses=paginated(ShareOutput, "SharePage"),
     )
     def get(self, request: Request, conversation_id: str) -> Response:
-        conversation = conversation_get_for_user(user=request.user, conversation_id=conversation_id,
-                                                 owner=True)  # fmt: skip
+        conversation = conversation_get_for_user(
+            user=request_user(request), conversation_id=conversation_id, owner=True
+        )
         paginator = Pagination()
         shares = conversation.shares.select_related("recipient")
         page = paginator.paginate_queryset(shares, request, self)
@@ -218,11 +229,12 @@ class ShareListCreateApi(APIView):
         responses={201: ShareOutput, **CONFLICT},
     )
     def post(self, request: Request, conversation_id: str) -> Response:
-        conversation = conversation_get_for_user(user=request.user, conversation_id=conversation_id,
-                                                 owner=True)  # fmt: skip
+        conversation = conversation_get_for_user(
+            user=request_user(request), conversation_id=conversation_id, owner=True
+        )
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        share = share_create(user=request.user, conversation=conversation,
+        share = share_create(user=request_user(request), conversation=conversation,
                              username=data.validated_data["username"])  # fmt: skip
         return Response(ShareOutput(share).data, status=status.HTTP_201_CREATED)
 
@@ -230,8 +242,9 @@ class ShareListCreateApi(APIView):
 class ShareDeleteApi(APIView):
     @extend_schema(responses={204: None})
     def delete(self, request: Request, conversation_id: str, username: str) -> Response:
-        conversation = conversation_get_for_user(user=request.user, conversation_id=conversation_id,
-                                                 owner=True)  # fmt: skip
+        conversation = conversation_get_for_user(
+            user=request_user(request), conversation_id=conversation_id, owner=True
+        )
         share_delete(conversation=conversation, username=username)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -250,11 +263,12 @@ class IntentCreateApi(APIView):
         request={"application/json": InputSerializer}, responses={201: IntentOutput, **CONFLICT}
     )
     def post(self, request: Request, conversation_id: str) -> Response:
-        conversation = conversation_get_for_user(user=request.user, conversation_id=conversation_id,
-                                                 owner=True)  # fmt: skip
+        conversation = conversation_get_for_user(
+            user=request_user(request), conversation_id=conversation_id, owner=True
+        )
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        intent = intent_preview(user=request.user, conversation=conversation,
+        intent = intent_preview(user=request_user(request), conversation=conversation,
                                 **data.validated_data)  # fmt: skip
         return Response(IntentOutput(intent).data, status=status.HTTP_201_CREATED)
 
@@ -265,8 +279,8 @@ class IntentDetailApi(APIView):
         return Response(
             IntentOutput(
                 intent_shown(
-                    user=request.user,
-                    intent=intent_get_for_user(user=request.user, intent_id=intent_id),
+                    user=request_user(request),
+                    intent=intent_get_for_user(user=request_user(request), intent_id=intent_id),
                 )
             ).data
         )
@@ -278,6 +292,6 @@ class IntentProposalApi(APIView):
 
     @extend_schema(request=None, responses={201: ProposalOutput, **CONFLICT})
     def post(self, request: Request, intent_id: str) -> Response:
-        intent = intent_get_for_user(user=request.user, intent_id=intent_id)
-        proposal = intent_propose(user=request.user, intent=intent)
+        intent = intent_get_for_user(user=request_user(request), intent_id=intent_id)
+        proposal = intent_propose(user=request_user(request), intent=intent)
         return Response(ProposalOutput(proposal).data, status=status.HTTP_201_CREATED)

@@ -353,9 +353,7 @@ def _uuid(value: object) -> object:
 # --- shares --------------------------------------------------------------------------
 
 
-def share_create(
-    *, user: User, conversation: Conversation, username: str
-) -> ConversationShare:
+def share_create(*, user: User, conversation: Conversation, username: str) -> ConversationShare:
     """Share read-only with a named, active user. Precondition: the user's own
     conversation (selector). An unknown user is 404 like any missing thing."""
     recipient = (

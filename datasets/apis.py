@@ -9,6 +9,7 @@ from core.errors import NotFoundError
 from core.inputs import ObjectIdField
 from core.pagination import Pagination
 from core.schema import PAGE_PARAMETERS, paginated
+from core.types import request_user
 from datasets.models import Dataset, DatasetSnapshot, GovernedQuery
 from datasets.selectors import dataset_get_for_user, datasets_visible_to, snapshot_of
 from datasets.services import (
@@ -83,7 +84,7 @@ class DatasetListCreateApi(APIView):
         data.is_valid(raise_exception=True)
         values = data.validated_data
         space = space_get_for_user(user=request.user, space_id=values["space"])
-        if not space_can_manage(user=request.user, space=space):
+        if not space_can_manage(user=request_user(request), space=space):
             raise PermissionDenied("Only curators of this space add datasets to it.")
         dataset = None
         if "dataset" in values:
@@ -91,7 +92,7 @@ class DatasetListCreateApi(APIView):
             if dataset.space_id != space.pk:
                 raise NotFoundError("Dataset not found.")
         snapshot = dataset_upload(
-            user=request.user, space=space, filename=values["file"].name,
+            user=request_user(request), space=space, filename=values["file"].name,
             data=values["file"].read(), table=values["table"], dataset=dataset,
             name=values["name"],
         )  # fmt: skip
@@ -200,7 +201,7 @@ class DatasetQueryApi(APIView):
         data.is_valid(raise_exception=True)
         snapshot = snapshot_of(dataset=dataset, version=data.validated_data.get("snapshot"))
         query = governed_query_run(
-            user=request.user, snapshot=snapshot, sql=data.validated_data["sql"]
+            user=request_user(request), snapshot=snapshot, sql=data.validated_data["sql"]
         )
         body = QueryOutput(query).data
         body["label"] = "unverified"

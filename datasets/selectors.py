@@ -33,9 +33,7 @@ def snapshot_of(*, dataset: Dataset, version: object = None) -> DatasetSnapshot:
     return snapshot
 
 
-def snapshot_get_for_user(
-    *, user: UserOrAnonymous, snapshot_id: object
-) -> DatasetSnapshot | None:
+def snapshot_get_for_user(*, user: UserOrAnonymous, snapshot_id: object) -> DatasetSnapshot | None:
     """A snapshot of a dataset the user may read; None whether missing or hidden."""
     pk = object_id_parse(snapshot_id)
     if not pk:

@@ -122,9 +122,7 @@ def snapshot_dictionary(snapshot: DatasetSnapshot) -> dict[str, list[str]]:
     return snapshot.dictionary
 
 
-def governed_query_run(
-    *, user: User, snapshot: DatasetSnapshot, sql: str
-) -> GovernedQuery:
+def governed_query_run(*, user: User, snapshot: DatasetSnapshot, sql: str) -> GovernedQuery:
     """Execute allow-listed SQL natively on the snapshot and record it with its proof.
 
     Precondition, checked here too: the user may read the snapshot's dataset (NotFoundError

@@ -11,6 +11,7 @@ from django.utils.html import format_html, format_html_join
 from guardian.admin import GuardedModelAdmin
 
 from core.errors import ApiError
+from core.types import request_user
 from knowledge.curation import proposal_approve, proposal_reject
 from knowledge.documents import revision_retry_extraction
 from knowledge.erasure import ERASE_REASON_MAX, revision_erase
@@ -242,7 +243,7 @@ class DocumentRevisionAdmin(NoSaveButtons, CuratedAdmin):
         if request.method == "POST":
             try:
                 reason = request.POST.get("reason", "")
-                revision_erase(user=request.user, document=revision.document,
+                revision_erase(user=request_user(request), document=revision.document,
                                revision=revision, reason=reason)  # fmt: skip
             except ApiError as failure:
                 if failure.status_code == 403:
@@ -417,12 +418,14 @@ class KnowledgeProposalAdmin(NoSaveButtons, admin.ModelAdmin):
     ) -> None:
         try:
             if decision == "_approve":
-                version = proposal_approve(proposal_id=proposal.pk, curator=request.user, note=note)
+                version = proposal_approve(
+                    proposal_id=proposal.pk, curator=request_user(request), note=note
+                )
                 self.message_user(
                     request, f"Approved “{proposal.title}” as version {version.number}."
                 )
             else:
-                proposal_reject(proposal_id=proposal.pk, curator=request.user, note=note)
+                proposal_reject(proposal_id=proposal.pk, curator=request_user(request), note=note)
                 self.message_user(request, f"Rejected “{proposal.title}”.")
         except ApiError as error:
             self.message_user(request, f"“{proposal.title}”: {error.detail}", messages.ERROR)

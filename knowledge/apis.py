@@ -7,6 +7,7 @@ from rest_framework.views import APIView
 
 from core.pagination import Pagination
 from core.schema import PAGE_PARAMETERS, paginated
+from core.types import request_user
 from knowledge.models import Space
 from knowledge.selectors import (
     space_can_manage,
@@ -62,7 +63,7 @@ class SpaceDetailApi(APIView):
     def get(self, request: Request, space_id: str) -> Response:
         space = space_get_for_user(user=request.user, space_id=space_id)
         body = SpaceOutput(space).data
-        body["role"] = space_role_of(user=request.user, space=space)
+        body["role"] = space_role_of(user=request_user(request), space=space)
         return Response(body)
 
 
@@ -81,7 +82,7 @@ class MemberListOutput(serializers.Serializer):
 
 def _space_for_management(request: Request, space_id: str) -> Space:
     space = space_get_for_user(user=request.user, space_id=space_id)
-    if not space_can_manage(user=request.user, space=space):
+    if not space_can_manage(user=request_user(request), space=space):
         raise PermissionDenied("Only curators of this space manage its members.")
     return space
 

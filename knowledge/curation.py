@@ -98,9 +98,7 @@ def _locked_pending(proposal_id: int, curator: User) -> KnowledgeProposal:
     return proposal
 
 
-def proposal_approve(
-    *, proposal_id: int, curator: User, note: str = ""
-) -> KnowledgeVersion:
+def proposal_approve(*, proposal_id: int, curator: User, note: str = "") -> KnowledgeVersion:
     """Approve: create the entry's next immutable version, atomically.
 
     Raises CurationForbidden for a non-curator, ConflictError `not_pending`,

@@ -8,6 +8,7 @@ from core.errors import NotFoundError
 from core.inputs import ObjectIdField
 from core.pagination import Pagination
 from core.schema import PAGE_PARAMETERS, paginated
+from core.types import request_user
 from knowledge.curation import proposal_create
 from knowledge.models import KnowledgeEntry, KnowledgeProposal
 from knowledge.selectors import (
@@ -63,7 +64,7 @@ class ProposalListCreateApi(APIView):
             if entry is None:
                 raise NotFoundError("Knowledge entry not found.")
         proposal = proposal_create(
-            user=request.user, space=space, body=values["body"], title=values["title"],
+            user=request_user(request), space=space, body=values["body"], title=values["title"],
             reason=values["reason"], entry=entry,
         )  # fmt: skip
         return Response(ProposalOutput(proposal).data, status=status.HTTP_201_CREATED)

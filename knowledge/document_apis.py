@@ -15,6 +15,7 @@ from core.errors import GoneError, NotFoundError, PayloadTooLargeError
 from core.inputs import ObjectIdField
 from core.pagination import Pagination
 from core.schema import CONFLICT, PAGE_PARAMETERS, paginated
+from core.types import request_user
 from knowledge.documents import document_upload
 from knowledge.erasure import ERASE_REASON_MAX, revision_erase
 from knowledge.lifecycle import WITHDRAW_REASON_MAX, document_restore, document_withdraw
@@ -201,7 +202,7 @@ class DocumentListCreateApi(APIView):
         if "document" in values:
             document = document_get_for_user(user=request.user, document_id=values["document"])
         result = document_upload(
-            user=request.user,
+            user=request_user(request),
             filename=values["file"].name,
             data=values["file"].read(),
             space=space,
@@ -250,7 +251,7 @@ class DocumentWithdrawApi(APIView):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         document = document_withdraw(
-            user=request.user, document=document, reason=data.validated_data["reason"]
+            user=request_user(request), document=document, reason=data.validated_data["reason"]
         )
         return Response(DocumentDetailOutput(_with_revisions(document)).data)
 
@@ -261,7 +262,7 @@ class DocumentRestoreApi(APIView):
     @extend_schema(request=None, responses=DocumentDetailOutput)
     def post(self, request: Request, document_id: str) -> Response:
         document = document_get_for_user(user=request.user, document_id=document_id)
-        document = document_restore(user=request.user, document=document)
+        document = document_restore(user=request_user(request), document=document)
         return Response(DocumentDetailOutput(_with_revisions(document)).data)
 
 
@@ -280,7 +281,7 @@ class RevisionEraseApi(APIView):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         erasure = revision_erase(
-            user=request.user,
+            user=request_user(request),
             document=document,
             revision=revision,
             reason=data.validated_data["reason"],
@@ -359,7 +360,7 @@ class SearchApi(APIView):
         data.is_valid(raise_exception=True)
         values = data.validated_data
         result = retrieve(
-            user=request.user,
+            user=request_user(request),
             query=values["q"],
             tools=values["tools"],
             space_ids=values.get("space") or None,

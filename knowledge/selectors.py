@@ -178,7 +178,7 @@ def space_can_manage(*, user: User, space: Space) -> bool:
     )
 
 
-def space_can_curate(*, user: User, space: Space) -> bool:
+def space_can_curate(*, user: UserOrAnonymous, space: Space) -> bool:
     """Review proposals: curators of the space only (staff alone is not enough)."""
     return bool(user.is_active and user.is_superuser) or user.has_perm(
         "knowledge.curate_space", space
@@ -207,9 +207,7 @@ def documents_visible_to(*, user: UserOrAnonymous) -> QuerySet[Document]:
     )
 
 
-def documents_of_space(
-    *, user: UserOrAnonymous, space: Space
-) -> QuerySet[Document]:
+def documents_of_space(*, user: UserOrAnonymous, space: Space) -> QuerySet[Document]:
     """A visible space's documents, withdrawn ones included, by title, with their
     revisions and extractions (the library page)."""
     return (
@@ -228,9 +226,7 @@ def private_files_of(*, user: UserOrAnonymous) -> QuerySet[Document]:
     return Document.objects.filter(owner=user, space__isnull=True).order_by("-id")
 
 
-def document_get_for_user(
-    *, user: UserOrAnonymous, document_id: object
-) -> Document:
+def document_get_for_user(*, user: UserOrAnonymous, document_id: object) -> Document:
     """The document if the user may read it; NotFoundError whether missing or hidden."""
     pk = object_id_parse(document_id)
     document = documents_visible_to(user=user).filter(pk=pk).first() if pk else None
@@ -266,9 +262,7 @@ def document_admitted_text(*, document: Document) -> Extraction | None:
     ).first()
 
 
-def proposal_get_for_user(
-    *, user: UserOrAnonymous, proposal_id: object
-) -> KnowledgeProposal:
+def proposal_get_for_user(*, user: UserOrAnonymous, proposal_id: object) -> KnowledgeProposal:
     """The proposal if the user may read its space; NotFoundError whether missing or hidden."""
     pk = object_id_parse(proposal_id)
     proposal = proposals_visible_to(user=user).filter(pk=pk).first() if pk else None

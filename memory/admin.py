@@ -1,6 +1,7 @@
 from django.contrib import admin
 from django.http import HttpRequest
 
+from core.types import request_user
 from knowledge.selectors import spaces_curated_by
 from memory.models import MemoryEntry
 from memory.services import memory_revoke
@@ -40,5 +41,5 @@ class MemoryEntryAdmin(admin.ModelAdmin):
     @admin.action(description="Revoke the selected entries")
     def revoke_selected(self, request: HttpRequest, queryset) -> None:
         for entry in queryset:  # the queryset is already scoped to curated spaces
-            memory_revoke(user=request.user, entry=entry)
+            memory_revoke(user=request_user(request), entry=entry)
         self.message_user(request, f"Revoked {queryset.count()} entries.")

@@ -12,6 +12,7 @@ from answers.selectors import run_get_for_user
 from core.inputs import ObjectIdField, StrictSerializer
 from core.pagination import Pagination
 from core.schema import CONFLICT, PAGE_PARAMETERS, paginated
+from core.types import request_user
 from knowledge.selectors import space_get_for_user
 from memory.models import MemoryEntry, ProjectMemory
 from memory.services import (
@@ -65,9 +66,9 @@ class MemoryListCreateApi(APIView):
     )
     def get(self, request: Request) -> Response:
         paginator = Pagination()
-        entries = memory_entries_visible_to(user=request.user).select_related("user")
+        entries = memory_entries_visible_to(user=request_user(request)).select_related("user")
         page = paginator.paginate_queryset(entries, request, self)
-        shown = memory_entries_shown(user=request.user, entries=list(page))
+        shown = memory_entries_shown(user=request_user(request), entries=list(page))
         return paginator.get_paginated_response(MemoryEntryOutput(shown, many=True).data)
 
     @extend_schema(
@@ -81,12 +82,12 @@ class MemoryListCreateApi(APIView):
         values = data.validated_data
         if values["kind"] == MemoryEntry.Kind.CORRECTION:
             entry = correction_create(
-                user=request.user, text=values["text"], scope=values["scope"],
+                user=request_user(request), text=values["text"], scope=values["scope"],
                 space_id=values["space_id"],
             )  # fmt: skip
         else:
             run = run_get_for_user(user=request.user, run_id=values["run_id"])
-            entry = fact_remember(user=request.user, run=run, scope=values["scope"],
+            entry = fact_remember(user=request_user(request), run=run, scope=values["scope"],
                                   space_id=values["space_id"])  # fmt: skip
         return Response(MemoryEntryOutput(entry).data, status=status.HTTP_201_CREATED)
 
@@ -94,15 +95,15 @@ class MemoryListCreateApi(APIView):
 class MemoryDetailApi(APIView):
     @extend_schema(responses=MemoryEntryOutput)
     def get(self, request: Request, entry_id: str) -> Response:
-        entry = memory_entry_get_for_user(user=request.user, entry_id=entry_id)
-        [shown] = memory_entries_shown(user=request.user, entries=[entry])
+        entry = memory_entry_get_for_user(user=request_user(request), entry_id=entry_id)
+        [shown] = memory_entries_shown(user=request_user(request), entries=[entry])
         return Response(MemoryEntryOutput(shown).data)
 
     @extend_schema(responses={200: MemoryEntryOutput}, description="Revoke: never used again.")
     def delete(self, request: Request, entry_id: str) -> Response:
-        entry = memory_entry_get_for_user(user=request.user, entry_id=entry_id)
-        revoked = memory_revoke(user=request.user, entry=entry)
-        [shown] = memory_entries_shown(user=request.user, entries=[revoked])
+        entry = memory_entry_get_for_user(user=request_user(request), entry_id=entry_id)
+        revoked = memory_revoke(user=request_user(request), entry=entry)
+        [shown] = memory_entries_shown(user=request_user(request), entries=[revoked])
         return Response(MemoryEntryOutput(shown).data)
 
 
@@ -125,6 +126,6 @@ class ProjectMemoryApi(APIView):
         space = space_get_for_user(user=request.user, space_id=space_id)
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        setting = project_memory_set(user=request.user, space=space,
+        setting = project_memory_set(user=request_user(request), space=space,
                                      enabled=data.validated_data["enabled"])  # fmt: skip
         return Response({"space": space.pk, "enabled": setting.enabled})

@@ -51,9 +51,7 @@ def memory_entry_get_for_user(*, user: User, entry_id: object) -> MemoryEntry:
     return entry
 
 
-def memory_entries_shown(
-    *, user: User, entries: list[MemoryEntry]
-) -> list[MemoryEntry]:
+def memory_entries_shown(*, user: User, entries: list[MemoryEntry]) -> list[MemoryEntry]:
     """Entries as the user may read them now: a fact whose sources are no longer all
     visible to the user shows the access-failure text and no sources (its text is a sealed
     quote; issue 27). Unsaved copies; at most two statements for any number of entries."""

@@ -6,6 +6,7 @@ from rest_framework.views import APIView
 
 from core.pagination import Pagination
 from core.schema import PAGE_PARAMETERS, paginated
+from core.types import request_user
 from worldmodel.selectors import world_claims_visible_to
 
 
@@ -39,6 +40,6 @@ class WorldModelApi(APIView):
     def get(self, request: Request) -> Response:
         paginator = Pagination()
         page = paginator.paginate_queryset(
-            world_claims_visible_to(user=request.user), request, self
+            world_claims_visible_to(user=request_user(request)), request, self
         )
         return paginator.get_paginated_response(WorldClaimOutput(page, many=True).data)
