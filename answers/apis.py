@@ -1,3 +1,6 @@
+from typing import Any
+from uuid import UUID
+
 from django.db import connection
 from django.http import StreamingHttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -15,6 +18,7 @@ from answers.pipeline.run import answer_create, answer_retry, answer_stream_star
 from answers.selectors import run_audit, run_get_for_user
 from answers.serializers import AnswerInput, AnswerOutput, AuditOutput
 from answers.streaming import (
+    Cursor,
     cursor_parse,
     event_stream,
     started_frame,
@@ -24,7 +28,7 @@ from core.errors import NotFoundError
 from core.models import ApiKey
 from core.types import request_user
 
-_TOOL = {
+_TOOL: dict[str, Any] = {
     "type": "object",
     "required": ["tool", "state", "code", "result_count"],
     "additionalProperties": False,
@@ -35,19 +39,19 @@ _TOOL = {
         "result_count": {"type": "integer", "minimum": 0},
     },
 }
-_STARTED = {
+_STARTED: dict[str, Any] = {
     "type": "object",
     "required": ["run_id", "generation"],
     "additionalProperties": False,
     "properties": {"run_id": {"type": "string"}, "generation": {"type": "integer"}},
 }
-_FAILED = {
+_FAILED: dict[str, Any] = {
     "type": "object",
     "required": ["code"],
     "additionalProperties": False,
     "properties": {"code": {"type": "string"}},
 }
-_STEP = {
+_STEP: dict[str, Any] = {
     "type": "object",
     "required": ["step"],
     "additionalProperties": False,
@@ -149,8 +153,12 @@ class JsonOrStream(BaseContentNegotiation):
 
 
 def _stream(
-    request: Request, run_id: object, cursor: object, version: str | None, first: str | None = None
-):
+    request: Request,
+    run_id: UUID,
+    cursor: Cursor | None,
+    version: str | None,
+    first: str | None = None,
+) -> StreamingHttpResponse:
     # The request's connection would stay open until the stream ends: a thousand waiting
     # streams would hold a thousand connections. The stream reads with short-lived ones.
     connection.close()
@@ -189,7 +197,7 @@ class AnswerApi(APIView):
         request={"application/json": AnswerInput},
         responses={200: AnswerOutput, (200, "text/event-stream"): EVENT_SCHEMA},
     )
-    def post(self, request: Request) -> Response:
+    def post(self, request: Request) -> Response | StreamingHttpResponse:
         answer_request = answer_request_parse(request.data)
         if answer_request.mode == "debug" and not request.user.is_staff:
             raise PermissionDenied("Debug mode is for staff.")

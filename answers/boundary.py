@@ -73,7 +73,8 @@ class SourceStates:
     def erased_on(self, source: dict) -> date | None:
         if source.get("type") != "revision":
             return None
-        return self.erased.get(source.get("id"))
+        revision_id = source.get("id")
+        return self.erased.get(revision_id) if revision_id is not None else None
 
     def sealed(self, body: dict) -> dict:
         """The body as this reader may read it: the access-failure text when a source is
@@ -245,7 +246,7 @@ def capture_sources_fit(*, user: User, capture: dict, space_id: int) -> str | No
         return "sources_unavailable"
     body = sealed_answer_read(user=user, run=run, generation=generation)
     release = (body or {}).get("release") or {}
-    if not release or str(release.get("id")) != str(capture.get("release_id")):
+    if body is None or not release or str(release.get("id")) != str(capture.get("release_id")):
         return "sources_unavailable"
     if not sources_in_space(sources=body["evidence"]["sources"], space_id=space_id):
         return "sources_outside_space"

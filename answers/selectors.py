@@ -7,7 +7,7 @@ from audit.models import AnswerAudit, OutputRelease
 from audit.services import release_summary
 from core.errors import NotFoundError
 from core.inputs import object_id_parse
-from core.types import UserOrAnonymous
+from core.types import User, UserOrAnonymous
 
 
 def run_get_for_user(*, user: UserOrAnonymous, run_id: object) -> AnswerRun:
@@ -16,7 +16,8 @@ def run_get_for_user(*, user: UserOrAnonymous, run_id: object) -> AnswerRun:
         pk = uuid.UUID(str(run_id))
     except ValueError:
         raise NotFoundError("Run not found.") from None
-    run = AnswerRun.objects.filter(pk=pk, user_id=user.pk).first()
+    mine = AnswerRun.objects.filter(user=user) if isinstance(user, User) else None
+    run = mine.filter(pk=pk).first() if mine is not None else None
     if run is None:
         raise NotFoundError("Run not found.")
     return run
@@ -41,7 +42,7 @@ def run_capture_current(capture: dict) -> bool:
 
 def conversations_of(*, user: UserOrAnonymous) -> QuerySet[Conversation]:
     """The user's own conversations (not those they deleted), newest first."""
-    if not user.is_authenticated:
+    if not isinstance(user, User):  # anonymous: no conversations
         return Conversation.objects.none()
     return Conversation.objects.filter(user_id=user.pk, deleted_at__isnull=True).order_by("-id")
 
@@ -56,6 +57,8 @@ def conversations_listed(
     those of the API, MCP, the client and the CLI), those whose title or questions hold
     every one of `words` when given, newest first."""
     found = conversations_of(user=user)
+    if not isinstance(user, User):
+        return found  # none
     if not every_origin:
         found = found.filter(origin=Conversation.Origin.CHAT)
     if "\x00" in words:  # PostgreSQL cannot hold a NUL: no question has one
@@ -82,7 +85,8 @@ def conversation_runs(*, conversation: Conversation) -> QuerySet[AnswerRun]:
 
 def conversation_selection(*, conversation_id: int) -> tuple[set[int], set[int]]:
     """The conversation's current explicit selection: (space ids, private file ids)."""
-    spaces, files = set(), set()
+    spaces: set[int] = set()
+    files: set[int] = set()
     for space_id, document_id in ConversationSource.objects.filter(
         conversation_id=conversation_id
     ).values_list("space_id", "document_id"):
@@ -100,7 +104,7 @@ def run_audit(*, run: AnswerRun) -> dict:
     releases = {
         release.message.generation.number: release
         for release in OutputRelease.objects.filter(run=run).select_related("message__generation")
-        if release.message.generation_id is not None
+        if release.message.generation is not None  # selected with the message
     }
     generations = []
     for entry in audit.generations if audit else []:
@@ -120,6 +124,6 @@ def run_audit(*, run: AnswerRun) -> dict:
     }
 
 
-def run_release(*, run: AnswerRun, release_id: object) -> OutputRelease | None:
+def run_release(*, run: AnswerRun, release_id: uuid.UUID | str) -> OutputRelease | None:
     """One release of a run the caller may read (the run came from a scoped selector)."""
     return OutputRelease.objects.filter(run=run, pk=release_id).first()

@@ -142,7 +142,8 @@ class AnswerOutput(serializers.Serializer):
     evidence = EvidenceOutput()
     quality = QualityOutput()
     release = ReleaseOutput(allow_null=True, help_text="null: no verified release recorded.")
-    label = serializers.ChoiceField(
+    # A field named `label` shadows Field.label in the stubs (DRF collects it).
+    label = serializers.ChoiceField(  # type: ignore[assignment]
         choices=["unverified"], required=False, help_text="plan and raw modes only."
     )
     plan = serializers.DictField(required=False, help_text="plan mode only.")

@@ -32,7 +32,7 @@ def conversation_sources_set(
     Conversation.objects.select_for_update().filter(pk=conversation.pk).first()
     stored = ConversationSource.objects.filter(conversation=conversation)
     stored.exclude(space_id__in=spaces).exclude(document_id__in=files).delete()
-    present = set(stored.values_list("space_id", "document_id"))
+    present: set[tuple[int | None, int | None]] = set(stored.values_list("space_id", "document_id"))
     new = [
         ConversationSource(conversation=conversation, space_id=pk)
         for pk in sorted(spaces)

@@ -22,6 +22,7 @@ import logging
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from uuid import UUID
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection
@@ -87,7 +88,7 @@ def _legacy(event: str, data: dict) -> tuple[str, dict]:
 
 
 def frames_after(
-    *, user: User, run_id: object, cursor: Cursor | None, version: str | None
+    *, user: User, run_id: UUID, cursor: Cursor | None, version: str | None
 ) -> tuple[list[str], Cursor | None, bool]:
     """The frames after `cursor` of the run's current generation, the new cursor, and
     whether the stream is over. Precondition: the run is the caller's (selector).
@@ -119,7 +120,7 @@ def frames_after(
 
 
 def event_frame(
-    run_id: object, generation: int, sequence: int, name: str, data: dict, version: str | None
+    run_id: UUID, generation: int, sequence: int, name: str, data: dict, version: str | None
 ) -> str:
     """One stored (or just stored) event as its frame in the stream's version."""
     if version != "1":
@@ -132,25 +133,30 @@ def event_frame(
 _READER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="stream-reader")
 
 
-def _read(**kwargs: object) -> tuple[list[str], Cursor | None, bool]:
+def _read(
+    *, user: User, run_id: UUID, cursor: Cursor | None, version: str | None
+) -> tuple[list[str], Cursor | None, bool]:
     try:
-        return frames_after(**kwargs)
+        return frames_after(user=user, run_id=run_id, cursor=cursor, version=version)
     except (InterfaceError, OperationalError):
         connection.close()  # a connection the server dropped: once more on a new one
-        return frames_after(**kwargs)
+        return frames_after(user=user, run_id=run_id, cursor=cursor, version=version)
 
 
-async def _stored(**kwargs: object) -> tuple[list[str], Cursor | None, bool]:
+async def _stored(
+    *, user: User, run_id: UUID, cursor: Cursor | None, version: str | None
+) -> tuple[list[str], Cursor | None, bool]:
     loop = asyncio.get_running_loop()
-    return await loop.run_in_executor(_READER, functools.partial(_read, **kwargs))
+    read = functools.partial(_read, user=user, run_id=run_id, cursor=cursor, version=version)
+    return await loop.run_in_executor(_READER, read)
 
 
-def live_frame(message: dict, *, run_id: object, version: str | None) -> str:
+def live_frame(message: dict, *, run_id: UUID, version: str | None) -> str:
     return event_frame(run_id, message["generation"], message["seq"], message["event"],
                        message["data"], version)  # fmt: skip
 
 
-def started_frame(run_id: object, version: str | None) -> tuple[str, Cursor]:
+def started_frame(run_id: UUID, version: str | None) -> tuple[str, Cursor]:
     """The `started` event `run_start` has just stored (seq 1 of generation 1), and the
     cursor after it: what a new stream sends at once, with no read."""
     data = stream_started_data(run_id=run_id, generation=1)
@@ -160,7 +166,7 @@ def started_frame(run_id: object, version: str | None) -> tuple[str, Cursor]:
 async def event_stream(
     *,
     user: User,
-    run_id: object,
+    run_id: UUID,
     cursor: Cursor | None,
     version: str | None,
     first: str | None = None,
@@ -213,7 +219,7 @@ async def event_stream(
             if loop.time() - last_sent >= KEEPALIVE_SECONDS:
                 yield ": keep-alive\n\n"
                 last_sent = loop.time()
-            if channel is None or layer_failed:
+            if layer is None or channel is None or layer_failed:  # channel implies a layer
                 await asyncio.sleep(POLL_SECONDS)
                 continue
             # Forward live events until the run is sealed or LIVE_WAIT_SECONDS pass, with
@@ -255,7 +261,7 @@ async def event_stream(
                 last_sent = loop.time()
                 cursor = Cursor(message["generation"], message["seq"])
     finally:
-        if channel is not None:
+        if layer is not None and channel is not None:
             with contextlib.suppress(Exception):
                 await layer.group_discard(group, channel)
 

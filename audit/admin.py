@@ -25,8 +25,13 @@ class AnswerAuditAdmin(SuperuserOnlyAdmin):
     carry words from a private file or a memory entry)."""
 
     list_display = ["run", "updated_at"]
-    fields = ["run", "updated_at", "plan_redacted", "generations_redacted", "memories_redacted"]
-    readonly_fields = fields
+    fields = readonly_fields = (
+        "run",
+        "updated_at",
+        "plan_redacted",
+        "generations_redacted",
+        "memories_redacted",
+    )
 
     @admin.display(description="plan (redacted)")
     def plan_redacted(self, obj: AnswerAudit) -> str:
@@ -47,8 +52,14 @@ class StreamEventAdmin(SuperuserOnlyAdmin):
     answer, which may quote a private file."""
 
     list_display = ["run", "generation", "sequence", "event", "created_at"]
-    fields = ["run", "generation", "sequence", "event", "created_at", "data_redacted"]
-    readonly_fields = fields
+    fields = readonly_fields = (
+        "run",
+        "generation",
+        "sequence",
+        "event",
+        "created_at",
+        "data_redacted",
+    )
 
     @admin.display(description="data (redacted)")
     def data_redacted(self, obj: StreamEvent) -> str:

@@ -1,4 +1,7 @@
+from typing import Any, cast
+
 from django import forms
+from django.http import QueryDict
 from django.utils.translation import gettext_lazy as _
 
 from answers.pipeline.request import MAX_QUERY_CHARS
@@ -15,22 +18,28 @@ class AskForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 3}),
     )  # fmt: skip
     spaces = forms.TypedMultipleChoiceField(coerce=int, required=False, label=_("Spaces"))
-    files = forms.TypedMultipleChoiceField(coerce=int, required=False, label=_("Private files"))
+    # A field named `files` shadows BaseForm.files in the stubs; Django moves declared fields
+    # to base_fields, so the form's uploads stay in `self.files`.
+    files = forms.TypedMultipleChoiceField(  # type: ignore[assignment]
+        coerce=int, required=False, label=_("Private files")
+    )
     action = forms.ChoiceField(choices=[("ask", "ask"), ("save", "save")], required=False)
     # Set by the page's script: the run executes in the worker and the page follows it.
     live = forms.BooleanField(required=False)
 
-    def __init__(self, *args: object, user: User, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)
-        self.fields["spaces"].choices = [
+    def __init__(self, data: QueryDict | None = None, *, user: User) -> None:
+        super().__init__(data)
+        cast(forms.ChoiceField, self.fields["spaces"]).choices = [
             (pk, str(pk)) for pk in spaces_visible_to(user=user).values_list("pk", flat=True)
         ]
-        self.fields["files"].choices = [
+        cast(forms.ChoiceField, self.fields["files"]).choices = [
             (pk, str(pk)) for pk in private_files_of(user=user).values_list("pk", flat=True)
         ]
 
-    def clean(self) -> dict:
+    def clean(self) -> dict[str, Any]:
         data = super().clean()
+        if data is None:  # Form.clean returns cleaned_data; None only from an override
+            data = self.cleaned_data
         if data.get("action") != "save" and not (data.get("query") or "").strip():
             self.add_error("query", _("Type a question."))
         return data
@@ -57,8 +66,8 @@ class CorrectionForm(forms.Form):
         help_text=_("A correction for one space steers questions asked in that space."),
     )  # fmt: skip
 
-    def __init__(self, *args: object, user: User, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)
-        self.fields["space"].choices = [("", _("questions over every space"))] + [
-            (space.pk, space.name) for space in spaces_visible_to(user=user).order_by("name")
-        ]
+    def __init__(self, data: QueryDict | None = None, *, user: User) -> None:
+        super().__init__(data)
+        cast(forms.ChoiceField, self.fields["space"]).choices = [
+            ("", _("questions over every space"))
+        ] + [(space.pk, space.name) for space in spaces_visible_to(user=user).order_by("name")]

@@ -8,6 +8,8 @@ cannot see is a 404; one they can see but not change is a 403 with the page and 
 message. Forms work without JavaScript; with it, files go up one by one with progress.
 """
 
+from typing import Any
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -106,12 +108,12 @@ def space_upload(request: HttpRequest, space_id: int) -> HttpResponse:
             return JsonResponse({"error": {"code": "invalid", "message": message}}, status=422)
         messages.error(request, message)
         return redirect("chat:space", space.pk)
-    outcomes = []
+    outcomes: list[dict[str, Any]] = []
     for upload in uploads:
         try:
             result = document_upload(
                 user=request_user(request),
-                filename=upload.name,
+                filename=upload.name or "",  # an uploaded file always has a name
                 data=upload.read(),
                 space=space,
                 document=document,

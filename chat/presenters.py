@@ -7,6 +7,7 @@ stays plain data; the templates auto-escape every value."""
 import hashlib
 import json
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
@@ -167,7 +168,7 @@ def answer_view(
     """
     if body is None:
         body = sealed_answer_read(user=user, run=run, generation=generation)
-    if body is None or body is NOT_SEALED:
+    if not isinstance(body, dict):  # None, or NOT_SEALED
         return AnswerView(
             run_id=str(run.pk),
             generation=generation,
@@ -206,7 +207,7 @@ def answer_view(
                                 "title": single_line(citation.get("title", "")),
                                 "where": locator_text(citation.get("locator") or {})})  # fmt: skip
         else:
-            card = next(cards, {})
+            card: dict[str, Any] = next(cards, {})
             view.values.append({**citation, "lineage": card.get("lineage", [])})
     if view.partial:
         audit = run_audit(run=run)
@@ -308,7 +309,7 @@ def receipt_view(*, user: User, run: AnswerRun, generation: int) -> dict | None:
     if body is None:
         return None
     audit = run_audit(run=run)
-    entry = next((g for g in audit["generations"] if g["number"] == generation), {})
+    entry: dict[str, Any] = next((g for g in audit["generations"] if g["number"] == generation), {})
     release = None
     if body.get("release"):
         release = run_release(run=run, release_id=body["release"]["id"])

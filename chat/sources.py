@@ -62,8 +62,8 @@ class QuoteSource:
         line-range locator stay those of the admitted extraction."""
         joined = reflow(self.before + self.quote + self.after)
         first, second = len(self.before), len(self.before) + len(self.quote)
-        parts = (joined[:first], joined[first:second], joined[second:])
-        return tuple(INVISIBLE.sub("", part) for part in parts)
+        before, quote, after = (joined[:first], joined[first:second], joined[second:])
+        return INVISIBLE.sub("", before), INVISIBLE.sub("", quote), INVISIBLE.sub("", after)
 
 
 def quote_source(*, user: User, run: AnswerRun, generation: int, number: int) -> QuoteSource:
@@ -82,15 +82,18 @@ def quote_source(*, user: User, run: AnswerRun, generation: int, number: int) ->
     document = document_get_for_user(user=user, document_id=citation["document_id"])
     fact = CandidateFact.objects.filter(run=run, fact_id=citation["fact_id"]).first()
     source = fact.source if fact is not None else {}
+    extraction_id = source.get("extraction_id")
     extraction = (
         Extraction.objects.select_related("revision")
         .filter(
-            pk=source.get("extraction_id"),
+            pk=extraction_id,
             revision_id=citation["revision_id"],
             revision__document=document,
             status=ExtractionStatus.ADMITTED,
         )
         .first()
+        if extraction_id is not None
+        else None
     )
     if extraction is None or not extraction.text:
         raise NotFoundError("Citation not found.")
@@ -121,7 +124,7 @@ def quote_page_image(*, user: User, run: AnswerRun, generation: int, number: int
     checks as `quote_source`; NotFoundError when there is no page to show (not a PDF, no
     page in the locator, or the page cannot be rendered)."""
     found = quote_source(user=user, run=run, generation=generation, number=number)
-    if not found.has_page_image or not found.revision.file:
+    if not found.has_page_image or found.page is None or not found.revision.file:
         raise NotFoundError("Page not found.")
     try:
         with found.revision.file.open("rb") as stored:

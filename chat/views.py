@@ -43,6 +43,7 @@ from conversations.services import conversation_get_for_user as conversation_rea
 from core.errors import ApiError, NotFoundError
 from core.types import request_user
 from knowledge.documents import document_upload
+from knowledge.models import Document
 from knowledge.selectors import private_files_of, spaces_curated_by, spaces_visible_to
 from memory.services import (
     correction_create,
@@ -243,7 +244,8 @@ def answer_fragment(request: HttpRequest, run_id: str) -> HttpResponse:
     """The sealed answer of the run's current generation, for the page's script to show
     after the `completed` (or `failed`) event."""
     run = run_get_for_user(user=request.user, run_id=run_id)
-    [view] = run_views(user=request_user(request), runs=[run]) or [None]
+    views = run_views(user=request_user(request), runs=[run])
+    view = views[0] if views else None
     if view is None:
         raise Http404()
     return render(request, "chat/_run_answers.html", {"item": view, "owned": True})
@@ -338,7 +340,8 @@ def file_upload(request: HttpRequest) -> HttpResponse:
         conversation_sources_set(user=request_user(request), conversation=item, space_ids=spaces,
                                  file_ids=files | {document.pk})  # fmt: skip
     if wants_json:
-        document = _file_with_extractions(request, document.pk)
+        # The file just stored is the user's own: found, with its extractions prefetched.
+        document = _file_with_extractions(request, document.pk) or document
         return JsonResponse(
             {"document": document.pk, "title": document.title,
              "status_url": reverse("chat:file-status", args=[document.pk]),
@@ -349,7 +352,7 @@ def file_upload(request: HttpRequest) -> HttpResponse:
     return redirect(target)
 
 
-def _file_with_extractions(request: HttpRequest, document_id: object):
+def _file_with_extractions(request: HttpRequest, document_id: int) -> Document | None:
     return (
         private_files_of(user=request.user).filter(pk=document_id)
         .prefetch_related("revisions__extractions")

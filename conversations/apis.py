@@ -120,7 +120,7 @@ class ConversationListCreateApi(APIView):
         page = paginator.paginate_queryset(
             conversations_visible_to(user=request_user(request)), request, self
         )
-        data = [_conversation_data(c, request.user) for c in page]
+        data = [_conversation_data(c, request.user) for c in page or []]  # page_size is set
         return paginator.get_paginated_response(ConversationOutput(data, many=True).data)
 
     @extend_schema(

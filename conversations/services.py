@@ -98,7 +98,7 @@ def message_view(
         return {"id": message.pk, "role": "user", "text": message.text,
                 "run_id": str(message.run_id) if message.run_id else None,
                 "created_at": message.created_at.isoformat()}  # fmt: skip
-    generation = message.generation.number if message.generation_id else None
+    generation = message.generation.number if message.generation is not None else None
     view = {"id": message.pk, "role": "assistant",
             "run_id": str(message.run_id) if message.run_id else None,
             "generation": generation, "created_at": message.created_at.isoformat()}  # fmt: skip
@@ -119,7 +119,8 @@ def conversation_messages(*, user: User, conversation: Conversation) -> list[dic
     releases = OutputRelease.objects.filter(run__conversation=conversation).values_list(
         "message_id", "run_id", "message__generation__number"
     )  # fmt: skip
-    released, current = set(), {}
+    released: set[int] = set()
+    current: dict[uuid.UUID, int] = {}
     for message_id, run_id, number in releases:
         released.add(message_id)
         current[run_id] = max(current.get(run_id, 0), number or 0)
@@ -234,7 +235,10 @@ def export_verify(export: object) -> list[str]:
     about, messages = export.get("conversation"), export.get("messages")
     if not isinstance(about, dict) or not isinstance(messages, list):
         return ["not a koinon conversation export: no conversation or message list"]
-    conversation = Conversation.objects.filter(pk=object_id_parse(about.get("id"))).first()
+    conversation_id = object_id_parse(about.get("id"))
+    conversation = (
+        Conversation.objects.filter(pk=conversation_id).first() if conversation_id else None
+    )
     if conversation is None:
         return [f"conversation {about.get('id')!r} is not stored here"]
     problems: list[str] = []
@@ -245,7 +249,8 @@ def export_verify(export: object) -> list[str]:
         run__conversation=conversation).select_related("message__generation")}  # fmt: skip
     newest: dict[object, int] = {}
     for release in releases.values():
-        number = release.message.generation.number if release.message.generation_id else 0
+        release_generation = release.message.generation
+        number = release_generation.number if release_generation is not None else 0
         newest[release.run_id] = max(newest.get(release.run_id, 0), number)
     language = conversation.language or settings.KOINON_RESPONSE_LANGUAGE
     seen: list[int] = []
@@ -276,7 +281,7 @@ def _message_problems(
         return ["its role or run is not the stored one"]
     if own.role == Message.Role.USER:
         return [] if message.get("text") == own.text else ["the question is not the stored one"]
-    generation = own.generation.number if own.generation_id else None
+    generation = own.generation.number if own.generation is not None else None
     if message.get("generation") != generation:
         return ["its generation is not the stored one"]
     state, text, body = message.get("state"), message.get("text"), message.get("body")
@@ -341,7 +346,7 @@ def _instant(value: object):
         return None
 
 
-def _uuid(value: object) -> object:
+def _uuid(value: object) -> uuid.UUID | None:
     import uuid
 
     try:
@@ -398,7 +403,12 @@ def intent_preview(
     """Capture the run's current sealed answer (release and text hash) as a preview of a
     knowledge proposal. Only server state is used: nothing a client sends becomes the
     text. Precondition: the user's own conversation (selector)."""
-    run = AnswerRun.objects.filter(pk=_uuid(run_id), conversation=conversation).first()
+    run_pk = _uuid(run_id)
+    run = (
+        AnswerRun.objects.filter(pk=run_pk, conversation=conversation).first()
+        if run_pk is not None
+        else None
+    )
     space = spaces_visible_to(user=user).filter(pk=space_id).first()
     if run is None:
         raise NotFoundError("Run not found.")
@@ -406,7 +416,7 @@ def intent_preview(
         raise NotFoundError("Space not found.")
     body = sealed_answer_read(user=user, run=run)
     release = (body or {}).get("release") or {}
-    if release.get("kind") != "answer":
+    if body is None or release.get("kind") != "answer":
         raise ConflictError("Only a sealed answer can be proposed.", code="not_sealed")
     if not sources_in_space(sources=body["evidence"]["sources"], space_id=space.pk):
         raise UnprocessableError(

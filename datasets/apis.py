@@ -51,7 +51,8 @@ class DatasetUploadOutput(DatasetDetailOutput):
 
 
 class DatasetSchemaOutput(serializers.Serializer):
-    label = serializers.ChoiceField(choices=["unverified"])
+    # A field named `label` shadows Field.label in the stubs (DRF collects it).
+    label = serializers.ChoiceField(choices=["unverified"])  # type: ignore[assignment]
     dataset = serializers.IntegerField()
     snapshot = SnapshotOutput()
     tables = serializers.DictField(child=serializers.ListField(child=serializers.DictField()))
@@ -140,7 +141,8 @@ class QueryOutput(serializers.ModelSerializer):
 
 class ColumnOutput(serializers.Serializer):
     name = serializers.CharField()
-    label = serializers.CharField(allow_null=True)
+    # A field named `label` shadows Field.label in the stubs (DRF collects it).
+    label = serializers.CharField(allow_null=True)  # type: ignore[assignment]
     lineage = serializers.ListField(child=serializers.CharField())
     canonical = serializers.CharField()
     eligible = serializers.BooleanField()
@@ -150,7 +152,8 @@ class ColumnOutput(serializers.Serializer):
 class FactOutput(serializers.Serializer):
     kind = serializers.CharField(help_text="Always `value`.")
     value = serializers.JSONField()
-    label = serializers.CharField()
+    # A field named `label` shadows Field.label in the stubs (DRF collects it).
+    label = serializers.CharField()  # type: ignore[assignment]
     lineage = serializers.ListField(child=serializers.CharField())
     row = serializers.IntegerField()
     column = serializers.IntegerField()
@@ -177,7 +180,8 @@ class QueryResultOutput(serializers.Serializer):
     """What `DatasetQueryApi` returns (documentation; the body is built from `QueryOutput`)."""
 
     query_id = serializers.IntegerField()
-    label = serializers.ChoiceField(choices=["unverified"])
+    # A field named `label` shadows Field.label in the stubs (DRF collects it).
+    label = serializers.ChoiceField(choices=["unverified"])  # type: ignore[assignment]
     columns = ColumnOutput(many=True)
     rows = serializers.ListField(child=serializers.ListField(child=serializers.JSONField()))
     truncated = serializers.BooleanField()

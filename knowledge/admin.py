@@ -1,4 +1,5 @@
 import difflib
+from typing import TYPE_CHECKING
 
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
@@ -59,7 +60,13 @@ class SuperuserOnlyAdmin(ReadOnlyAdmin):
         return self.has_module_permission(request)
 
 
-class NoSaveButtons:
+if TYPE_CHECKING:  # the admin classes this mixes into, for its call of `change_view`
+    _ModelAdmin = admin.ModelAdmin
+else:
+    _ModelAdmin = object
+
+
+class NoSaveButtons(_ModelAdmin):
     """Change pages whose fields are all read-only (actions need change permission) show
     no Save buttons: there is nothing to save."""
 
@@ -124,9 +131,17 @@ class SpaceAdmin(GuardedModelAdmin):
 
 class ExtractionInline(admin.TabularInline):
     model = Extraction
-    fields = ["role", "status", "serves_passages", "damage_summary", "error_code",
-              "error_message", "progress", "extractor", "extractor_version"]  # fmt: skip
-    readonly_fields = fields
+    fields = readonly_fields = (
+        "role",
+        "status",
+        "serves_passages",
+        "damage_summary",
+        "error_code",
+        "error_message",
+        "progress",
+        "extractor",
+        "extractor_version",
+    )
     extra = 0
     can_delete = False
 
@@ -153,9 +168,18 @@ class DocumentAdmin(NoSaveButtons, CuratedAdmin):
                    ("withdrawn_at", admin.EmptyFieldListFilter)]  # fmt: skip
     list_select_related = ["space", "current_revision"]
     search_fields = ["title"]
-    fields = ["title", "space", "kind", "created_by", "created_at", "current_revision",
-              "withdrawn_at", "withdrawn_by", "withdrawn_reason", "library"]  # fmt: skip
-    readonly_fields = fields
+    fields = readonly_fields = (
+        "title",
+        "space",
+        "kind",
+        "created_by",
+        "created_at",
+        "current_revision",
+        "withdrawn_at",
+        "withdrawn_by",
+        "withdrawn_reason",
+        "library",
+    )
     actions = ["withdraw_selected", "restore_selected"]
 
     def curated(self, request: HttpRequest) -> QuerySet[Document]:
@@ -213,8 +237,8 @@ class DocumentRevisionAdmin(NoSaveButtons, CuratedAdmin):
         return [name if name != "file" else "download" for name in names] + [
             "text_warning", "erasure_state"]  # fmt: skip
 
-    def get_fields(self, request: HttpRequest, obj=None) -> list[str]:
-        return self.get_readonly_fields(request, obj)
+    def get_fields(self, request: HttpRequest, obj=None) -> tuple[str, ...]:
+        return tuple(self.get_readonly_fields(request, obj))
 
     def get_urls(self) -> list:
         view = self.admin_site.admin_view(self.download_view)
@@ -314,8 +338,14 @@ class ErasureAdmin(NoSaveButtons, CuratedAdmin):
 
     list_display = ["erased_at", "document", "revision", "erased_by", "reason"]
     list_select_related = ["document", "revision", "erased_by"]
-    fields = ["erased_at", "document", "revision", "erased_by", "reason", "counts"]
-    readonly_fields = fields
+    fields = readonly_fields = (
+        "erased_at",
+        "document",
+        "revision",
+        "erased_by",
+        "reason",
+        "counts",
+    )
 
     def curated(self, request: HttpRequest) -> QuerySet[Erasure]:
         return erasures_curated_by(user=request.user)
@@ -362,10 +392,22 @@ class KnowledgeProposalAdmin(NoSaveButtons, admin.ModelAdmin):
     list_select_related = ["space", "proposed_by"]
     search_fields = ["title", "body"]
     actions = ["approve_selected", "reject_selected"]
-    fields = ["title", "space", "entry", "base_version", "status", "origin", "proposed_by",
-              "created_at", "reason", "output_capture", "diff", "reviewer", "reviewed_at",
-              "review_note"]  # fmt: skip
-    readonly_fields = fields
+    fields = readonly_fields = (
+        "title",
+        "space",
+        "entry",
+        "base_version",
+        "status",
+        "origin",
+        "proposed_by",
+        "created_at",
+        "reason",
+        "output_capture",
+        "diff",
+        "reviewer",
+        "reviewed_at",
+        "review_note",
+    )
 
     @admin.display(description="Output capture (conversation-derived)")
     def output_capture(self, proposal: KnowledgeProposal) -> str:

@@ -151,7 +151,8 @@ class OutcomeOutput(serializers.Serializer):
 
 
 class SearchOutput(serializers.Serializer):
-    label = serializers.ChoiceField(choices=["unverified"])
+    # A field named `label` shadows Field.label in the stubs (DRF collects it).
+    label = serializers.ChoiceField(choices=["unverified"])  # type: ignore[assignment]
     results = CandidateOutput(many=True)
     outcomes = OutcomeOutput(many=True)
 

@@ -14,7 +14,7 @@ caller's values are never echoed back in a validation message.
 import asyncio
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -149,7 +149,7 @@ def _authenticate_sync(header: bytes | None) -> tuple[Caller | None, str, str]:
 
 
 async def _respond(send: Callable[[dict], Awaitable[None]], status: int, body: dict,
-                   headers: list[tuple[bytes, bytes]] = ()) -> None:  # fmt: skip
+                   headers: Sequence[tuple[bytes, bytes]] = ()) -> None:  # fmt: skip
     content = json.dumps(body).encode()
     await send(
         {
@@ -225,7 +225,7 @@ class McpHttpApp:
             await _respond(send, 405, _error("method_not_allowed", "Use POST."),
                            [(b"allow", b"POST")])  # fmt: skip
             return
-        headers = {}
+        headers: dict[bytes, bytes] = {}
         for name, value in scope.get("headers", []):
             headers.setdefault(name.lower(), value)
         host = headers.get(b"host", b"").decode("latin-1") or None

@@ -69,8 +69,8 @@ def _hooks():
 def _execute(call: dict) -> ToolCallOutcome:
     spec = TOOLS.get(call["tool"])
     if spec is None:
-        failure = ToolFailure("unknown_tool", "No such tool.", {"name": "Unknown tool."})
-        return ToolCallOutcome(failure.as_dict(), True, None)
+        unknown = ToolFailure("unknown_tool", "No such tool.", {"name": "Unknown tool."})
+        return ToolCallOutcome(unknown.as_dict(), True, None)
     try:
         result = spec.run(call["caller"], call["arguments"])
     except ToolFailure as failure:
@@ -78,8 +78,8 @@ def _execute(call: dict) -> ToolCallOutcome:
     except Exception:
         # A bug: logged with its stack on the server, nothing of it sent to the client.
         logger.exception("MCP tool %s failed", spec.name)
-        failure = ToolFailure("internal_error", "The server could not complete the call.")
-        return ToolCallOutcome(failure.as_dict(), True, None)
+        internal = ToolFailure("internal_error", "The server could not complete the call.")
+        return ToolCallOutcome(internal.as_dict(), True, None)
     return ToolCallOutcome(result.payload, False, result.result_count)
 
 

@@ -14,9 +14,18 @@ class MemoryEntryAdmin(admin.ModelAdmin):
 
     list_display = ["text", "kind", "space", "user", "created_at", "revoked_at"]
     list_filter = ["kind", ("space", admin.RelatedOnlyFieldListFilter)]
-    fields = ["text", "kind", "scope", "space", "user", "origin", "sources", "created_at",
-              "revoked_at", "revoked_by"]  # fmt: skip
-    readonly_fields = fields
+    fields = readonly_fields = (
+        "text",
+        "kind",
+        "scope",
+        "space",
+        "user",
+        "origin",
+        "sources",
+        "created_at",
+        "revoked_at",
+        "revoked_by",
+    )
     actions = ["revoke_selected"]
 
     def get_queryset(self, request: HttpRequest):

@@ -68,7 +68,7 @@ class MemoryListCreateApi(APIView):
         paginator = Pagination()
         entries = memory_entries_visible_to(user=request_user(request)).select_related("user")
         page = paginator.paginate_queryset(entries, request, self)
-        shown = memory_entries_shown(user=request_user(request), entries=list(page))
+        shown = memory_entries_shown(user=request_user(request), entries=list(page or []))
         return paginator.get_paginated_response(MemoryEntryOutput(shown, many=True).data)
 
     @extend_schema(

@@ -261,9 +261,12 @@ def memory_recheck(*, run: AnswerRun, user: User) -> str | None:
             or (entry.space_id is not None and not visible.filter(pk=entry.space_id).exists())
         ):
             return "access_denied"
-        if entry.scope == MemoryEntry.Scope.PROJECT and not (
-            visible.filter(pk=entry.space_id).exists()
-            and ProjectMemory.objects.filter(space_id=entry.space_id, enabled=True).exists()
+        if entry.scope == MemoryEntry.Scope.PROJECT and (
+            entry.space_id is None
+            or not (
+                visible.filter(pk=entry.space_id).exists()
+                and ProjectMemory.objects.filter(space_id=entry.space_id, enabled=True).exists()
+            )
         ):
             return "access_denied"
         if entry.sources and not sources_visible(user=user, sources=entry.sources):
@@ -324,7 +327,7 @@ def fact_remember(
     not (409 `not_sealed`)."""
     body = sealed_answer_read(user=user, run=run)
     release = (body or {}).get("release") or {}
-    if release.get("kind") != "answer":
+    if body is None or release.get("kind") != "answer":
         raise ConflictError("Only a sealed answer can be remembered.", code="not_sealed")
     space = _scope_space(user=user, scope=scope, space_id=space_id)
     sources = body["evidence"]["sources"]

@@ -1,4 +1,5 @@
 from django.contrib import admin
+from django.http import HttpRequest
 
 from worldmodel.models import WorldClaim, WorldStance
 
@@ -33,17 +34,17 @@ class WorldClaimAdmin(admin.ModelAdmin):
 
     inlines = (WorldStanceInline,)
 
-    def has_module_permission(self, request: object) -> bool:
+    def has_module_permission(self, request: HttpRequest) -> bool:
         return request.user.is_superuser
 
-    def has_view_permission(self, request: object, obj: object = None) -> bool:
+    def has_view_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return request.user.is_superuser
 
-    def has_add_permission(self, request: object) -> bool:
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request: object, obj: object = None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
 
-    def has_delete_permission(self, request: object, obj: object = None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False

@@ -20,7 +20,8 @@ class StanceOutput(serializers.Serializer):
 class WorldClaimOutput(serializers.Serializer):
     id = serializers.IntegerField()
     claim = serializers.CharField(source="text")
-    label = serializers.SerializerMethodField()
+    # A field named `label` shadows Field.label in the stubs (DRF collects it).
+    label = serializers.SerializerMethodField()  # type: ignore[assignment]
     question = serializers.CharField()
     run_id = serializers.CharField()
     generation = serializers.IntegerField()
