@@ -14,6 +14,7 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from audit.models import AnswerAudit, OutputRelease, StreamEvent
+from core.fields import column_name, concrete_field
 
 POLICY_VERSION = "1"
 
@@ -175,10 +176,12 @@ def audit_record(
 
 def _audit_create(*, run_id: UUID, plan: dict, generation: dict, memories: list[dict]) -> bool:
     """Insert the run's audit unless it exists (a later generation's): whether it did."""
-    fields = {name: AnswerAudit._meta.get_field(name) for name in ("run", "plan", "generations",
+    fields = {name: concrete_field(AnswerAudit, name) for name in ("run", "plan", "generations",
               "memories_used")}  # fmt: skip
     values = {"run": run_id, "plan": plan, "generations": [generation], "memories_used": memories}
-    columns = ", ".join(connection.ops.quote_name(field.column) for field in fields.values())
+    columns = ", ".join(
+        connection.ops.quote_name(column_name(AnswerAudit, name)) for name in fields
+    )
     with connection.cursor() as cursor:
         cursor.execute(
             f"INSERT INTO {connection.ops.quote_name(AnswerAudit._meta.db_table)} "  # noqa: S608

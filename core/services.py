@@ -4,15 +4,14 @@ import hashlib
 import secrets
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, cast
 
 from django.contrib.auth import get_user_model, password_validation
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import Field
 from django.utils import timezone
 
 from core.errors import ConflictError, UnprocessableError
+from core.fields import concrete_field
 from core.inputs import text_is_storable
 from core.models import ApiKey
 from core.types import User
@@ -51,8 +50,7 @@ def user_create(
     ConflictError when the name is taken, UnprocessableError for a bad name or password.
     """
     users = get_user_model()
-    # The name is a concrete field of the user model, never a relation.
-    field = cast("Field[Any, Any]", users._meta.get_field(users.USERNAME_FIELD))
+    field = concrete_field(users, users.USERNAME_FIELD)
     try:
         if not text_is_storable(username):
             raise ValidationError("The name holds a character that cannot be stored.")

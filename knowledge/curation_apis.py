@@ -19,7 +19,9 @@ from knowledge.selectors import (
 
 
 class ProposalOutput(serializers.ModelSerializer):
-    entry = serializers.PrimaryKeyRelatedField(read_only=True, allow_null=True)
+    entry: serializers.PrimaryKeyRelatedField[KnowledgeEntry] = serializers.PrimaryKeyRelatedField(
+        read_only=True, allow_null=True
+    )
     base_version = serializers.IntegerField(
         source="base_version.number", default=None, allow_null=True
     )

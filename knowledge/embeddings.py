@@ -132,7 +132,12 @@ def _int8_kernels(model_bytes: bytes) -> bytes:
     for node in graph.node:
         scaled = producer.get(node.input[1]) if node.op_type == "MatMul" else None
         cast = producer.get(scaled.input[0]) if scaled and scaled.op_type == "Mul" else None
-        if cast is None or cast.op_type != "Cast" or readers[scaled.output[0]] != 1:
+        if (
+            scaled is None
+            or cast is None
+            or cast.op_type != "Cast"
+            or readers[scaled.output[0]] != 1
+        ):
             rewritten.append(node)
             continue
         weight, scale = initializers.get(cast.input[0]), initializers.get(scaled.input[1])
@@ -140,6 +145,7 @@ def _int8_kernels(model_bytes: bytes) -> bytes:
         if (
             weight is None
             or weight.data_type != onnx.TensorProto.INT8
+            or scale is None
             or columns is None
             or columns.shape != (1, weight.dims[1])
         ):

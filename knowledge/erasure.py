@@ -16,6 +16,8 @@ import logging
 import os
 import re
 import tempfile
+from pathlib import Path
+from typing import overload
 
 from django.conf import settings
 from django.core.files.storage import default_storage
@@ -126,7 +128,7 @@ def runs_drawing_on(*, revision: DocumentRevision) -> list[str]:
         return [row[0] for row in cursor.fetchall()]
 
 
-def _erase_outside(stored_file: str, runs: list[str], strings: list[str]) -> None:
+def _erase_outside(stored_file: str | None, runs: list[str], strings: list[str]) -> None:
     """After the commit: the stored file, and the strings in those runs' traces."""
     if stored_file:
         try:
@@ -138,7 +140,7 @@ def _erase_outside(stored_file: str, runs: list[str], strings: list[str]) -> Non
         trace_scrub(path=settings.LOG_DIR / f"{run_id}.jsonl", strings=ordered)
 
 
-def trace_scrub(*, path, strings: list[str]) -> bool:
+def trace_scrub(*, path: Path, strings: list[str]) -> bool:
     """Replace the strings by the tombstone in every string of a JSON-lines trace, written
     to a new file that replaces the old one. Whether the trace changed."""
     if not path.exists():
@@ -159,6 +161,10 @@ def trace_scrub(*, path, strings: list[str]) -> bool:
     return True
 
 
+@overload
+def _scrub(value: str, strings: list[str]) -> str: ...
+@overload
+def _scrub(value: object, strings: list[str]) -> object: ...
 def _scrub(value: object, strings: list[str]) -> object:
     if isinstance(value, str):
         for s in strings:

@@ -9,14 +9,18 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import combinations
+from typing import Any, TypedDict, Unpack
 
 from django.conf import settings
 from django.core.exceptions import EmptyResultSet
 from django.db import InterfaceError, OperationalError, connection, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import BooleanField, F, Func, Q, QuerySet
 from django.db.models.expressions import RawSQL
+from django.db.models.sql.compiler import SQLCompiler
 from pgvector.django import CosineDistance
 
+from core.fields import column_name
 from core.types import User
 from knowledge.models import EmbeddingStatus, LexemeFrequency, Passage
 from knowledge.normalise import normalised_words
@@ -191,7 +195,15 @@ class _MatchesAny(Func):
         conditions = " OR ".join(f"{vector} @@ %s::tsquery" for _ in self.tsqueries)
         return f"({conditions})", tuple(self.tsqueries)
 
-    def as_sql(self, compiler, connection, **extra):
+    def as_sql(
+        self,
+        compiler: SQLCompiler,
+        connection: BaseDatabaseWrapper,
+        function: str | None = None,
+        template: str | None = None,
+        arg_joiner: str | None = None,
+        **extra_context: Any,
+    ) -> tuple[str, tuple[Any, ...]]:
         vector, params = compiler.compile(self.get_source_expressions()[0])
         condition, tsqueries = self.sql(vector)
         return condition, (*params, *tsqueries)
@@ -257,7 +269,8 @@ def _where(scope: QuerySet[Passage]) -> tuple[str, tuple]:
 
 _PASSAGES = Passage._meta.db_table
 _LOCATOR = Passage._meta.get_field("locator")
-_COLUMNS = ", ".join(f'{_PASSAGES}."{Passage._meta.get_field(name).column}"'
+_LOCATED = _LOCATOR.cached_col  # the column's expression, which Django reads a value with
+_COLUMNS = ", ".join(f'{_PASSAGES}."{column_name(Passage, name)}"'
                      for name in ("id", *_CANDIDATE_FIELDS[1:]))  # fmt: skip
 _RANKED = (
     f"SELECT {_COLUMNS}, ts_rank({_PASSAGES}.search_vector, %s::tsquery) AS rank "  # noqa: S608
@@ -279,7 +292,7 @@ def _ranked_rows(
         )
         rows = cursor.fetchall()
     return [
-        (Candidate(*row[:7], _LOCATOR.from_db_value(row[7], None, connection)), row[8])
+        (Candidate(*(*row[:7], _LOCATOR.from_db_value(row[7], _LOCATED, connection))), row[8])
         for row in rows
     ]
 
@@ -432,7 +445,17 @@ class _ChannelThread:
 CHANNEL_THREAD = _ChannelThread()
 
 
-def _keyword_in_thread(query: str, limit: int, **scope: object) -> tuple[list, ToolOutcome]:
+class _KeywordScope(TypedDict):
+    """What `keyword_search` is scoped by."""
+
+    user: User
+    spaces: tuple | None
+    selected_sources: list[int] | None
+
+
+def _keyword_in_thread(
+    query: str, limit: int, **scope: Unpack[_KeywordScope]
+) -> tuple[list, ToolOutcome]:
     # Nothing closes this thread's connection between calls. Not pinged before each search
     # (a round trip on the channel's path): a connection lost since the last call (server
     # restarted, backend killed) fails its first statement, and the search, which only
@@ -475,7 +498,11 @@ def retrieve(
     spaces = spaces_visible_sql(user=user, space_ids=space_ids)
     scope = _passages_in(spaces, user=user, selected_sources=selected_sources)
     wanted = [tool for tool in RETRIEVAL_TOOLS if tool in tools]
-    in_scope = {"user": user, "spaces": spaces, "selected_sources": selected_sources}
+    in_scope: _KeywordScope = {
+        "user": user,
+        "spaces": spaces,
+        "selected_sources": selected_sources,
+    }
     keyword: Future | None = None
     if _concurrent(wanted):
         keyword = CHANNEL_THREAD.borrow(_keyword_in_thread, query, limit * 2, **in_scope)

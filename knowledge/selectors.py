@@ -4,6 +4,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import datetime, timedelta
+from typing import cast
 
 from django.conf import settings
 from django.core.exceptions import EmptyResultSet
@@ -187,8 +188,13 @@ def space_can_curate(*, user: UserOrAnonymous, space: Space) -> bool:
 
 def space_members(*, space: Space) -> list[dict]:
     """Members with their role, sorted by username."""
-    members = get_users_with_perms(
-        space, attach_perms=True, with_superusers=False, with_group_users=False
+    # attach_perms=True: a dict of user → the names of their permissions on the space
+    # (guardian annotates the return as `Any | list[str]`).
+    members = cast(
+        "dict[User, list[str]]",
+        get_users_with_perms(
+            space, attach_perms=True, with_superusers=False, with_group_users=False
+        ),
     )
     rows = []
     for user, perms in members.items():

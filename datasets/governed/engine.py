@@ -173,7 +173,7 @@ def _build(database: Path, source: Path, fmt: str, table: str, max_rows: int) ->
             if fmt == "csv":
                 raise LoadError("malformed_csv", "the CSV could not be read strictly") from exc
             raise LoadError("unsupported_type", "the file is not a readable Parquet file") from exc
-        count = conn.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0]  # noqa: S608 (checked name)
+        count = conn.execute(f'SELECT count(*) FROM "{table}"').fetchall()[0][0]  # noqa: S608 (checked name)
         if count > max_rows:
             raise LoadError("too_large", f"the file has more than {max_rows} rows")
         described = conn.execute(
@@ -263,7 +263,7 @@ def open_locked_connection(
     path: Path, *, memory_limit: str = "256MB", threads: int = 1
 ) -> duckdb.DuckDBPyConnection:
     """A read-only connection to a snapshot that can reach nothing else and change no setting."""
-    config: dict[str, str | bool | int] = {
+    config: dict[str, str | bool | int | float | list[str]] = {
         **_NO_EXTENSIONS,
         "memory_limit": memory_limit,
         "threads": threads,

@@ -31,13 +31,25 @@ def unsupported(construct: str) -> GovernedSqlError:
     )
 
 
-AGGREGATES = {exp.Count: "COUNT", exp.Sum: "SUM", exp.Avg: "AVG", exp.Min: "MIN", exp.Max: "MAX"}
+AGGREGATES: dict[type[exp.Expression], str] = {
+    exp.Count: "COUNT",
+    exp.Sum: "SUM",
+    exp.Avg: "AVG",
+    exp.Min: "MIN",
+    exp.Max: "MAX",
+}
 # Scalar functions that execute but make a column ineligible ("synthetic sibling").
-SCALAR_FUNCTIONS = frozenset({exp.Round, exp.Abs, exp.Lower, exp.Upper, exp.Coalesce, exp.Length})
-ARITHMETIC = frozenset({exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.Neg})
+SCALAR_FUNCTIONS: frozenset[type[exp.Expression]] = frozenset(
+    {exp.Round, exp.Abs, exp.Lower, exp.Upper, exp.Coalesce, exp.Length}
+)
+ARITHMETIC: frozenset[type[exp.Expression]] = frozenset(
+    {exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.Neg}
+)
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE, exp.Like, exp.ILike)
-PREDICATES = frozenset({*_COMPARISONS, exp.And, exp.Or, exp.Not, exp.In, exp.Between, exp.Is})
-LITERALS = frozenset({exp.Literal, exp.Boolean, exp.Null})
+PREDICATES: frozenset[type[exp.Expression]] = frozenset(
+    {*_COMPARISONS, exp.And, exp.Or, exp.Not, exp.In, exp.Between, exp.Is}
+)
+LITERALS: frozenset[type[exp.Expression]] = frozenset({exp.Literal, exp.Boolean, exp.Null})
 
 # Node type -> argument keys holding child expressions to validate. Any other argument that is
 # set makes the node unsupported, unless _FLAGS lists it.
@@ -69,7 +81,7 @@ _CLAUSES = ("from_", "joins", "where", "group", "having", "order", "limit", "off
 _CLAUSE_NAMES = {"with_": "CTE", "windows": "window function", "laterals": "LATERAL"}
 
 
-def construct_name(node: exp.Expression) -> str:
+def construct_name(node: exp.Expr) -> str:
     """A short human name for a refused node."""
     if isinstance(node, exp.Subquery | exp.Query | exp.Exists):
         return "subquery"
@@ -251,11 +263,11 @@ class _Validator:
 
     def expr(self, node: exp.Expression, context: str, in_aggregate: bool = False) -> None:
         kind = type(node)
-        if kind is exp.Column:
+        if type(node) is exp.Column:
             return self._column(node, context)
         if kind in AGGREGATES:
             return self._aggregate(node, context, in_aggregate)
-        if kind is exp.Case:
+        if type(node) is exp.Case:
             return self._case(node, context, in_aggregate)
         if kind is exp.In and node.args.get("query") is not None:
             raise unsupported("subquery")
@@ -263,7 +275,7 @@ class _Validator:
             raise unsupported("IN with anything but a list of literals")
         if kind is exp.Is and type(node.expression) not in (exp.Null, exp.Boolean):
             raise unsupported("IS with anything but NULL, TRUE or FALSE")
-        if kind is exp.Cast and not isinstance(node.to, exp.DataType):
+        if type(node) is exp.Cast and not isinstance(node.to, exp.DataType):
             raise unsupported("CAST")
         if kind not in _CHILDREN and kind not in LITERALS:
             raise unsupported(construct_name(node))

@@ -47,8 +47,9 @@ def _check_archive(data: bytes, limits: Limits) -> None:
                 if count > limits.max_elements:
                     raise ExtractionError("too_large")
                 element.clear()
-                while element.getprevious() is not None:
-                    del element.getparent()[0]
+                parent = element.getparent()
+                while parent is not None and element.getprevious() is not None:
+                    del parent[0]
 
 
 def _iter_paragraphs(container: Any, parent: Any) -> Iterator[Any]:

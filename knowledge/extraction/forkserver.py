@@ -35,6 +35,7 @@ import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
+from typing import IO
 
 from .bounded import parse_bounded
 
@@ -82,6 +83,12 @@ _PRELOAD_DISTRIBUTIONS = (
 )
 
 
+def _close_pipes(process: subprocess.Popen[bytes]) -> None:
+    for pipe in (process.stdin, process.stdout):
+        if pipe is not None:
+            pipe.close()
+
+
 class ForkServerGone(Exception):
     """The fork server exited or broke the protocol before answering every role."""
 
@@ -99,7 +106,7 @@ class ForkServer:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._process: subprocess.Popen | None = None
+        self._process: subprocess.Popen[bytes] | None = None
         self._owner = 0
         self._buffer = bytearray()
 
@@ -168,13 +175,19 @@ class ForkServer:
         self._owner = os.getpid()
         self._buffer.clear()
 
+    def _pipes(self) -> tuple[IO[bytes], IO[bytes]]:
+        """The running server's stdin and stdout (it is started with both piped)."""
+        process = self._process
+        if process is None or process.stdin is None or process.stdout is None:
+            raise ForkServerGone()
+        return process.stdin, process.stdout
+
     def _discard(self, grace: float = 0.0) -> None:
         process, self._process = self._process, None
         self._buffer.clear()
         if process is None:
             return
-        process.stdin.close()
-        process.stdout.close()
+        _close_pipes(process)
         try:
             process.wait(timeout=grace)
         except subprocess.TimeoutExpired:
@@ -187,13 +200,12 @@ class ForkServer:
         process, self._process = self._process, None
         self._buffer.clear()
         if process is not None:
-            process.stdin.close()
-            process.stdout.close()
+            _close_pipes(process)
             process.returncode = 0  # not ours to wait for
 
     def _send(self, header: dict, data: bytes, deadline: float) -> None:
         message = _frame(json.dumps(header).encode()) + _frame(data)
-        fd = self._process.stdin.fileno()
+        fd = self._pipes()[0].fileno()
         os.set_blocking(fd, False)
         view = memoryview(message)
         while view:
@@ -210,7 +222,7 @@ class ForkServer:
     def _receive(
         self, deadline: float, on_wait: Callable[[], None] | None, wait_interval: float
     ) -> dict:
-        fd = self._process.stdout.fileno()
+        fd = self._pipes()[1].fileno()
         while True:
             body = _unframe(self._buffer)
             if body is not None:
@@ -385,7 +397,7 @@ def serve() -> None:
     while True:
         header = _read_frame(0)
         data = _read_frame(0) if header is not None else None
-        if data is None:
+        if header is None or data is None:
             return
         request = json.loads(header) | {"server_pid": os.getpid()}
         for role in request["roles"]:

@@ -45,7 +45,7 @@ class Command(BaseCommand):
         if remove:
             space_member_remove(space=target, username=username)
             self.stdout.write(f"{username} has no role in {target.name} any more")
-        else:
+        elif role is not None:  # one of the two, as checked above
             space_member_set(space=target, username=username, role=role)
             self.stdout.write(f"{username} is {role} of {target.name}")
 
