@@ -44,15 +44,16 @@ test: $(STAMP) $(TRAIN_STAMP) $(CHROMIUM) lint
 test-fast: $(STAMP) lint
 	$(PY) -m pytest -m "not slow and not browser"
 
-# What CI runs (.ci/run): lint (ruff, import layers), then the whole suite, which also checks
-# that every model change has its migration (tests/test_project.py: `makemigrations --check`
-# needs the database, for the generated fields' checks).
+# What CI runs (.ci/run): lint (ruff, import layers, mypy), then the whole suite, which also
+# checks that every model change has its migration (tests/test_project.py: `makemigrations
+# --check` needs the database, for the generated fields' checks).
 ci: lint test
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mypy
 
 format: $(STAMP)
 	$(VENV)/bin/ruff format .
