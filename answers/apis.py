@@ -1,3 +1,4 @@
+from collections.abc import Iterable
 from typing import Any
 from uuid import UUID
 
@@ -6,6 +7,8 @@ from django.http import StreamingHttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.negotiation import BaseContentNegotiation, DefaultContentNegotiation
+from rest_framework.parsers import BaseParser
+from rest_framework.renderers import BaseRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -145,11 +148,14 @@ class JsonOrStream(BaseContentNegotiation):
     """Any Accept header is served (never a 406): a stream is text/event-stream, and
     everything else — errors included — the documented JSON."""
 
-    def select_parser(self, request, parsers):
+    def select_parser(self, request: Request, parsers: Iterable[BaseParser]) -> BaseParser | None:
         return DefaultContentNegotiation().select_parser(request, parsers)
 
-    def select_renderer(self, request, renderers, format_suffix=None):
-        return renderers[0], renderers[0].media_type
+    def select_renderer(
+        self, request: Request, renderers: Iterable[BaseRenderer], format_suffix: str | None = None
+    ) -> tuple[BaseRenderer, str]:
+        first = next(iter(renderers))  # the first renderer, as DRF lists them
+        return first, first.media_type
 
 
 def _stream(
@@ -229,7 +235,7 @@ class RunEventsApi(APIView):
         ],
         responses={(200, "text/event-stream"): EVENT_SCHEMA},
     )
-    def get(self, request: Request, run_id: str):
+    def get(self, request: Request, run_id: str) -> StreamingHttpResponse:
         run = run_get_for_user(user=request.user, run_id=run_id)
         raw = request.headers.get("Last-Event-ID") or request.query_params.get("last_event_id")
         cursor = cursor_parse(raw, run)

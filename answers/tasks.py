@@ -1,11 +1,11 @@
 import contextlib
 from uuid import UUID
 
-from celery import shared_task
+from celery import Task, shared_task
 
 
 @shared_task(name="answers.run_execute", ignore_result=True, bind=True)
-def run_execute_task(self, run_id: str, generation: int) -> None:
+def run_execute_task(self: Task, run_id: str, generation: int) -> None:
     """Execute a stored run in the worker (streamed answers). A failure is recorded on
     the run by run_execute itself (status, `failed` event); nothing to raise here."""
     from answers.pipeline.events import ChannelsSink

@@ -8,6 +8,7 @@ cannot see is a 404; one they can see but not change is a 403 with the page and 
 message. Forms work without JavaScript; with it, files go up one by one with progress.
 """
 
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib import messages
@@ -26,7 +27,7 @@ from knowledge.documents import document_change_check, document_upload
 from knowledge.erasure import ERASE_REASON_MAX, revision_erase
 from knowledge.extraction import SUPPORTED_TYPES, UPLOAD_ACCEPT
 from knowledge.lifecycle import WITHDRAW_REASON_MAX, document_restore, document_withdraw
-from knowledge.models import Space
+from knowledge.models import Document, Space
 from knowledge.selectors import (
     document_get_for_user,
     documents_of_space,
@@ -151,7 +152,9 @@ def document_status(request: HttpRequest, document_id: int) -> JsonResponse:
     return JsonResponse({"document": document.pk, **file_state(document)})
 
 
-def _lifecycle(request: HttpRequest, space_id: int, document_id: int, change) -> HttpResponse:
+def _lifecycle(
+    request: HttpRequest, space_id: int, document_id: int, change: Callable[[Document], None]
+) -> HttpResponse:
     space = space_get_for_user(user=request.user, space_id=space_id)
     document = document_get_for_user(user=request.user, document_id=document_id)
     if document.space_id != space.pk:
@@ -174,7 +177,7 @@ def _lifecycle(request: HttpRequest, space_id: int, document_id: int, change) ->
 def document_withdraw_view(request: HttpRequest, space_id: int, document_id: int) -> HttpResponse:
     reason = (request.POST.get("reason") or "")[:WITHDRAW_REASON_MAX]
 
-    def withdraw(document) -> None:
+    def withdraw(document: Document) -> None:
         document_withdraw(user=request_user(request), document=document, reason=reason)
         messages.info(request, _("“%(title)s” is withdrawn: it is no longer searched or quoted.")
                       % {"title": document.title})  # fmt: skip
@@ -186,7 +189,7 @@ def document_withdraw_view(request: HttpRequest, space_id: int, document_id: int
 @require_POST
 @_not_found_is_404
 def document_restore_view(request: HttpRequest, space_id: int, document_id: int) -> HttpResponse:
-    def restore(document) -> None:
+    def restore(document: Document) -> None:
         document_restore(user=request_user(request), document=document)
         messages.info(request, _("“%(title)s” is restored: it is searched and quoted again.")
                       % {"title": document.title})  # fmt: skip
@@ -200,7 +203,7 @@ def document_restore_view(request: HttpRequest, space_id: int, document_id: int)
 def document_erase_view(request: HttpRequest, space_id: int, document_id: int) -> HttpResponse:
     """Erase one revision's text for good (knowledge.erasure checks the role)."""
 
-    def erase(document) -> None:
+    def erase(document: Document) -> None:
         revision = revision_of_document(document=document, revision_id=request.POST.get("revision"))
         revision_erase(user=request_user(request), document=document, revision=revision,
                        reason=request.POST.get("reason") or "")  # fmt: skip

@@ -2,6 +2,8 @@
 intents. Owners only, except a share's recipient, who reads (detail) and nothing more;
 anything else is 404 without revealing that it exists."""
 
+from typing import Any
+
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -33,7 +35,7 @@ from conversations.services import (
 from core.inputs import ObjectIdField, StrictSerializer
 from core.pagination import Pagination
 from core.schema import CONFLICT, PAGE_PARAMETERS, paginated
-from core.types import request_user
+from core.types import UserOrAnonymous, request_user
 from knowledge.curation_apis import ProposalOutput
 
 
@@ -97,7 +99,7 @@ class IntentOutput(serializers.Serializer):
     created_at = serializers.DateTimeField()
 
 
-def _conversation_data(conversation, user) -> dict:
+def _conversation_data(conversation: Conversation, user: UserOrAnonymous) -> dict[str, Any]:
     return {"id": conversation.pk, "title": conversation.title,
             "language": conversation.language, "origin": conversation.origin,
             "created_at": conversation.created_at,
@@ -191,7 +193,7 @@ class ConversationExportApi(APIView):
             (200, "text/markdown"): OpenApiResponse(OpenApiTypes.STR),
         },
     )
-    def get(self, request: Request, conversation_id: str):
+    def get(self, request: Request, conversation_id: str) -> Response | HttpResponse:
         conversation = conversation_get_for_user(
             user=request_user(request), conversation_id=conversation_id, owner=True
         )

@@ -9,7 +9,7 @@ replaced — shows the localized regeneration notice instead, never its text.
 
 import html
 import uuid
-from datetime import UTC
+from datetime import UTC, datetime
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -337,7 +337,7 @@ def _release_problems(body: dict, release: OutputRelease) -> list[str]:
     return problems
 
 
-def _instant(value: object):
+def _instant(value: object) -> datetime | None:
     from django.utils.dateparse import parse_datetime
 
     try:

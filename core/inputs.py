@@ -33,7 +33,7 @@ def text_is_storable(value: str) -> bool:
 class ObjectIdField(serializers.IntegerField):
     """An id in a request body: a positive integer that fits the database."""
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, **kwargs: Any) -> None:  # noqa: ANN401 - IntegerField's own options
         kwargs.setdefault("min_value", 1)
         kwargs.setdefault("max_value", MAX_ID)
         super().__init__(**kwargs)

@@ -13,7 +13,7 @@ class JSONParser(DrfJSONParser):
         stream: IO[bytes],
         media_type: str | None = None,
         parser_context: Mapping[str, Any] | None = None,
-    ) -> Any:
+    ) -> Any:  # noqa: ANN401 - any JSON value
         try:
             return super().parse(stream, media_type, parser_context)
         except RecursionError:

@@ -1,10 +1,11 @@
 import difflib
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
-from django.db.models import QuerySet
+from django.db.models import Model, QuerySet
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -40,13 +41,13 @@ from knowledge.selectors import (
 class ReadOnlyAdmin(admin.ModelAdmin):
     """Revisions, extractions and passages are written by the pipeline only."""
 
-    def has_add_permission(self, request, obj=None) -> bool:
+    def has_add_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
-    def has_delete_permission(self, request, obj=None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
 
@@ -56,7 +57,7 @@ class SuperuserOnlyAdmin(ReadOnlyAdmin):
     def has_module_permission(self, request: HttpRequest) -> bool:
         return request.user.is_active and request.user.is_superuser
 
-    def has_view_permission(self, request: HttpRequest, obj=None) -> bool:
+    def has_view_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return self.has_module_permission(request)
 
 
@@ -95,20 +96,20 @@ class CuratedAdmin(admin.ModelAdmin):
         user = request.user
         return user.is_active and user.is_staff and spaces_curated_by(user=user).exists()
 
-    def has_view_permission(self, request: HttpRequest, obj=None) -> bool:
+    def has_view_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         if obj is None:
             return self.has_module_permission(request)
         return (
             self.has_module_permission(request) and self.curated(request).filter(pk=obj.pk).exists()
         )
 
-    def has_add_permission(self, request: HttpRequest, obj=None) -> bool:
+    def has_add_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
-    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
-    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
 
@@ -145,14 +146,14 @@ class ExtractionInline(admin.TabularInline):
     extra = 0
     can_delete = False
 
-    def has_view_permission(self, request: HttpRequest, obj=None) -> bool:
+    def has_view_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         # Shown inside a revision the user may already see (the parent admin is scoped).
         return request.user.is_active and request.user.is_staff
 
-    def has_add_permission(self, request, obj=None) -> bool:
+    def has_add_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
 
@@ -185,7 +186,7 @@ class DocumentAdmin(NoSaveButtons, CuratedAdmin):
     def curated(self, request: HttpRequest) -> QuerySet[Document]:
         return documents_curated_by(user=request.user)
 
-    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         # Actions need change permission; the fields stay read-only.
         return self.has_view_permission(request, obj)
 
@@ -196,7 +197,9 @@ class DocumentAdmin(NoSaveButtons, CuratedAdmin):
         url = reverse("chat:space", args=[document.space_id]) + f"#document-{document.pk}"
         return format_html('<a href="{}">In the library</a>', url)
 
-    def _change(self, request: HttpRequest, queryset: QuerySet, change, done: str) -> None:
+    def _change(
+        self, request: HttpRequest, queryset: QuerySet, change: Callable[..., object], done: str
+    ) -> None:
         for document in queryset:
             try:
                 change(user=request.user, document=document)
@@ -228,16 +231,16 @@ class DocumentRevisionAdmin(NoSaveButtons, CuratedAdmin):
     def get_queryset(self, request: HttpRequest) -> QuerySet[DocumentRevision]:
         return super().get_queryset(request).prefetch_related("extractions")
 
-    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         # Actions need change permission; the fields stay read-only (no change form fields).
         return self.has_view_permission(request, obj)
 
-    def get_readonly_fields(self, request: HttpRequest, obj=None) -> list[str]:
+    def get_readonly_fields(self, request: HttpRequest, obj: Model | None = None) -> list[str]:
         names = [field.name for field in DocumentRevision._meta.fields]
         return [name if name != "file" else "download" for name in names] + [
             "text_warning", "erasure_state"]  # fmt: skip
 
-    def get_fields(self, request: HttpRequest, obj=None) -> tuple[str, ...]:
+    def get_fields(self, request: HttpRequest, obj: Model | None = None) -> tuple[str, ...]:
         return tuple(self.get_readonly_fields(request, obj))
 
     def get_urls(self) -> list:
@@ -426,18 +429,24 @@ class KnowledgeProposalAdmin(NoSaveButtons, admin.ModelAdmin):
     def has_module_permission(self, request: HttpRequest) -> bool:
         return request.user.is_active and request.user.is_staff
 
-    def has_view_permission(self, request: HttpRequest, obj=None) -> bool:
+    def has_view_permission(
+        self, request: HttpRequest, obj: KnowledgeProposal | None = None
+    ) -> bool:
         if obj is None:
             return self.has_module_permission(request)
         return space_can_curate(user=request.user, space=obj.space)
 
-    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+    def has_change_permission(
+        self, request: HttpRequest, obj: KnowledgeProposal | None = None
+    ) -> bool:
         return self.has_view_permission(request, obj)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+    def has_delete_permission(
+        self, request: HttpRequest, obj: KnowledgeProposal | None = None
+    ) -> bool:
         return False
 
     @admin.display(description="Diff against the current version")

@@ -351,7 +351,7 @@ class OpenAIEmbeddingProvider:
             )
         return _normalise(np.asarray(rows, dtype=np.float64))
 
-    def _post(self, payload: dict[str, Any]) -> Any:
+    def _post(self, payload: dict[str, Any]) -> Any:  # noqa: ANN401 - the provider's JSON
         """The decoded JSON answer; connect errors, timeouts, 429 and 5xx are retried."""
         for attempt in range(self.retries + 1):
             if attempt:

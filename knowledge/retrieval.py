@@ -6,6 +6,7 @@ document is indistinguishable from no document: both give `empty_corpus`.
 
 import os
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import combinations
@@ -202,7 +203,7 @@ class _MatchesAny(Func):
         function: str | None = None,
         template: str | None = None,
         arg_joiner: str | None = None,
-        **extra_context: Any,
+        **extra_context: Any,  # noqa: ANN401 - Func's options, which this node does not use
     ) -> tuple[str, tuple[Any, ...]]:
         vector, params = compiler.compile(self.get_source_expressions()[0])
         condition, tsqueries = self.sql(vector)
@@ -404,12 +405,14 @@ class _ChannelThread:
             self._executor = ThreadPoolExecutor(1, thread_name_prefix="keyword-channel")
         return self._executor
 
-    def submit(self, function, /, *args: object, **kwargs: object) -> Future:
+    def submit(self, function: Callable[..., object], /, *args: object, **kwargs: object) -> Future:
         """Run `function` on the thread (queued behind what it runs now)."""
         with self._lock:
             return self._ready().submit(function, *args, **kwargs)
 
-    def borrow(self, function, /, *args: object, **kwargs: object) -> Future | None:
+    def borrow(
+        self, function: Callable[..., object], /, *args: object, **kwargs: object
+    ) -> Future | None:
         """Run `function` on the thread if it is free; None (run it yourself) if not.
 
         Returns once the thread has begun `function`: otherwise the thread waits for the

@@ -1,4 +1,5 @@
 import os
+from collections.abc import Callable
 
 from django.core.asgi import get_asgi_application
 
@@ -13,7 +14,7 @@ from mcp_server.server import McpHttpApp  # noqa: E402
 mcp_app = McpHttpApp()
 
 
-async def http_app(scope: dict, receive, send) -> None:
+async def http_app(scope: dict, receive: Callable, send: Callable) -> None:
     """`/mcp` is the MCP server (Streamable HTTP); every other path is Django's."""
     path = scope.get("path", "")
     if path == "/mcp" or path.startswith("/mcp/"):

@@ -24,6 +24,7 @@ from django.conf import settings
 from django.core.signals import request_finished, request_started
 from django.db import connections
 from django.http.request import split_domain_port, validate_host
+from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
@@ -64,7 +65,7 @@ def _tool_list() -> list[types.Tool]:
 
 
 def _call_sync(
-    resolve: ResolveCaller, request: Any, name: str, arguments: object, transport: str
+    resolve: ResolveCaller, request: object, name: str, arguments: object, transport: str
 ) -> tuple[dict, bool]:
     """One call in a worker thread, framed as Django frames a request (old connections
     dropped before, this thread's connections closed after)."""
@@ -93,10 +94,14 @@ def build_server(*, resolve: ResolveCaller, transport: str) -> Server:
     into the `Caller`, in a worker thread; None means the credentials are gone.
     """
 
-    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
         return types.ListToolsResult(tools=_tool_list())
 
-    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
         run = sync_to_async(_call_sync, thread_sensitive=False)
         payload, is_error = await run(resolve, ctx.request, params.name, params.arguments or {},
                                       transport)  # fmt: skip
@@ -121,7 +126,7 @@ def build_server(*, resolve: ResolveCaller, transport: str) -> Server:
 CALLER_SCOPE_KEY = "koinon.mcp_caller"
 
 
-def _http_caller(request: Any) -> Caller | None:
+def _http_caller(request: Any) -> Caller | None:  # noqa: ANN401 - the transport's request
     return request.scope.get(CALLER_SCOPE_KEY) if request is not None else None
 
 
@@ -255,7 +260,7 @@ async def stdio_serve(*, user_id: int) -> None:
 
     from mcp_server.selectors import user_active_get
 
-    def resolve(_request: Any) -> Caller | None:
+    def resolve(_request: object) -> Caller | None:
         user = user_active_get(user_id=user_id)
         return Caller(user=user) if user is not None else None
 

@@ -6,6 +6,7 @@ synchronous Django code.
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -57,7 +58,7 @@ def arguments_for_audit(value: object, depth: int = 0) -> object:
     return _storable(str(value)[:AUDIT_MAX_STRING])
 
 
-def _hooks():
+def _hooks() -> Callable[[dict], ToolCallOutcome]:
     """KOINON_MCP_CALL_HOOKS: callables wrapped around each call as Django middleware wraps
     a request (the test suite's child processes forget cached content types this way)."""
     call = _execute

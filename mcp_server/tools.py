@@ -11,12 +11,15 @@ it is its own prose, outside koinon's release policy (docs/mcp.md).
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from core.errors import ApiError
 from core.inputs import MAX_ID, text_is_storable
 from core.models import ApiKey
 from core.types import User
+
+if TYPE_CHECKING:
+    from knowledge.models import Passage
 
 UNVERIFIED = "unverified"
 MAX_TEXT_ARGUMENT = 2000  # search text, like the answer API's question
@@ -285,7 +288,7 @@ def read_passage_run(caller: Caller, values: dict) -> ToolResult:
     return ToolResult(payload, 1)
 
 
-def _own_private_passage(user: User, passage_id: int):
+def _own_private_passage(user: User, passage_id: int) -> "Passage | None":
     """A passage of one of the caller's own private files (current revision), or None."""
     from knowledge.retrieval import passages_visible_to
     from knowledge.selectors import documents_visible_to

@@ -1,4 +1,5 @@
 from django.contrib import admin
+from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from core.types import request_user
@@ -28,27 +29,27 @@ class MemoryEntryAdmin(admin.ModelAdmin):
     )
     actions = ["revoke_selected"]
 
-    def get_queryset(self, request: HttpRequest):
+    def get_queryset(self, request: HttpRequest) -> QuerySet[MemoryEntry]:
         curated = spaces_curated_by(user=request.user).values("pk")
         return super().get_queryset(request).filter(scope="project", space__in=curated)
 
     def has_module_permission(self, request: HttpRequest) -> bool:
         return request.user.is_active and request.user.is_staff
 
-    def has_view_permission(self, request: HttpRequest, obj=None) -> bool:
+    def has_view_permission(self, request: HttpRequest, obj: MemoryEntry | None = None) -> bool:
         return self.has_module_permission(request)
 
-    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: MemoryEntry | None = None) -> bool:
         return self.has_module_permission(request)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: MemoryEntry | None = None) -> bool:
         return False
 
     @admin.action(description="Revoke the selected entries")
-    def revoke_selected(self, request: HttpRequest, queryset) -> None:
+    def revoke_selected(self, request: HttpRequest, queryset: QuerySet[MemoryEntry]) -> None:
         for entry in queryset:  # the queryset is already scoped to curated spaces
             memory_revoke(user=request_user(request), entry=entry)
         self.message_user(request, f"Revoked {queryset.count()} entries.")

@@ -15,10 +15,14 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from answers.judge.features import FEATURE_NAMES, JudgeItem, PairFeatures
+
+if TYPE_CHECKING:
+    from tokenizers import Encoding
 from answers.judge.lexical import TermWeights
 from answers.judge.segment import judge_segment
 
@@ -87,7 +91,7 @@ class CrossEncoder:
             return np.asarray(list(self.pool.map(self._logit, encoded)), dtype=np.float64)
         return np.asarray([self._logit(item) for item in encoded], dtype=np.float64)
 
-    def _logit(self, item) -> float:
+    def _logit(self, item: "Encoding") -> float:
         feeds = {
             "input_ids": np.asarray([item.ids], dtype=np.int64),
             "attention_mask": np.ones((1, len(item.ids)), dtype=np.int64),

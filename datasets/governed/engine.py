@@ -35,6 +35,9 @@ from sqlglot import exp
 from datasets.governed.lineage import OutputColumn, analyse
 from datasets.governed.parse import GovernedSqlError
 
+# What json_safe returns: a value json.dumps writes as it is.
+type JsonValue = bool | int | float | str | list[JsonValue] | dict[str, JsonValue] | None
+
 _TABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 # Types a reader can compare against the source file; nested, binary and enum types are not.
 _SUPPORTED_TYPE = re.compile(
@@ -411,7 +414,7 @@ class _Watch:
 WATCHDOG = _Watchdog()
 
 
-def json_safe(value: Any) -> Any:
+def json_safe(value: object) -> JsonValue:
     """A JSON value that loses nothing: Decimal as str, dates as ISO-8601, bytes as hex."""
     if value is None or isinstance(value, bool | int | str):
         return value

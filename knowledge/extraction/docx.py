@@ -10,7 +10,7 @@ import io
 import re
 import zipfile
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from .base import (
     ExtractionError,
@@ -20,6 +20,12 @@ from .base import (
     add_paragraphs,
     dist_version,
 )
+
+if TYPE_CHECKING:
+    from docx.oxml.text.paragraph import CT_P
+    from docx.oxml.xmlchemy import BaseOxmlElement
+    from docx.text.paragraph import Paragraph
+    from docx.types import ProvidesStoryPart
 
 _DOCUMENT_XML = "word/document.xml"
 _HEADING_STYLE = re.compile(r"^heading\s+([1-9])$", re.IGNORECASE)
@@ -52,7 +58,7 @@ def _check_archive(data: bytes, limits: Limits) -> None:
                     del parent[0]
 
 
-def _iter_paragraphs(container: Any, parent: Any) -> Iterator[Any]:
+def _iter_paragraphs(container: BaseOxmlElement, parent: ProvidesStoryPart) -> Iterator[Paragraph]:
     """Paragraphs in reading order, descending into tables and content controls.
 
     python-docx's own iteration skips w:sdt blocks (tables of contents, form
@@ -63,7 +69,7 @@ def _iter_paragraphs(container: Any, parent: Any) -> Iterator[Any]:
 
     for child in container.iterchildren():
         if child.tag == qn("w:p"):
-            yield Paragraph(child, parent)
+            yield Paragraph(cast("CT_P", child), parent)  # python-docx parses w:p as CT_P
         elif child.tag == qn("w:tbl"):
             for row in child.iterchildren(qn("w:tr")):
                 for cell in row.iterchildren(qn("w:tc")):
@@ -73,7 +79,7 @@ def _iter_paragraphs(container: Any, parent: Any) -> Iterator[Any]:
                 yield from _iter_paragraphs(content, parent)
 
 
-def _heading_level(paragraph: Any) -> int | None:
+def _heading_level(paragraph: Paragraph) -> int | None:
     style = paragraph.style
     match = _HEADING_STYLE.match(style.name or "") if style is not None else None
     return int(match.group(1)) if match else None

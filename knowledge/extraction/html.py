@@ -7,11 +7,15 @@ parser repairs and interprets the markup, which is what the comparison is for.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 from .base import ExtractionError, ExtractionResult, Limits, TextBuilder, dist_version
 from .text import decode_or_raise
+
+if TYPE_CHECKING:
+    from bs4.element import Tag
+    from lxml.html import HtmlElement
 
 DROPPED_TAGS = frozenset({"script", "style", "template", "noscript"})
 HEADING_TAGS = {f"h{level}": level for level in range(1, 7)}
@@ -121,7 +125,7 @@ class BlockCollector:
 _Item = tuple[str, str, Any]
 
 
-def _soup_children(node: Any) -> Iterator[_Item]:
+def _soup_children(node: Tag) -> Iterator[_Item]:
     from bs4.element import NavigableString, PreformattedString, Tag
 
     for child in node.children:
@@ -133,7 +137,7 @@ def _soup_children(node: Any) -> Iterator[_Item]:
             yield "tag", child.name.lower(), child
 
 
-def _lxml_children(element: Any) -> Iterator[_Item]:
+def _lxml_children(element: HtmlElement) -> Iterator[_Item]:
     if element.text:
         yield "text", element.text, None
     for child in element.iterchildren():
@@ -144,7 +148,7 @@ def _lxml_children(element: Any) -> Iterator[_Item]:
             yield "text", child.tail, None
 
 
-def _hidden(attributes: Any) -> bool:
+def _hidden(attributes: Mapping[str, object] | None) -> bool:
     """Markup a reader never sees (`hidden`, `aria-hidden="true"`, an inline
     `display:none` or `visibility:hidden`): its text is not the document's visible text,
     so it is never quoted (a hidden instruction or a hidden "fact")."""
@@ -157,11 +161,13 @@ def _hidden(attributes: Any) -> bool:
     return bool(_HIDDEN_STYLE.search(str(attributes.get("style", ""))))
 
 
-def _attributes(node: Any) -> Any:
+def _attributes(node: Any) -> Mapping[str, object] | None:  # noqa: ANN401 - bs4 or lxml
     return getattr(node, "attrs", None) if hasattr(node, "attrs") else node.attrib
 
 
-def _walk(root: Any, collector: BlockCollector, children: Callable[[Any], Iterator[_Item]]) -> None:
+def _walk(
+    root: object, collector: BlockCollector, children: Callable[[Any], Iterator[_Item]]
+) -> None:
     """Depth-first walk with an explicit stack: hostile nesting must not hit the recursion limit.
 
     The children iterators are lazy, so a tail text is only produced after the

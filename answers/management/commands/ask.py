@@ -21,8 +21,8 @@ class Command(BaseCommand):
         parser.add_argument("--language")
         parser.add_argument("--json", action="store_true", dest="as_json")
 
-    def handle(self, *args, question: str, user: str, space: list[str], mode: str,
-               language: str | None, as_json: bool, **options) -> None:  # fmt: skip
+    def handle(self, *args: object, question: str, user: str, space: list[str], mode: str,
+               language: str | None, as_json: bool, **options: object) -> None:  # fmt: skip
         asker = get_user_model().objects.filter(username=user, is_active=True).first()
         if asker is None:
             raise CommandError(f"no active user {user!r}")

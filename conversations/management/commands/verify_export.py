@@ -16,7 +16,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("file", help="the JSON of GET /v1/conversations/<id>/export")
 
-    def handle(self, *args, file: str, **options) -> None:
+    def handle(self, *args: object, file: str, **options: object) -> None:
         try:
             export = json.loads(Path(file).read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):

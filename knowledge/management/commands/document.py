@@ -1,3 +1,5 @@
+from typing import Any
+
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from core.errors import ApiError
@@ -29,7 +31,14 @@ class Command(BaseCommand):
         erase.add_argument("--user", required=True, help="the curator acting")
         erase.add_argument("--reason", required=True, help="why (kept in the erasure log)")
 
-    def handle(self, *args, action: str, document: int, user: str, **options) -> None:
+    def handle(
+        self,
+        *args: object,
+        action: str,
+        document: int,
+        user: str,
+        **options: Any,  # noqa: ANN401 - argparse's values: --reason str, --revision int
+    ) -> None:
         actor = user_get_by_username(username=user)
         if actor is None:
             raise CommandError(f"No active user is named {user!r}.")

@@ -35,8 +35,8 @@ class Command(BaseCommand):
             "--timeout", type=float, default=300.0, help="seconds --wait waits in all"
         )
 
-    def handle(self, *args, paths: list[Path], space: str, user: str, wait: bool,
-               timeout: float, document: int | None = None, **options) -> None:  # fmt: skip
+    def handle(self, *args: object, paths: list[Path], space: str, user: str, wait: bool,
+               timeout: float, document: int | None = None, **options: object) -> None:  # fmt: skip
         target = space_find(name_or_id=space)
         if target is None:
             names = ", ".join(repr(s.name) for s in spaces_all()[:20]) or "none yet"

@@ -4,6 +4,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import transaction
 
+from core.types import User
 from knowledge.documents import document_upload
 from knowledge.models import Space
 from knowledge.services import space_create, space_member_set
@@ -19,7 +20,7 @@ class Command(BaseCommand):
         parser.add_argument("--if-empty", action="store_true", help="skip when spaces exist")
 
     @transaction.atomic
-    def handle(self, *args, if_empty: bool, **options) -> None:
+    def handle(self, *args: object, if_empty: bool, **options: object) -> None:
         if if_empty and Space.objects.exists():
             self.stdout.write("demo data: skipped, the database already has spaces")
             return
@@ -39,7 +40,7 @@ class Command(BaseCommand):
             "demo data: users admin and reader (password 'koinon-demo'), space 'Demo'"
         )
 
-    def _load_documents(self, *, space: Space, admin) -> None:
+    def _load_documents(self, *, space: Space, admin: User) -> None:
         # Written for koinon; extraction runs in the worker once the transaction commits.
         for path in sorted(DEMO_CORPUS.iterdir()):
             document_upload(user=admin, filename=path.name, data=path.read_bytes(), space=space)

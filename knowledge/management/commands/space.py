@@ -22,13 +22,13 @@ class Command(BaseCommand):
         member.add_argument("--remove", action="store_true", help="take every role away")
         actions.add_parser("list", help="every space with its members")
 
-    def handle(self, *args, action: str, **options) -> None:
+    def handle(self, *args: object, action: str, **options: object) -> None:
         try:
             getattr(self, f"_{action}")(**options)
         except ApiError as error:
             raise CommandError(f"{error.error_code}: {error.detail}") from None
 
-    def _create(self, *, name: str, curator: str, description: str, **options) -> None:
+    def _create(self, *, name: str, curator: str, description: str, **options: object) -> None:
         user = user_get_by_username(username=curator)
         if user is None:
             raise CommandError(f"no active user {curator!r}")
@@ -36,7 +36,7 @@ class Command(BaseCommand):
         self.stdout.write(f"created space {space.name} (id {space.pk}); curator {curator}")
 
     def _member(self, *, space: str, username: str, role: str | None, remove: bool,
-                **options) -> None:  # fmt: skip
+                **options: object) -> None:  # fmt: skip
         target = space_find(name_or_id=space)
         if target is None:
             raise CommandError(f"no space {space!r}")
@@ -49,7 +49,7 @@ class Command(BaseCommand):
             space_member_set(space=target, username=username, role=role)
             self.stdout.write(f"{username} is {role} of {target.name}")
 
-    def _list(self, **options) -> None:
+    def _list(self, **options: object) -> None:
         for space in spaces_all():
             members = ", ".join(
                 f"{m['username']} ({m['role']})" for m in space_members(space=space)

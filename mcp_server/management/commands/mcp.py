@@ -14,7 +14,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--user", required=True, help="the user every call runs as")
 
-    def handle(self, *args, user: str, **options) -> None:
+    def handle(self, *args: object, user: str, **options: object) -> None:
         account = user_get_by_username(username=user)
         if account is None:
             raise CommandError(f"no active user {user!r}")
