@@ -55,6 +55,7 @@ from core.embedded import EmbeddedPostgres  # noqa: E402
 from knowledge.embeddings import get_embedding_provider  # noqa: E402
 from knowledge.models import Space  # noqa: E402
 from knowledge.retrieval import KEYWORD_SEARCH, VECTOR_SEARCH, retrieve  # noqa: E402
+from knowledge.scope import access_scope_build  # noqa: E402
 
 QUESTIONS = 200
 SEED = 20240501
@@ -94,7 +95,7 @@ def load(
 def passage_scans(user: object, query: str, tools: tuple[str, ...]) -> str:
     """How the plan of each ranked passage query reads knowledge_passage (which index)."""
     with CaptureQueriesContext(connection) as queries:
-        retrieve(user=user, query=query, tools=tools)
+        retrieve(scope=access_scope_build(user=user), query=query, tools=tools)
     found = []
     for captured in queries.captured_queries:
         if "ORDER BY" not in captured["sql"]:
@@ -147,7 +148,12 @@ def measure(user: object, questions: list[Question], ids: dict[str, int]) -> dic
     for question in questions[:WARMUP]:
         for name in names:
             with planner(name):
-                retrieve(user=user, query=question.text, tools=CONFIGS[name], limit=10)
+                retrieve(
+                    scope=access_scope_build(user=user),
+                    query=question.text,
+                    tools=CONFIGS[name],
+                    limit=10,
+                )
     # Every question once, unmeasured, before any is measured: otherwise whichever config
     # comes first for a question reads its pages into shared buffers for the others, and
     # the rotation makes hybrid that config more often than vector-only (it is the first
@@ -155,7 +161,12 @@ def measure(user: object, questions: list[Question], ids: dict[str, int]) -> dic
     # first of the vector pages in 1). Measured warm, as a server whose corpus fits in its
     # shared buffers runs.
     for question in questions:
-        retrieve(user=user, query=question.text, tools=CONFIGS["hybrid"], limit=10)
+        retrieve(
+            scope=access_scope_build(user=user),
+            query=question.text,
+            tools=CONFIGS["hybrid"],
+            limit=10,
+        )
     latencies: dict[str, list[float]] = {name: [] for name in names}
     ranks: dict[str, list[int | None]] = {name: [] for name in names}
     for number, question in enumerate(questions):
@@ -163,7 +174,12 @@ def measure(user: object, questions: list[Question], ids: dict[str, int]) -> dic
         for name in names[shift:] + names[:shift]:
             with planner(name):
                 started = time.perf_counter()
-                result = retrieve(user=user, query=question.text, tools=CONFIGS[name], limit=10)
+                result = retrieve(
+                    scope=access_scope_build(user=user),
+                    query=question.text,
+                    tools=CONFIGS[name],
+                    limit=10,
+                )
                 latencies[name].append((time.perf_counter() - started) * 1000)
             ranks[name].append(rank_of(result.candidates, ids[question.gold]))
     figures = {}

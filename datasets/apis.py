@@ -18,6 +18,7 @@ from datasets.services import (
     governed_query_proof,
     governed_query_run,
 )
+from knowledge.scope import access_scope_build
 from knowledge.selectors import space_can_manage, space_get_for_user
 
 
@@ -204,9 +205,8 @@ class DatasetQueryApi(APIView):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         snapshot = snapshot_of(dataset=dataset, version=data.validated_data.get("snapshot"))
-        query = governed_query_run(
-            user=request_user(request), snapshot=snapshot, sql=data.validated_data["sql"]
-        )
+        scope = access_scope_build(user=request.user)
+        query = governed_query_run(scope=scope, snapshot=snapshot, sql=data.validated_data["sql"])
         body = QueryOutput(query).data
         body["label"] = "unverified"
         body["facts"] = governed_query_facts(query)

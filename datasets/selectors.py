@@ -4,12 +4,18 @@ from core.errors import NotFoundError
 from core.inputs import object_id_parse
 from core.types import UserOrAnonymous
 from datasets.models import Dataset, DatasetSnapshot
+from knowledge.scope import AccessScope
 from knowledge.selectors import spaces_visible_to
 
 
 def datasets_visible_to(*, user: UserOrAnonymous) -> QuerySet[Dataset]:
     """A dataset is visible exactly when its space is."""
     return Dataset.objects.filter(space__in=spaces_visible_to(user=user).values("pk"))
+
+
+def datasets_in_scope(*, scope: AccessScope) -> QuerySet[Dataset]:
+    """The datasets of the scope's spaces (a dataset is visible exactly when its space is)."""
+    return Dataset.objects.filter(space_id__in=sorted(scope.space_ids))
 
 
 def dataset_get_for_user(*, user: UserOrAnonymous, dataset_id: object) -> Dataset:
@@ -33,10 +39,11 @@ def snapshot_of(*, dataset: Dataset, version: object = None) -> DatasetSnapshot:
     return snapshot
 
 
-def snapshot_get_for_user(*, user: UserOrAnonymous, snapshot_id: object) -> DatasetSnapshot | None:
-    """A snapshot of a dataset the user may read; None whether missing or hidden."""
+def snapshot_in_scope(*, scope: AccessScope, snapshot_id: object) -> DatasetSnapshot | None:
+    """A snapshot of a dataset in scope; None whether missing or outside it."""
     pk = object_id_parse(snapshot_id)
     if not pk:
         return None
-    visible = datasets_visible_to(user=user).values("pk")
-    return DatasetSnapshot.objects.filter(pk=pk, dataset__in=visible).first()
+    return DatasetSnapshot.objects.filter(
+        pk=pk, dataset__space_id__in=sorted(scope.space_ids)
+    ).first()

@@ -20,8 +20,9 @@ from datasets.governed import (
     value_dictionary,
 )
 from datasets.models import Dataset, DatasetSnapshot, GovernedQuery
-from datasets.selectors import datasets_visible_to
+from datasets.selectors import datasets_in_scope
 from knowledge.models import Space
+from knowledge.scope import AccessScope
 
 FORMATS = {".csv": "csv", ".parquet": "parquet"}
 
@@ -122,15 +123,17 @@ def snapshot_dictionary(snapshot: DatasetSnapshot) -> dict[str, list[str]]:
     return snapshot.dictionary
 
 
-def governed_query_run(*, user: User, snapshot: DatasetSnapshot, sql: str) -> GovernedQuery:
-    """Execute allow-listed SQL natively on the snapshot and record it with its proof.
+def governed_query_run(*, scope: AccessScope, snapshot: DatasetSnapshot, sql: str) -> GovernedQuery:
+    """Execute allow-listed SQL natively on the snapshot and record it with its proof, as
+    the scope's reader's.
 
-    Precondition, checked here too: the user may read the snapshot's dataset (NotFoundError
-    otherwise, as for a missing one). Raises UnprocessableError with the engine's typed
-    code (`unsupported_sql`, `invalid_sql`, `unknown_column`, `timeout`, …); failed queries
-    are not recorded.
+    Precondition, checked here too: the snapshot's dataset is in the reader's scope
+    (NotFoundError otherwise, as for a missing one). Raises UnprocessableError with the
+    engine's typed code (`unsupported_sql`, `invalid_sql`, `unknown_column`, `timeout`, …);
+    failed queries are not recorded.
     """
-    if not datasets_visible_to(user=user).filter(pk=snapshot.dataset_id).exists():
+    in_scope = datasets_in_scope(scope=scope).filter(pk=snapshot.dataset_id).exists()
+    if scope.user_id is None or not in_scope:  # an anonymous scope holds no dataset
         raise NotFoundError("Dataset not found.")
     try:
         result = execute(
@@ -146,7 +149,7 @@ def governed_query_run(*, user: User, snapshot: DatasetSnapshot, sql: str) -> Go
     proof = result.proof
     return GovernedQuery.objects.create(
         snapshot=snapshot,
-        user=user,
+        user_id=scope.user_id,
         sql=sql,
         normalised_sql=proof.normalised_sql,
         columns=[asdict(column) for column in result.columns],

@@ -21,6 +21,7 @@ from knowledge.erasure import ERASE_REASON_MAX, revision_erase
 from knowledge.lifecycle import WITHDRAW_REASON_MAX, document_restore, document_withdraw
 from knowledge.models import Document, DocumentRevision, Erasure, Extraction
 from knowledge.retrieval import RETRIEVAL_TOOLS, retrieve
+from knowledge.scope import access_scope_build
 from knowledge.selectors import (
     document_admitted_text,
     document_get_for_user,
@@ -360,12 +361,11 @@ class SearchApi(APIView):
         data = self.InputSerializer(data=params)
         data.is_valid(raise_exception=True)
         values = data.validated_data
+        scope = access_scope_build(
+            user=request_user(request), space_ids=values.get("space") or None
+        )
         result = retrieve(
-            user=request_user(request),
-            query=values["q"],
-            tools=values["tools"],
-            space_ids=values.get("space") or None,
-            limit=values["limit"],
+            scope=scope, query=values["q"], tools=values["tools"], limit=values["limit"]
         )
         return Response(
             {

@@ -9,11 +9,12 @@ selects are counted live.
 """
 
 from django.contrib.postgres.search import SearchQuery
+from django.core.exceptions import EmptyResultSet
 from django.db import connection, transaction
+from django.db.models import QuerySet
 
-from core.types import User
 from knowledge.models import Document, DocumentRevision, LexemeFrequency, Passage
-from knowledge.selectors import compiled_sql, spaces_visible_sql
+from knowledge.scope import AccessScope
 
 DOCUMENT_FREQUENCY_CAP = 5000  # past this a word is common; its weight stays that of 5000
 
@@ -69,27 +70,20 @@ def lexeme_frequencies_rebuild(*, space_id: int) -> None:
         cursor.execute(f"ANALYZE {_FREQUENCIES}")
 
 
-def document_frequencies(
-    *,
-    user: User,
-    words: list[str],
-    space_ids: list[int] | None = None,
-    selected_sources: list[int] | None = None,
-) -> tuple[dict[str, int], int]:
-    """How many visible passages contain each word (English stemming, as the search vectors
-    do), and how many visible passages there are: the IDF weights of "the visible corpus".
+def document_frequencies(*, scope: AccessScope, words: list[str]) -> tuple[dict[str, int], int]:
+    """How many passages in scope contain each word (English stemming, as the search vectors
+    do), and how many passages the scope has: the IDF weights of "the visible corpus".
 
-    The same scope as retrieval: the visible spaces (narrowed to space_ids), plus the user's
-    own private files among selected_sources. A word of several lexemes ("e-mail") counts
-    as its rarest one; a stop word counts 0. Counts are capped at DOCUMENT_FREQUENCY_CAP.
-    One statement for the spaces; one more when private files are selected.
+    The same scope as retrieval: the scope's spaces, plus its private files. A word of
+    several lexemes ("e-mail") counts as its rarest one; a stop word counts 0. Counts are
+    capped at DOCUMENT_FREQUENCY_CAP. One statement for the spaces; one more when the
+    scope holds private files.
     """
     unique = list(dict.fromkeys(words))
     counts, total = dict.fromkeys(unique, 0), 0
-    compiled = spaces_visible_sql(user=user, space_ids=space_ids)
-    if compiled is not None:
-        sql, params = compiled
-        in_spaces = f"f.space_id IN ({sql})"
+    if scope.space_ids:
+        spaces = sorted(scope.space_ids)
+        in_spaces = "f.space_id = ANY(%s)"
         with connection.cursor() as cursor:
             cursor.execute(
                 # Per word: its lexemes, each summed over the spaces; the word takes the
@@ -101,36 +95,32 @@ def document_frequencies(
                 "FROM unnest(%s::text[]) AS w(word) "
                 f"UNION ALL SELECT NULL, (SELECT coalesce(sum(f.passages), 0) FROM "
                 f"{_FREQUENCIES} f WHERE f.lexeme = '' AND {in_spaces})",
-                [*params, unique, *params],
+                [spaces, unique, spaces],
             )
             for word, count in cursor.fetchall():
                 if word is None:
                     total = count
                 else:
                     counts[word] = count
-    if selected_sources:
-        private, private_total = _private_frequencies(user, unique, selected_sources)
+    if scope.file_ids:
+        private, private_total = _private_frequencies(scope, unique)
         counts = {word: counts[word] + private[word] for word in unique}
         total += private_total
     return {word: min(count, DOCUMENT_FREQUENCY_CAP) for word, count in counts.items()}, total
 
 
-def _private_frequencies(
-    user: User, words: list[str], selected_sources: list[int]
-) -> tuple[dict[str, int], int]:
-    """Live counts over the user's selected private files (few passages, no space)."""
-    scope = Passage.objects.filter(
-        owner=user, space__isnull=True, document_id__in=selected_sources, is_current=True
-    ).order_by()
+def _private_frequencies(scope: AccessScope, words: list[str]) -> tuple[dict[str, int], int]:
+    """Live counts over the scope's private files (few passages, no space)."""
+    files = scope.passages().filter(space__isnull=True).order_by()
     parts = [
-        compiled_sql(
-            scope.filter(
+        _compiled_sql(
+            files.filter(
                 search_vector=SearchQuery(word, search_type="plain", config="english")
             ).values("pk")
         )
         for word in words
     ]
-    parts.append(compiled_sql(scope.values("pk")))
+    parts.append(_compiled_sql(files.values("pk")))
     # Django compiled each part; every value in them is a parameter.
     columns = [f"(SELECT count(*) FROM ({part[0]}) AS m)" if part else "0" for part in parts]  # noqa: S608
     with connection.cursor() as cursor:
@@ -140,3 +130,12 @@ def _private_frequencies(
         )
         *found, total = cursor.fetchone()
     return dict(zip(words, found, strict=True)), total
+
+
+def _compiled_sql(queryset: QuerySet) -> tuple[str, tuple] | None:
+    """The queryset's SQL and parameters as the ORM compiles them, for a statement that
+    embeds it as a subquery; None for one that can match nothing."""
+    try:
+        return queryset.query.sql_with_params()
+    except EmptyResultSet:
+        return None

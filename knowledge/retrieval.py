@@ -10,22 +10,20 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import combinations
-from typing import Any, TypedDict, Unpack
+from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import EmptyResultSet
 from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.models import BooleanField, F, Func, Q, QuerySet
-from django.db.models.expressions import RawSQL
+from django.db.models import BooleanField, F, Func, QuerySet
 from django.db.models.sql.compiler import SQLCompiler
 from pgvector.django import CosineDistance
 
 from core.fields import column_name
-from core.types import User
 from knowledge.models import EmbeddingStatus, LexemeFrequency, Passage
 from knowledge.normalise import normalised_words
-from knowledge.selectors import spaces_visible_sql
+from knowledge.scope import AccessScope
 
 VECTOR_SEARCH = "vector_search"
 KEYWORD_SEARCH = "keyword_search"
@@ -65,38 +63,6 @@ class RetrievalResult:
     outcomes: list[ToolOutcome]
 
 
-def passages_visible_to(
-    *,
-    user: User,
-    space_ids: list[int] | None = None,
-    selected_sources: list[int] | None = None,
-) -> QuerySet[Passage]:
-    """Passages of current revisions the user may read in this scope.
-
-    Space passages: spaces the user can view (narrowed to space_ids when given).
-    Private passages: the user's own files, and only those in selected_sources.
-    """
-    spaces = spaces_visible_sql(user=user, space_ids=space_ids)
-    return _passages_in(spaces, user=user, selected_sources=selected_sources)
-
-
-def _passages_in(
-    spaces: tuple | list[int] | None,
-    *,
-    user: User,
-    selected_sources: list[int] | None,
-) -> QuerySet[Passage]:
-    """`spaces`: the SQL the ORM compiled from the selector's queryset, with its own
-    parameters — or the ids that SQL gave earlier in the same retrieval."""
-    if isinstance(spaces, list):
-        scope = Q(space_id__in=spaces) if spaces else Q(pk__in=[])
-    else:
-        scope = Q(space_id__in=RawSQL(*spaces)) if spaces else Q(pk__in=[])  # noqa: S611
-    if selected_sources:
-        scope |= Q(owner=user, document_id__in=selected_sources)
-    return Passage.objects.filter(scope, is_current=True)
-
-
 _CANDIDATE_FIELDS = ("pk", "document_id", "revision_id", "extraction_id", "char_start",
                      "char_end", "text", "locator")  # fmt: skip
 
@@ -125,48 +91,38 @@ _FREQUENCIES = LexemeFrequency._meta.db_table
 
 @dataclass(frozen=True)
 class QueryLexemes:
-    """The query's lexemes in query order, with how many visible passages hold each and how
-    many visible passages there are (spaces' kept counts; private files not counted)."""
+    """The query's lexemes in query order, with how many passages of the scope's spaces
+    hold each and how many passages those spaces have (kept counts; private files not
+    counted)."""
 
     lexemes: list[str]
     passages_with: dict[str, int] = field(default_factory=dict)
     passages: int = 0
-    # The visible spaces' ids, as the selector's SQL gave them in the same statement.
-    space_ids: list[int] = field(default_factory=list)
 
     def common(self, lexeme: str) -> bool:
         passages = self.passages_with.get(lexeme, 0)
         return passages > max(COMMON_SHARE * self.passages, COMMON_MIN)
 
 
-def query_lexemes(query: str, spaces: tuple | None = None) -> QueryLexemes:
+def query_lexemes(query: str, space_ids: frozenset[int] = frozenset()) -> QueryLexemes:
     """The query's distinct search lexemes in query order (English stemming without stop
-    words, exactly as the passages' search vectors were made), their document frequencies
-    in `spaces` (SQL and parameters of space ids) and those spaces' ids, read in the same
-    statement."""
+    words, exactly as the passages' search vectors were made) and their document
+    frequencies in the spaces `space_ids`, read in one statement."""
     words = list(dict.fromkeys(normalised_words(query)))[:MAX_KEYWORDS]
     if not words:
         return QueryLexemes([])
-    visible, space_params = ("SELECT NULL::bigint AS pk WHERE false", ())
-    if spaces:
-        visible, space_params = spaces
     with connection.cursor() as cursor:
         cursor.execute(
             # "" (position 0, first) is the passage count: LexemeFrequency's convention.
-            f"WITH visible AS MATERIALIZED ({visible}) "  # noqa: S608
-            "SELECT t.lexeme, coalesce((SELECT sum(f.passages) "
-            f"FROM {_FREQUENCIES} f WHERE f.lexeme = t.lexeme AND f.space_id IN "
-            "(SELECT pk FROM visible)), 0), (SELECT array_agg(pk) FROM visible) "
+            "SELECT t.lexeme, coalesce((SELECT sum(f.passages) "  # noqa: S608
+            f"FROM {_FREQUENCIES} f WHERE f.lexeme = t.lexeme AND f.space_id = ANY(%s)), 0) "
             "FROM (SELECT lexeme, positions[1] AS at FROM unnest(to_tsvector('english', %s)) "
             "UNION ALL SELECT '', 0) AS t ORDER BY t.at",
-            [*space_params, " ".join(words)],
+            [sorted(space_ids), " ".join(words)],
         )
-        (_, passages, space_ids), *rows = cursor.fetchall()
+        (_, passages), *rows = cursor.fetchall()
     return QueryLexemes(
-        [lexeme for lexeme, _, _ in rows],
-        {lexeme: count for lexeme, count, _ in rows},
-        passages,
-        sorted(space_ids or []),
+        [lexeme for lexeme, _ in rows], {lexeme: count for lexeme, count in rows}, passages
     )
 
 
@@ -298,33 +254,21 @@ def _ranked_rows(
     ]
 
 
-def keyword_search(
-    query: str,
-    limit: int,
-    *,
-    user: User,
-    spaces: tuple | None,
-    selected_sources: list[int] | None = None,
-) -> tuple[list, ToolOutcome]:
-    """Passages ranked by ts_rank against any of the query's words.
+def keyword_search(query: str, limit: int, *, scope: AccessScope) -> tuple[list, ToolOutcome]:
+    """Passages in scope ranked by ts_rank against any of the query's words.
 
     A natural question rarely has every word in one passage, so requiring all of them
     (websearch_to_tsquery's AND) misses most relevant passages. The top of that ranking
     is almost always among the passages that share several of the words, so those are
     ranked first (`_coordination_filters`) and the full ranking of every passage with any
     of the words runs only when they are fewer than `limit`; the relevance threshold and
-    the selector decide what is good enough.
-
-    `spaces` (the selector's SQL of the visible space ids) is run once, in the lexeme
-    statement, which also gives the words' document frequencies there (they order the
-    groups of words); the ranked statements filter by the ids it gave — planning the
-    selector's subqueries cost each of them ~0.4 ms — together with the user's selected
-    private files (`_passages_in`, as every channel).
+    the selector decide what is good enough. The words' document frequencies in the
+    scope's spaces order the groups of words.
     """
-    lexemes = query_lexemes(query, spaces)
+    lexemes = query_lexemes(query, scope.space_ids)
     if not lexemes.lexemes:
         return [], ToolOutcome(KEYWORD_SEARCH, "succeeded", "no_relevant_hit")
-    where = _where(_passages_in(lexemes.space_ids, user=user, selected_sources=selected_sources))
+    where = _where(scope.passages())
     search = _tsquery(lexemes.lexemes, "|")
     for condition in [*_coordination_filters(lexemes), *_any_word_filters(lexemes)]:
         scored = _ranked_rows(where, search, condition, limit)
@@ -448,28 +392,18 @@ class _ChannelThread:
 CHANNEL_THREAD = _ChannelThread()
 
 
-class _KeywordScope(TypedDict):
-    """What `keyword_search` is scoped by."""
-
-    user: User
-    spaces: tuple | None
-    selected_sources: list[int] | None
-
-
-def _keyword_in_thread(
-    query: str, limit: int, **scope: Unpack[_KeywordScope]
-) -> tuple[list, ToolOutcome]:
+def _keyword_in_thread(query: str, limit: int, scope: AccessScope) -> tuple[list, ToolOutcome]:
     # Nothing closes this thread's connection between calls. Not pinged before each search
     # (a round trip on the channel's path): a connection lost since the last call (server
     # restarted, backend killed) fails its first statement, and the search, which only
     # reads, runs once more on a new one. A failed statement on a sound connection is raised.
     try:
-        return keyword_search(query, limit, **scope)
+        return keyword_search(query, limit, scope=scope)
     except (InterfaceError, OperationalError):
         if connection.connection is not None and connection.is_usable():
             raise
         connection.close()
-        return keyword_search(query, limit, **scope)
+        return keyword_search(query, limit, scope=scope)
 
 
 def _concurrent(wanted: list[str]) -> bool:
@@ -485,11 +419,9 @@ def _concurrent(wanted: list[str]) -> bool:
 
 def retrieve(
     *,
-    user: User,
+    scope: AccessScope,
     query: str,
     tools: tuple[str, ...] = RETRIEVAL_TOOLS,
-    space_ids: list[int] | None = None,
-    selected_sources: list[int] | None = None,
     limit: int = 10,
 ) -> RetrievalResult:
     """Candidates for query from each allowed tool, fused by reciprocal rank fusion.
@@ -498,22 +430,16 @@ def retrieve(
     both tools the keyword channel runs concurrently (`_ChannelThread`) outside a
     transaction; the result is the same either way.
     """
-    spaces = spaces_visible_sql(user=user, space_ids=space_ids)
-    scope = _passages_in(spaces, user=user, selected_sources=selected_sources)
+    passages = scope.passages()
     wanted = [tool for tool in RETRIEVAL_TOOLS if tool in tools]
-    in_scope: _KeywordScope = {
-        "user": user,
-        "spaces": spaces,
-        "selected_sources": selected_sources,
-    }
     keyword: Future | None = None
     if _concurrent(wanted):
-        keyword = CHANNEL_THREAD.borrow(_keyword_in_thread, query, limit * 2, **in_scope)
+        keyword = CHANNEL_THREAD.borrow(_keyword_in_thread, query, limit * 2, scope)
     channels = {
         tool: (
-            keyword_search(query, limit * 2, **in_scope)
+            keyword_search(query, limit * 2, scope=scope)
             if tool == KEYWORD_SEARCH
-            else vector_search(scope, query, limit * 2)
+            else vector_search(passages, query, limit * 2)
         )
         for tool in wanted
         if not (keyword and tool == KEYWORD_SEARCH)
@@ -522,7 +448,7 @@ def retrieve(
         channels[KEYWORD_SEARCH] = keyword.result()
     # Asked only when nothing came back (a scope with passages usually gives some): no
     # passage at all in scope is `empty_corpus` whatever each channel said.
-    if not any(channels[tool][0] for tool in wanted) and not scope.exists():
+    if not any(channels[tool][0] for tool in wanted) and not passages.exists():
         return RetrievalResult(
             [], [ToolOutcome(tool, "succeeded", "empty_corpus") for tool in wanted]
         )

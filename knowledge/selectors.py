@@ -1,13 +1,9 @@
 """Reads of knowledge objects, always scoped to what the user may see."""
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
 from datetime import datetime, timedelta
 from typing import cast
 
 from django.conf import settings
-from django.core.exceptions import EmptyResultSet
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
@@ -42,69 +38,9 @@ def spaces_visible_to(*, user: UserOrAnonymous) -> QuerySet[Space]:
         return Space.objects.none()
     if user.is_superuser:
         return Space.objects.all()
-    # Built once per user object: guardian's queryset is SQL only (the permission rows are
-    # read when it runs, every time), and an answer uses it about five times. A clone each
-    # call, so nobody shares a result cache.
-    built = user.__dict__.get(_VISIBLE_SPACES)
-    if built is None:
-        built = get_objects_for_user(
-            user, "knowledge.view_space", klass=Space, accept_global_perms=False
-        )
-        user.__dict__[_VISIBLE_SPACES] = built
-    read = _READ_ONCE.get()
-    if read is None:
-        return built.all()
-    if (ids := read.get(user.pk)) is None:
-        ids = read[user.pk] = list(built.values_list("pk", flat=True))
-    return Space.objects.filter(pk__in=ids)
-
-
-_VISIBLE_SPACES = "_koinon_spaces_visible_queryset"
-_READ_ONCE: ContextVar[dict[int, list[int]] | None] = ContextVar(
-    "koinon_spaces_read_once", default=None
-)
-
-
-@contextmanager
-def spaces_read_once() -> Iterator[None]:
-    """Within the block, each user's visible spaces are read from the permission rows
-    once, the first time they are asked for, and every later statement filters by those
-    ids (`spaces_visible_to` gives `pk IN ids`).
-
-    For an answer's gathering (plan, datasets, memory, both retrieval channels, document
-    frequencies): each of those statements embedded guardian's subqueries, and planning
-    them cost PostgreSQL ~0.4-0.8 ms a statement. A role removed inside the block still
-    counts there: the publication's recheck, which runs outside it and reads the
-    permission rows again, is what refuses to publish then. Per thread and per block
-    (a context variable): nothing outlives the block, nothing is shared between requests.
-    """
-    token = _READ_ONCE.set({})
-    try:
-        yield
-    finally:
-        _READ_ONCE.reset(token)
-
-
-def spaces_visible_sql(
-    *, user: User, space_ids: list[int] | None = None
-) -> tuple[str, tuple] | None:
-    """The SQL and parameters of the ids of the spaces the user may read (narrowed to
-    space_ids when given), for statements that embed the permission filter as a subquery
-    — retrieval's and the document frequencies' — compiled once rather than per statement.
-    None when no space can match."""
-    spaces = spaces_visible_to(user=user)
-    if space_ids:
-        spaces = spaces.filter(pk__in=space_ids)
-    return compiled_sql(spaces.order_by().values("pk"))
-
-
-def compiled_sql(queryset: QuerySet) -> tuple[str, tuple] | None:
-    """The queryset's SQL and parameters as the ORM compiles them, for a statement that
-    embeds it as a subquery; None for one that can match nothing."""
-    try:
-        return queryset.query.sql_with_params()
-    except EmptyResultSet:
-        return None
+    return get_objects_for_user(
+        user, "knowledge.view_space", klass=Space, accept_global_perms=False
+    )
 
 
 def spaces_curated_by(*, user: UserOrAnonymous) -> QuerySet[Space]:

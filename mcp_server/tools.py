@@ -18,8 +18,9 @@ from core.inputs import MAX_ID, text_is_storable
 from core.models import ApiKey
 from core.types import User
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # for annotations only: the tools import the apps they call lazily
     from knowledge.models import Passage
+    from knowledge.scope import AccessScope
 
 UNVERIFIED = "unverified"
 MAX_TEXT_ARGUMENT = 2000  # search text, like the answer API's question
@@ -167,24 +168,8 @@ def api_error_failure(error: ApiError) -> ToolFailure:
 # --- the tools ------------------------------------------------------------------------
 
 
-def _own_private_documents(user: User, document_ids: list[int]) -> list[int]:
-    """Those of document_ids that are the caller's own private files (others drop out, as
-    missing ones do)."""
-    from knowledge.selectors import documents_visible_to
-
-    if not document_ids:
-        return []
-    return sorted(
-        documents_visible_to(user=user)
-        .filter(pk__in=document_ids, owner=user, space__isnull=True)
-        .values_list("pk", flat=True)
-    )
-
-
-def _document_titles(user: User, document_ids: set[int]) -> dict[int, dict]:
-    from knowledge.selectors import documents_visible_to
-
-    rows = documents_visible_to(user=user).filter(pk__in=document_ids)
+def _document_titles(scope: "AccessScope", document_ids: set[int]) -> dict[int, dict]:
+    rows = scope.documents().filter(pk__in=document_ids)
     return {
         pk: {"title": title, "space_id": space_id, "private": space_id is None}
         for pk, title, space_id in rows.values_list("pk", "title", "space_id")
@@ -193,6 +178,7 @@ def _document_titles(user: User, document_ids: set[int]) -> dict[int, dict]:
 
 def search_run(caller: Caller, values: dict) -> ToolResult:
     from knowledge.retrieval import RETRIEVAL_TOOLS, retrieve
+    from knowledge.scope import access_scope_build
 
     args = arguments_parse(SEARCH, values)
     query = args.text("query", max_length=MAX_TEXT_ARGUMENT)
@@ -209,15 +195,10 @@ def search_run(caller: Caller, values: dict) -> ToolResult:
     ):
         args.errors["tools"] = f"Distinct tools among {', '.join(RETRIEVAL_TOOLS)}."
     args.check()
-    result = retrieve(
-        user=caller.user,
-        query=query,
-        tools=tuple(tools),
-        space_ids=space_ids or None,
-        selected_sources=_own_private_documents(caller.user, selected) or None,
-        limit=limit,
-    )
-    documents = _document_titles(caller.user, {c.document_id for c in result.candidates})
+    # One scope per call: the caller's spaces (narrowed to space_ids) and own selected files.
+    scope = access_scope_build(user=caller.user, space_ids=space_ids, selected_sources=selected)
+    result = retrieve(scope=scope, query=query, tools=tuple(tools), limit=limit)
+    documents = _document_titles(scope, {c.document_id for c in result.candidates})
     results = []
     for candidate in result.candidates:
         document = documents.get(candidate.document_id)
@@ -252,14 +233,15 @@ def search_run(caller: Caller, values: dict) -> ToolResult:
 
 
 def read_passage_run(caller: Caller, values: dict) -> ToolResult:
-    from knowledge.retrieval import passages_visible_to
+    from knowledge.scope import access_scope_build
 
     args = arguments_parse(READ_PASSAGE, values)
     passage_id = args.object_id("passage_id")
     args.check()
     # Space passages first; else one of the caller's own private files (theirs to read).
     passage = (
-        passages_visible_to(user=caller.user)
+        access_scope_build(user=caller.user)
+        .passages()
         .select_related("document", "revision", "extraction")
         .filter(pk=passage_id)
         .first()
@@ -290,20 +272,23 @@ def read_passage_run(caller: Caller, values: dict) -> ToolResult:
 
 def _own_private_passage(user: User, passage_id: int) -> "Passage | None":
     """A passage of one of the caller's own private files (current revision), or None."""
-    from knowledge.retrieval import passages_visible_to
-    from knowledge.selectors import documents_visible_to
+    from knowledge.scope import access_scope_build
+    from knowledge.selectors import private_files_of
 
-    own = documents_visible_to(user=user).filter(owner=user, space__isnull=True)
-    document_ids = list(own.filter(passages__pk=passage_id).values_list("pk", flat=True)[:1])
+    own = private_files_of(user=user).filter(passages__pk=passage_id).order_by()
+    document_ids = list(own.values_list("pk", flat=True)[:1])
     if not document_ids:
         return None
-    scope = passages_visible_to(user=user, selected_sources=document_ids)
-    return scope.select_related("document", "revision", "extraction").filter(pk=passage_id).first()
+    passages = access_scope_build(user=user, selected_sources=document_ids).passages()
+    return (
+        passages.select_related("document", "revision", "extraction").filter(pk=passage_id).first()
+    )
 
 
 def query_dataset_run(caller: Caller, values: dict) -> ToolResult:
     from datasets.selectors import dataset_get_for_user, snapshot_of
     from datasets.services import governed_query_facts, governed_query_proof, governed_query_run
+    from knowledge.scope import access_scope_build
 
     args = arguments_parse(QUERY_DATASET, values)
     dataset_id = args.object_id("dataset_id")
@@ -313,7 +298,8 @@ def query_dataset_run(caller: Caller, values: dict) -> ToolResult:
     try:
         dataset = dataset_get_for_user(user=caller.user, dataset_id=dataset_id)
         snapshot = snapshot_of(dataset=dataset, version=snapshot_version)
-        query = governed_query_run(user=caller.user, snapshot=snapshot, sql=sql)
+        scope = access_scope_build(user=caller.user)
+        query = governed_query_run(scope=scope, snapshot=snapshot, sql=sql)
     except ApiError as error:
         raise api_error_failure(error) from None
     payload: dict[str, Any] = {

@@ -19,6 +19,7 @@ from core.inputs import object_id_parse
 from core.types import User
 from knowledge.frequencies import document_frequencies
 from knowledge.models import Document, Space
+from knowledge.scope import AccessScope
 from knowledge.selectors import space_can_curate, spaces_curated_by, spaces_visible_to
 from memory.models import MemoryEntry, ProjectMemory
 
@@ -99,39 +100,21 @@ def memory_relevance(part: str, text: str, weights: TermWeights) -> Relevance:
     return Relevance(round(score, 4), shared)
 
 
-@dataclass(frozen=True)
-class RunScope:
-    """What a run may search: its spaces (every visible one when it names none) and the
-    private files it selected."""
-
-    space_ids: frozenset[int]
-    every_space: bool
-    files: frozenset[int]
-
-    @classmethod
-    def of(cls, run: AnswerRun) -> "RunScope":
-        spaces = spaces_visible_to(user=run.user)
-        if run.space_ids:
-            spaces = spaces.filter(pk__in=run.space_ids)
-        return cls(frozenset(spaces.values_list("pk", flat=True)), not run.space_ids,
-                   frozenset(run.selected_sources or ()))  # fmt: skip
-
-
-def _sources_inside(sources: list[dict], scope: RunScope) -> bool:
+def _sources_inside(sources: list[dict], scope: AccessScope) -> bool:
     """Every source of a remembered answer is inside what the run may search."""
     from datasets.models import Dataset
 
     documents = {s["document_id"] for s in sources if s.get("type") == "revision"}
     datasets = {s["dataset_id"] for s in sources if s.get("type") == "snapshot"}
     for space_id, pk in Document.objects.filter(pk__in=documents).values_list("space_id", "pk"):
-        if space_id not in scope.space_ids and pk not in scope.files:
+        if space_id not in scope.space_ids and pk not in scope.file_ids:
             return False
         documents.discard(pk)
     in_scope = Dataset.objects.filter(pk__in=datasets, space_id__in=scope.space_ids).count()
     return not documents and in_scope == len(datasets)
 
 
-def _scope_fits(entry: MemoryEntry, scope: RunScope) -> str | None:
+def _scope_fits(entry: MemoryEntry, scope: AccessScope) -> str | None:
     """Why the entry's scope fits the run's (None: it does not)."""
     if entry.space_id is not None and entry.space_id not in scope.space_ids:
         return None  # made for a space this run does not search
@@ -148,12 +131,9 @@ def _scope_fits(entry: MemoryEntry, scope: RunScope) -> str | None:
     )
 
 
-def _weights(run: AnswerRun, texts: list[str]) -> TermWeights:
+def _weights(scope: AccessScope, texts: list[str]) -> TermWeights:
     words = [word for text in texts for word in content_words(text)]
-    frequencies, documents = document_frequencies(
-        user=run.user, words=words, space_ids=run.space_ids or None,
-        selected_sources=run.selected_sources or None,
-    )  # fmt: skip
+    frequencies, documents = document_frequencies(scope=scope, words=words)
     by_stem: dict[str, int] = {}
     for word, count in frequencies.items():
         by_stem[stem(word)] = max(by_stem.get(stem(word), 0), count)
@@ -170,7 +150,7 @@ class Steering:
     relevance: tuple[Relevance, ...]  # per steered part
 
 
-def memories_for_plan(*, run: AnswerRun, plan: Plan) -> list[Steering]:
+def memories_for_plan(*, run: AnswerRun, plan: Plan, scope: AccessScope) -> list[Steering]:
     """The active entries that may steer the run's plan, and the parts each is about.
 
     An entry counts when (a) its scope fits the run's — a fact only if every source it came
@@ -181,10 +161,9 @@ def memories_for_plan(*, run: AnswerRun, plan: Plan) -> list[Steering]:
     none for a run with an explicit evidence policy (SPEC §5: no implicit memory lookups)."""
     if run.explicit_policy:
         return []
-    spaces = spaces_visible_to(user=run.user)
-    if run.space_ids:
-        spaces = spaces.filter(pk__in=run.space_ids)
-    enabled = ProjectMemory.objects.filter(enabled=True, space__in=spaces).values("space_id")
+    enabled = ProjectMemory.objects.filter(
+        enabled=True, space_id__in=sorted(scope.space_ids)
+    ).values("space_id")
     entries = list(
         MemoryEntry.objects.filter(revoked_at__isnull=True)
         .filter(
@@ -195,7 +174,6 @@ def memories_for_plan(*, run: AnswerRun, plan: Plan) -> list[Steering]:
     )
     if not entries:
         return []  # one statement for the common case: no memory
-    scope = RunScope.of(run)
     parts = plan.searches or [plan.standalone]
     weights: TermWeights | None = None
     steering = []
@@ -203,7 +181,7 @@ def memories_for_plan(*, run: AnswerRun, plan: Plan) -> list[Steering]:
         why = _scope_fits(entry, scope)
         if why is None:
             continue
-        weights = weights or _weights(run, parts)
+        weights = weights or _weights(scope, parts)
         judged = [(part, memory_relevance(text, entry.text, weights))
                   for part, text in enumerate(parts)]  # fmt: skip
         about = [(part, relevance) for part, relevance in judged if relevance.relevant]
@@ -219,10 +197,10 @@ def memories_for_plan(*, run: AnswerRun, plan: Plan) -> list[Steering]:
     return steering
 
 
-def plan_steer(*, run: AnswerRun, plan: Plan) -> Plan:
+def plan_steer(*, run: AnswerRun, plan: Plan, scope: AccessScope) -> Plan:
     """The run's plan with the searches its memory steers (the answer path's port
     answers.pipeline.hooks.plan_steer)."""
-    return plan_with_memory(plan, memories_for_plan(run=run, plan=plan))
+    return plan_with_memory(plan, memories_for_plan(run=run, plan=plan, scope=scope))
 
 
 def plan_with_memory(plan: Plan, steering: list[Steering]) -> Plan:
@@ -245,28 +223,25 @@ def plan_with_memory(plan: Plan, steering: list[Steering]) -> Plan:
     return replace(plan, memory=used)
 
 
-def memory_recheck(*, run: AnswerRun, user: User) -> str | None:
+def memory_recheck(*, run: AnswerRun, user: User, scope: AccessScope) -> str | None:
     """Before sealing: every entry the plan used is still valid (not revoked, its project
-    memory still on and its space still visible, a fact's sources still visible)."""
+    memory still on and its space still visible — in `scope`, the recheck's fresh one —, a
+    fact's sources still visible)."""
     used = [item["id"] for item in run.plan.get("memory", [])]
     if not used:
         return None
     entries = {e.pk: e for e in MemoryEntry.objects.filter(pk__in=used, revoked_at__isnull=True)}
     if set(entries) != set(used):
         return "access_denied"
-    visible = spaces_visible_to(user=user)
     for entry in entries.values():
         if entry.scope == MemoryEntry.Scope.PERSONAL and (
             entry.user_id != user.pk
-            or (entry.space_id is not None and not visible.filter(pk=entry.space_id).exists())
+            or (entry.space_id is not None and entry.space_id not in scope.space_ids)
         ):
             return "access_denied"
-        if entry.scope == MemoryEntry.Scope.PROJECT and (
-            entry.space_id is None
-            or not (
-                visible.filter(pk=entry.space_id).exists()
-                and ProjectMemory.objects.filter(space_id=entry.space_id, enabled=True).exists()
-            )
+        if entry.scope == MemoryEntry.Scope.PROJECT and not (
+            entry.space_id in scope.space_ids
+            and ProjectMemory.objects.filter(space_id=entry.space_id, enabled=True).exists()
         ):
             return "access_denied"
         if entry.sources and not sources_visible(user=user, sources=entry.sources):

@@ -13,14 +13,15 @@ if TYPE_CHECKING:
     from answers.models import AnswerRun
     from answers.pipeline.planner import Plan
     from core.types import User
+    from knowledge.scope import AccessScope
 
 
 class PlanSteer(Protocol):
-    def __call__(self, *, run: "AnswerRun", plan: "Plan") -> "Plan": ...
+    def __call__(self, *, run: "AnswerRun", plan: "Plan", scope: "AccessScope") -> "Plan": ...
 
 
 class MemoryRecheck(Protocol):
-    def __call__(self, *, run: "AnswerRun", user: "User") -> str | None: ...
+    def __call__(self, *, run: "AnswerRun", user: "User", scope: "AccessScope") -> str | None: ...
 
 
 class WorldClaimsRecord(Protocol):
@@ -31,7 +32,8 @@ class WorldClaimsRecord(Protocol):
 
 # The plan with the searches the asker's memory steers (memory).
 plan_steer: Port[PlanSteer] = Port("answers.plan_steer")
-# A code when a memory entry the plan used is no longer valid, else None (memory).
+# A code when a memory entry the plan used is no longer valid in the recheck's fresh scope,
+# else None (memory).
 memory_recheck: Port[MemoryRecheck] = Port("answers.memory_recheck")
 # Records the claims, inside the publication (worldmodel).
 world_claims_record: Port[WorldClaimsRecord] = Port("answers.world_claims_record")

@@ -14,9 +14,9 @@ from answers.selectors import conversation_selection
 from core.models import ApiKey
 from core.types import User
 from datasets.models import Dataset
-from datasets.selectors import datasets_visible_to
+from datasets.selectors import datasets_in_scope
 from knowledge.models import Document, Erasure, Space
-from knowledge.selectors import documents_visible_to
+from knowledge.scope import access_scope_build
 
 logger = logging.getLogger(__name__)
 
@@ -126,35 +126,31 @@ def publication_recheck(
         with transaction.atomic():
             documents = {s.fact.source["document_id"] for s in selected if s.fact.kind == "quote"}
             datasets = {s.fact.source["dataset_id"] for s in selected if s.fact.kind == "value"}
-            spaces = set(
-                Document.objects.filter(pk__in=documents, space__isnull=False).values_list(
-                    "space_id", flat=True
-                )
-            )
+            quoted = list(Document.objects.filter(pk__in=documents).values_list("pk", "space_id"))
+            spaces = {space for _, space in quoted if space is not None}
             current, key_valid = _lock_access_rows(
                 user=user, api_key=api_key, spaces=spaces, datasets=datasets
             )
             if not key_valid or current is None or not current.is_active:
                 return "access_denied"
-            visible = dict(
-                documents_visible_to(user=current)
-                .filter(pk__in=documents)
-                .values_list("pk", "owner_id")
-            )
-            if set(visible) != documents:
+            # A fresh scope, read after the locks: every space the user may read now, and
+            # which of the quoted private files are the user's own.
+            private = {pk for pk, space in quoted if space is None}
+            scope = access_scope_build(user=current, selected_sources=sorted(private))
+            in_scope = {pk for pk, space in quoted if space in scope.space_ids}
+            if in_scope | scope.file_ids != documents:
                 return "access_denied"
             unfit = _quoted_revisions_fit(selected)
             if unfit:
                 return unfit
-            private = {pk for pk, owner in visible.items() if owner is not None}
             # Selected when the run started, and still in the conversation's selection now.
             _, still_selected = conversation_selection(conversation_id=run.conversation_id)
             if not private <= set(run.selected_sources) & still_selected:
                 return "access_denied"
-            seen = datasets_visible_to(user=current).filter(pk__in=datasets)
+            seen = datasets_in_scope(scope=scope).filter(pk__in=datasets)
             if set(seen.values_list("pk", flat=True)) != datasets:
                 return "access_denied"
-            denied = hooks.memory_recheck.call(run=run, user=current)
+            denied = hooks.memory_recheck.call(run=run, user=current, scope=scope)
             if denied:
                 return denied
     except DatabaseError:

@@ -23,6 +23,7 @@ from audit.services import stream_event_started, stream_events_fail
 from core.errors import ApiError, NotFoundError, ServiceUnavailableError
 from core.models import ApiKey
 from core.types import User
+from knowledge.scope import access_scope_build
 
 __all__ = ["AlreadyExecuted", "ProviderFailed", "RunFailed", "answer_create", "answer_retry",
            "answer_stream_start", "run_execute", "run_fail", "run_start",
@@ -175,7 +176,11 @@ def run_execute(
         .order_by("id")
         .values_list("text", flat=True)
     )
-    context = RunContext(run, row, stored_request(run), provider, tuple(history), events)
+    # The permission rows are read once for the gathering; the recheck reads them again.
+    scope = access_scope_build(
+        user=run.user, space_ids=run.space_ids, selected_sources=run.selected_sources
+    )
+    context = RunContext(run, row, stored_request(run), provider, tuple(history), events, scope)
     trace = Trace()
     try:
         return execute(context, trace)

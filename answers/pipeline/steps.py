@@ -43,7 +43,7 @@ from audit.services import audit_step_append
 from core.models import ApiKey
 from core.types import User
 from knowledge.frequencies import document_frequencies
-from knowledge.selectors import spaces_read_once
+from knowledge.scope import AccessScope
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +58,9 @@ class ProviderFailed(Exception):
 @dataclass(frozen=True)
 class RunContext:
     """What one execution reads: the stored run and generation, the request as stored,
-    the provider, the conversation's earlier questions and where live events go."""
+    the provider, the conversation's earlier questions, where live events go, and the
+    asker's access scope, read once for the whole gathering (the publication's recheck
+    reads a fresh one under its locks)."""
 
     run: AnswerRun
     generation: Generation
@@ -66,6 +68,7 @@ class RunContext:
     provider: ModelProvider
     history: tuple[str, ...]
     events: EventSink
+    scope: AccessScope
 
     @property
     def user(self) -> User:
@@ -170,7 +173,7 @@ class Decision:
 def plan_step(ctx: RunContext, trace: Trace) -> Plan:
     """The provider's plan, steered by memory, stored on the run. Raises ProviderFailed."""
     started = time.perf_counter()
-    datasets = visible_datasets(user=ctx.user, space_ids=ctx.run.space_ids)
+    datasets = visible_datasets(scope=ctx.scope)
     trace.emit(ctx, step_event("model"))
     try:
         plan = ctx.provider.plan(
@@ -181,7 +184,7 @@ def plan_step(ctx: RunContext, trace: Trace) -> Plan:
     except Exception as error:
         raise ProviderFailed from error
     # Corrections and remembered answers steer the searches (never an answer by themselves).
-    plan = hooks.plan_steer.call(run=ctx.run, plan=plan)
+    plan = hooks.plan_steer.call(run=ctx.run, plan=plan, scope=ctx.scope)
     ctx.run.plan = plan.as_dict()
     ctx.run.save(update_fields=["plan"])
     trace.step("plan", started, searches=len(plan.searches), memory=len(plan.memory),
@@ -201,7 +204,7 @@ def tools_step(ctx: RunContext, trace: Trace, plan: Plan, round_number: int) -> 
     event sink. Returns the recorded candidate facts."""
     started = time.perf_counter()
     found, outcomes = run_tools(
-        run=ctx.run, user=ctx.user, plan=plan, policy=ctx.request.policy, mode=ctx.request.mode
+        run=ctx.run, scope=ctx.scope, plan=plan, policy=ctx.request.policy, mode=ctx.request.mode
     )
     trace.outcomes += outcomes
     for outcome in outcomes:
@@ -213,12 +216,7 @@ def tools_step(ctx: RunContext, trace: Trace, plan: Plan, round_number: int) -> 
 def term_weights(ctx: RunContext, plan: Plan) -> TermWeights:
     """IDF of the plan's words in the corpus this run may see (SPEC §1.4 scope)."""
     words = [w for search in plan.searches for w in lexical_words(search)]
-    frequencies, documents = document_frequencies(
-        user=ctx.user,
-        words=words,
-        space_ids=ctx.run.space_ids or None,
-        selected_sources=ctx.run.selected_sources or None,
-    )
+    frequencies, documents = document_frequencies(scope=ctx.scope, words=words)
     by_stem: dict[str, int] = {}
     for word, count in frequencies.items():
         by_stem[stem(word)] = max(by_stem.get(stem(word), 0), count)
@@ -568,8 +566,7 @@ def execute(ctx: RunContext, trace: Trace) -> dict[str, Any]:
     """Decide, then seal: an answer is rechecked inside the publication transaction and
     a refused recheck seals the access-failure text instead."""
     ctx.events.started(run_id=ctx.run.pk, generation=ctx.generation.number)
-    with spaces_read_once():  # gathering reads the permission rows once; the recheck again
-        decision = decide(ctx, trace)
+    decision = decide(ctx, trace)
     ctx.generation.attempts += decision.attempts  # saved with the publication
     if decision.ending.kind != "answer":
         return seal(ctx, trace, decision)

@@ -12,26 +12,23 @@ from answers.pipeline.policy import IMPLEMENTED_TOOLS, EvidencePolicy
 from answers.pipeline.providers import CandidateView
 from answers.pipeline.restrictions import Restriction, restrictions_named, restrictions_unmet
 from core.errors import ApiError
-from core.types import User
 from datasets.models import Dataset, DatasetSnapshot
-from datasets.selectors import datasets_visible_to, snapshot_get_for_user
+from datasets.selectors import datasets_in_scope, snapshot_in_scope
 from datasets.services import governed_query_facts, governed_query_run, snapshot_dictionary
 from knowledge.models import Document, Extraction, ExtractionStatus
 from knowledge.retrieval import RETRIEVAL_TOOLS, retrieve
+from knowledge.scope import AccessScope
 
 DEPTH = {"quick": 3, "ask": 5, "agent": 5, "pro": 8, "deep": 12, "debug": 5, "raw": 10, "plan": 0}
 
 
-def _queryable_datasets(*, user: User, space_ids: list[int]) -> QuerySet[Dataset]:
-    """Datasets in scope that the user may read and that have a snapshot to query."""
-    datasets = datasets_visible_to(user=user).filter(current_snapshot__isnull=False)
-    return datasets.filter(space_id__in=space_ids) if space_ids else datasets
+def _queryable_datasets(*, scope: AccessScope) -> QuerySet[Dataset]:
+    """Datasets in scope that have a snapshot to query."""
+    return datasets_in_scope(scope=scope).filter(current_snapshot__isnull=False)
 
 
-def visible_datasets(*, user: User, space_ids: list[int]) -> list[DatasetInfo]:
-    datasets = _queryable_datasets(user=user, space_ids=space_ids).select_related(
-        "current_snapshot"
-    )
+def visible_datasets(*, scope: AccessScope) -> list[DatasetInfo]:
+    datasets = _queryable_datasets(scope=scope).select_related("current_snapshot")
     # Every one has a snapshot (_queryable_datasets); the test narrows the type.
     return [
         dataset_info(d.current_snapshot, name=d.name)
@@ -57,7 +54,7 @@ def _sha(payload: object) -> str:
 
 
 def run_tools(
-    *, run: AnswerRun, user: User, plan: Plan, policy: EvidencePolicy, mode: str
+    *, run: AnswerRun, scope: AccessScope, plan: Plan, policy: EvidencePolicy, mode: str
 ) -> tuple[list[CandidateFact], list[dict[str, Any]]]:
     """Run every allowed tool for the plan; record candidates with stable fact ids.
 
@@ -70,12 +67,7 @@ def run_tools(
     if retrieval_tools:
         for index, search, _ in plan.queries():
             result = retrieve(
-                user=user,
-                query=search,
-                tools=retrieval_tools,
-                space_ids=run.space_ids or None,
-                selected_sources=run.selected_sources or None,
-                limit=DEPTH.get(mode, 5),
+                scope=scope, query=search, tools=retrieval_tools, limit=DEPTH.get(mode, 5)
             )
             outcomes += [o.as_dict() for o in result.outcomes]
             for candidate in result.candidates:
@@ -134,7 +126,7 @@ def run_tools(
 
     if "dataset_query" in policy.allowed_tools:
         value_facts, dataset_outcomes = _dataset_tool(
-            run=run, user=user, plan=plan, first_number=recorded + len(facts) + 1
+            run=run, scope=scope, plan=plan, first_number=recorded + len(facts) + 1
         )
         facts += value_facts
         outcomes += dataset_outcomes
@@ -154,10 +146,10 @@ def run_tools(
 
 
 def _dataset_tool(
-    *, run: AnswerRun, user: User, plan: Plan, first_number: int
+    *, run: AnswerRun, scope: AccessScope, plan: Plan, first_number: int
 ) -> tuple[list[CandidateFact], list[dict[str, Any]]]:
     if not plan.dataset_queries:
-        queryable = _queryable_datasets(user=user, space_ids=run.space_ids).exists()
+        queryable = _queryable_datasets(scope=scope).exists()
         code = "no_relevant_hit" if queryable else "empty_corpus"
         return [], [
             {
@@ -171,9 +163,9 @@ def _dataset_tool(
     facts: list[CandidateFact] = []
     outcomes: list[dict[str, Any]] = []
     for planned in plan.dataset_queries:
-        # The plan is a provider's output: its snapshot id is read through the selector
+        # The plan is a provider's output: its snapshot id is read within the scope
         # (missing and hidden alike: nothing found).
-        snapshot = snapshot_get_for_user(user=user, snapshot_id=planned.get("snapshot_id"))
+        snapshot = snapshot_in_scope(scope=scope, snapshot_id=planned.get("snapshot_id"))
         if snapshot is None:
             outcomes.append({"tool": "dataset_query", "state": "succeeded",
                              "code": "no_relevant_hit", "result_count": 0,
@@ -181,7 +173,7 @@ def _dataset_tool(
             continue
         unmet = [r.as_dict() for r in restrictions_missing(plan, planned, dataset_info(snapshot))]
         try:
-            query = governed_query_run(user=user, snapshot=snapshot, sql=planned["sql"])
+            query = governed_query_run(scope=scope, snapshot=snapshot, sql=planned["sql"])
         except ApiError as error:
             code = "timeout" if error.error_code == "timeout" else "no_relevant_hit"
             outcomes.append(

@@ -174,11 +174,14 @@ def test_a_plan_naming_another_spaces_snapshot_reads_nothing(customers, staff, o
     assert not GovernedQuery.objects.filter(snapshot=hidden).exists()
 
 
-def test_the_governed_run_refuses_a_snapshot_its_user_cannot_read(customers, outsider):
+def test_the_governed_run_refuses_a_snapshot_outside_its_readers_scope(customers, outsider):
     from core.errors import NotFoundError
     from datasets.services import governed_query_run
+    from knowledge.scope import access_scope_build
 
     with pytest.raises(NotFoundError):
         governed_query_run(
-            user=outsider, snapshot=customers, sql='SELECT SUM("amount") FROM "orders"'
+            scope=access_scope_build(user=outsider),
+            snapshot=customers,
+            sql='SELECT SUM("amount") FROM "orders"',
         )

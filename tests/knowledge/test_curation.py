@@ -14,6 +14,7 @@ from knowledge.models import (
     Passage,
 )
 from knowledge.retrieval import retrieve
+from knowledge.scope import access_scope_build
 from knowledge.services import space_member_set
 from tests.core.test_api_keys import assert_error
 from tests.helpers import client_for, make_user
@@ -102,7 +103,11 @@ def test_a_curator_approves_in_admin_and_a_version_is_indexed(space, member, cur
     passages = list(Passage.objects.filter(revision=version.revision))
     assert passages and all(version.body[p.char_start : p.char_end] == p.text for p in passages)
     assert entry.document.current_revision == version.revision
-    found = retrieve(user=member, query="When are expense reports due?", tools=("keyword_search",))
+    found = retrieve(
+        scope=access_scope_build(user=member),
+        query="When are expense reports due?",
+        tools=("keyword_search",),
+    )
     assert found.candidates[0].revision_id == version.revision_id
 
 
@@ -197,5 +202,9 @@ def test_approved_passages_are_embedded_by_the_worker(celery_worker, space, memb
     assert set(
         Passage.objects.filter(revision=version.revision).values_list("embedding_status", flat=True)
     ) == {"embedded"}
-    found = retrieve(user=member, query="deadline for expense reports", tools=("vector_search",))
+    found = retrieve(
+        scope=access_scope_build(user=member),
+        query="deadline for expense reports",
+        tools=("vector_search",),
+    )
     assert found.candidates and found.candidates[0].revision_id == version.revision_id

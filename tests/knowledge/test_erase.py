@@ -27,6 +27,7 @@ from audit.services import trace_write
 from knowledge.erasure import TOMBSTONE, revision_erase
 from knowledge.models import Erasure, Extraction, Passage
 from knowledge.retrieval import retrieve
+from knowledge.scope import access_scope_build
 from mcp_server.services import tool_call_run
 from mcp_server.tools import Caller
 from tests.answers.helpers import ask, ingest
@@ -136,7 +137,10 @@ def test_after_an_erasure_no_table_trace_or_file_holds_the_erased_sentences(
     assert log.counts["mcp_server_toolcall"] == 1 and log.counts["refused"] == 0
 
     # Search and /text find nothing; reads carry the dated notice.
-    assert retrieve(user=member, query="Dana Whitfield extension").candidates == []
+    assert (
+        retrieve(scope=access_scope_build(user=member), query="Dana Whitfield extension").candidates
+        == []
+    )
     text = client.get(f"/v1/documents/{erased.document.pk}/text")
     assert text.status_code == 410 and text.json()["error"]["code"] == "source_erased"
     day = log.erased_at.astimezone(UTC).date()

@@ -10,6 +10,7 @@ from knowledge.documents import document_upload, revision_extract
 from knowledge.embeddings import clear_embedding_caches
 from knowledge.models import Extraction, Passage
 from knowledge.retrieval import retrieve
+from knowledge.scope import access_scope_build
 from knowledge.tasks import extract_revision
 from tests.knowledge.test_documents import POLICY, pdf_bytes
 from tests.services import free_port
@@ -103,7 +104,7 @@ def test_an_unavailable_embedding_provider_leaves_keyword_search_working(
     statuses = set(Passage.objects.values_list("embedding_status", flat=True))
     assert statuses == {"embedding_unavailable"}
 
-    result = retrieve(user=member, query="Who owns service reviews?")
+    result = retrieve(scope=access_scope_build(user=member), query="Who owns service reviews?")
     outcomes = {o.tool: (o.state, o.code, o.retryable) for o in result.outcomes}
     assert outcomes["vector_search"] == ("failed", "embedding_unavailable", True)
     assert outcomes["keyword_search"] == ("succeeded", "matched", False)

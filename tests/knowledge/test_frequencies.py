@@ -13,7 +13,7 @@ from django.db.models import Q
 from knowledge.documents import document_upload, revision_extract
 from knowledge.frequencies import document_frequencies, lexeme_frequencies_rebuild
 from knowledge.models import LexemeFrequency, Passage
-from knowledge.retrieval import passages_visible_to
+from knowledge.scope import access_scope_build
 from knowledge.services import space_create, space_member_set
 
 pytestmark = pytest.mark.django_db
@@ -23,7 +23,7 @@ WORDS = ["pilots", "lanterns", "harbour", "the", "tides", "e-mail", "zeppelin", 
 
 def live(user, words, **scope) -> tuple[dict[str, int], int]:
     """The old way: count the visible passages that match each word, per answer."""
-    visible = passages_visible_to(user=user, **scope)
+    visible = access_scope_build(user=user, **scope).passages()
     counts = {
         word: visible.filter(
             search_vector=SearchQuery(word, search_type="plain", config="english")
@@ -53,13 +53,17 @@ def test_kept_counts_follow_uploads_and_new_revisions(space, owner, member, staf
     space_member_set(space=other, username=owner.username, role="curator")
     first = ingest(owner, space, "pilots.txt", "Harbour pilots inspect lanterns.\n\nPilots rest.")
     ingest(owner, other, "tides.txt", "Tides turn. The pilots of the other space.")
-    assert document_frequencies(user=member, words=WORDS) == live(member, WORDS)
-    assert document_frequencies(user=owner, words=WORDS) == live(owner, WORDS)
+    assert document_frequencies(scope=access_scope_build(user=member), words=WORDS) == live(
+        member, WORDS
+    )
+    assert document_frequencies(scope=access_scope_build(user=owner), words=WORDS) == live(
+        owner, WORDS
+    )
 
     # A new revision replaces the old one's passages in the counts.
     ingest(owner, space, "pilots.txt", "Tides and e-mail.\n\nNo lanterns here.",
            document=first.document)  # fmt: skip
-    counts, total = document_frequencies(user=member, words=WORDS)
+    counts, total = document_frequencies(scope=access_scope_build(user=member), words=WORDS)
     assert (counts, total) == live(member, WORDS)
     assert counts["pilots"] == 0 and counts["tides"] == 1 and counts["lanterns"] == 1
     assert counts["e-mail"] == 1  # several lexemes ('e-mail', 'e', 'mail'): all in one
@@ -77,12 +81,18 @@ def test_private_files_are_counted_live_and_only_when_selected(space, owner, mem
     mine = ingest(owner, None, "mine.txt", "My own pilots and my own tides.", private=True)
     assert not LexemeFrequency.objects.filter(space=None).exists()
     selected = {"selected_sources": [mine.document_id]}
-    counts, total = document_frequencies(user=owner, words=WORDS, **selected)
+    counts, total = document_frequencies(
+        scope=access_scope_build(user=owner, **selected), words=WORDS
+    )
     assert (counts, total) == live(owner, WORDS, **selected)
     assert counts["pilots"] == 2 and total == 2
-    assert document_frequencies(user=owner, words=WORDS)[0]["pilots"] == 1  # not selected
+    assert (
+        document_frequencies(scope=access_scope_build(user=owner), words=WORDS)[0]["pilots"] == 1
+    )  # not selected
     # Somebody else's private file never counts, selected or not.
-    assert document_frequencies(user=member, words=WORDS, **selected) == live(member, WORDS)
+    assert document_frequencies(
+        scope=access_scope_build(user=member, **selected), words=WORDS
+    ) == live(member, WORDS)
 
 
 def test_narrowed_to_spaces_and_capped(space, owner, staff, monkeypatch):
@@ -93,9 +103,11 @@ def test_narrowed_to_spaces_and_capped(space, owner, staff, monkeypatch):
     ingest(owner, space, "a.txt", "Pilots one.\n\nPilots two.\n\nPilots three.")
     ingest(owner, other, "b.txt", "Pilots four.")
     narrowed = {"space_ids": [other.pk]}
-    assert document_frequencies(user=owner, words=["pilots"], **narrowed) == ({"pilots": 1}, 1)
+    assert document_frequencies(
+        scope=access_scope_build(user=owner, **narrowed), words=["pilots"]
+    ) == ({"pilots": 1}, 1)
     monkeypatch.setattr(knowledge.frequencies, "DOCUMENT_FREQUENCY_CAP", 2)
-    counts, total = document_frequencies(user=owner, words=["pilots"])
+    counts, total = document_frequencies(scope=access_scope_build(user=owner), words=["pilots"])
     assert counts == {"pilots": 2} and total == live(owner, ["pilots"])[1]
 
 

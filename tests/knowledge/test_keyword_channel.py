@@ -29,7 +29,7 @@ from knowledge.retrieval import (
     query_lexemes,
     retrieve,
 )
-from knowledge.selectors import spaces_visible_sql
+from knowledge.scope import access_scope_build
 from tests.knowledge.test_vector_filter import load_passages
 
 pytestmark = pytest.mark.django_db
@@ -48,7 +48,9 @@ def _load(space: Space, user: AbstractBaseUser, texts: list[str]) -> None:
 
 def _keyword(user: AbstractBaseUser, query: str, limit: int = 10):
     with CaptureQueriesContext(connection) as queries:
-        result = retrieve(user=user, query=query, tools=("keyword_search",), limit=limit)
+        result = retrieve(
+            scope=access_scope_build(user=user), query=query, tools=("keyword_search",), limit=limit
+        )
     ranked = [q["sql"] for q in queries.captured_queries if "ts_rank" in q["sql"]]
     return result, ranked
 
@@ -132,23 +134,23 @@ def test_a_hidden_passage_is_never_ranked_by_the_filter(
     assert [c.text for c in result.candidates] == ["Harbour pilots inspect one lighthouse."]
 
 
-def test_the_visible_spaces_are_read_once_by_the_lexeme_statement(
+def test_a_retrieval_filters_by_the_scopes_ids_and_reads_no_permission_row(
     space: Space, staff: AbstractBaseUser, member: AbstractBaseUser
 ) -> None:
     from knowledge.services import space_create
 
     space_create(name="Hidden", created_by=staff)
     _load(space, staff, ["Harbour pilots inspect the lanterns.", "Lighthouse lanterns."])
+    scope = access_scope_build(user=member)
+    assert scope.space_ids == {space.pk}  # the hidden space is not in it
 
     with CaptureQueriesContext(connection) as queries:
-        result = retrieve(user=member, query=QUERY, tools=("keyword_search",))
+        result = retrieve(scope=scope, query=QUERY, tools=("keyword_search",))
 
     statements = [q["sql"] for q in queries.captured_queries]
-    (lexemes,) = [sql for sql in statements if "to_tsvector" in sql]
-    ranked = [sql for sql in statements if "ts_rank" in sql]
-    assert "guardian_userobjectpermission" in lexemes  # the selector's SQL, run here
-    assert ranked and not any("guardian" in sql for sql in ranked)  # its ids, not again
-    assert query_lexemes(QUERY, spaces_visible_sql(user=member)).space_ids == [space.pk]
+    assert [sql for sql in statements if "to_tsvector" in sql]  # the lexeme statement ran
+    assert [sql for sql in statements if "ts_rank" in sql]
+    assert not any("guardian" in sql for sql in statements)  # the scope's ids, read before
     assert len(result.candidates) == 2
 
 
@@ -187,13 +189,13 @@ def test_query_lexemes_carry_the_scopes_document_frequencies(
                   get_embedding_provider().model_id)  # fmt: skip
     _load(space, staff, ["Harbour pilots inspect boats.", "Pilots rest.", "Nothing here."])
 
-    counted = query_lexemes("pilots inspect lanterns", spaces_visible_sql(user=member))
+    counted = query_lexemes("pilots inspect lanterns", access_scope_build(user=member).space_ids)
 
     # the member sees only `space` (3 passages); the other space's 7 are not counted
     assert (counted.lexemes, counted.passages) == (["pilot", "inspect", "lantern"], 3)
     assert counted.passages_with == {"pilot": 2, "inspect": 1, "lantern": 0}
     # no space in scope: nothing counted
-    assert query_lexemes("pilots", None).passages == 0
+    assert query_lexemes("pilots").passages == 0
 
 
 @pytest.mark.parametrize(
@@ -240,7 +242,7 @@ def test_each_level_finds_exactly_the_passages_sharing_that_many_words(
     rng = np.random.default_rng(11)
     texts = [" ".join(rng.choice(WORDS, size=int(rng.integers(1, 6)))) + "." for _ in range(80)]
     _load(space, staff, texts)
-    query = query_lexemes(" ".join(WORDS), spaces_visible_sql(user=member))
+    query = query_lexemes(" ".join(WORDS), access_scope_build(user=member).space_ids)
     first = set(query.lexemes[:8])
     assert len(query.lexemes) == 9
 
@@ -286,9 +288,9 @@ def test_hybrid_runs_the_keyword_channel_on_its_own_connection(
     _load(space, staff, [*texts, "The lighthouse lanterns are inspected at dawn."])
 
     with CaptureQueriesContext(connection) as here:
-        concurrent = retrieve(user=member, query=QUERY, tools=HYBRID)
+        concurrent = retrieve(scope=access_scope_build(user=member), query=QUERY, tools=HYBRID)
     with override_settings(KOINON_RETRIEVAL_CONCURRENT=False):
-        sequential = retrieve(user=member, query=QUERY, tools=HYBRID)
+        sequential = retrieve(scope=access_scope_build(user=member), query=QUERY, tools=HYBRID)
 
     # This thread ran the vector channel only; the keyword channel ran elsewhere ...
     assert not [q for q in here.captured_queries if "ts_rank" in q["sql"]]
@@ -309,7 +311,7 @@ def test_while_the_channel_thread_is_busy_the_caller_runs_the_keyword_channel(
     assert busy is not None
     try:
         with CaptureQueriesContext(connection) as here:
-            result = retrieve(user=member, query=QUERY, tools=HYBRID)
+            result = retrieve(scope=access_scope_build(user=member), query=QUERY, tools=HYBRID)
     finally:
         release.set()
     busy.result(timeout=30)
@@ -317,7 +319,7 @@ def test_while_the_channel_thread_is_busy_the_caller_runs_the_keyword_channel(
     assert result.outcomes[1].code == "matched"
     # Free again: the next hybrid search borrows it.
     with CaptureQueriesContext(connection) as here:
-        retrieve(user=member, query=QUERY, tools=HYBRID)
+        retrieve(scope=access_scope_build(user=member), query=QUERY, tools=HYBRID)
     assert not [q for q in here.captured_queries if "ts_rank" in q["sql"]]
 
 
@@ -326,7 +328,7 @@ def test_a_dropped_connection_of_the_channel_thread_is_replaced(
     space: Space, staff: AbstractBaseUser, member: AbstractBaseUser
 ) -> None:
     _load(space, staff, ["Harbour pilots inspect the lanterns."])
-    retrieve(user=member, query=QUERY, tools=HYBRID)
+    retrieve(scope=access_scope_build(user=member), query=QUERY, tools=HYBRID)
 
     def backend_pid() -> int:
         with connection.cursor() as cursor:
@@ -337,7 +339,7 @@ def test_a_dropped_connection_of_the_channel_thread_is_replaced(
     with connection.cursor() as cursor:  # as a restarted server or a proxy would
         cursor.execute("SELECT pg_terminate_backend(%s)", [before])
 
-    result = retrieve(user=member, query=QUERY, tools=HYBRID)
+    result = retrieve(scope=access_scope_build(user=member), query=QUERY, tools=HYBRID)
 
     assert result.outcomes[1].code == "matched"
     assert CHANNEL_THREAD.submit(backend_pid).result() != before
@@ -361,7 +363,7 @@ def test_a_failed_statement_on_a_sound_connection_is_not_run_again(
     monkeypatch.setattr(retrieval, "keyword_search", failing)
     with pytest.raises(OperationalError):
         CHANNEL_THREAD.submit(
-            retrieval._keyword_in_thread, QUERY, 10, user=member, spaces=None
+            retrieval._keyword_in_thread, QUERY, 10, access_scope_build(user=member)
         ).result()
     assert len(calls) == 1  # the connection was sound: raised, not retried
 
@@ -373,7 +375,7 @@ def test_inside_a_transaction_both_channels_use_its_connection(
     with transaction.atomic():
         _load(space, staff, ["Harbour pilots inspect the lanterns."])
         with CaptureQueriesContext(connection) as here:
-            result = retrieve(user=member, query=QUERY, tools=HYBRID)
+            result = retrieve(scope=access_scope_build(user=member), query=QUERY, tools=HYBRID)
     assert [q for q in here.captured_queries if "ts_rank" in q["sql"]]
     assert result.outcomes[1].code == "matched"
 
@@ -438,17 +440,24 @@ def test_document_frequencies_count_visible_passages_only_in_one_statement(
     hidden = space_create(name="Hidden", created_by=staff)
     vectors = np.random.default_rng(7).normal(size=(5, 384)).tolist()
     load_passages([hidden], staff, ["Pilots of the hidden space."] * 5, vectors, "m")
+    scope = access_scope_build(user=member)
 
     with CaptureQueriesContext(connection) as queries:
         counts, total = document_frequencies(
-            user=member, words=["pilots", "lanterns", "pilots", "the", "zeppelin"]
+            scope=scope, words=["pilots", "lanterns", "pilots", "the", "zeppelin"]
         )
     assert len(queries) == 1
     assert counts == {"pilots": 2, "lanterns": 1, "the": 0, "zeppelin": 0}
     assert total == 3
     monkeypatch.setattr(knowledge.frequencies, "DOCUMENT_FREQUENCY_CAP", 1)
-    assert document_frequencies(user=member, words=["pilots"]) == ({"pilots": 1}, 3)
+    assert document_frequencies(scope=access_scope_build(user=member), words=["pilots"]) == (
+        {"pilots": 1},
+        3,
+    )
     # Someone who sees no space: nothing counts, and nothing fails.
     outsider = get_user_model().objects.create_user("nobody-here")
-    assert document_frequencies(user=outsider, words=["pilots"]) == ({"pilots": 0}, 0)
-    assert document_frequencies(user=member, words=[]) == ({}, 3)
+    assert document_frequencies(scope=access_scope_build(user=outsider), words=["pilots"]) == (
+        {"pilots": 0},
+        0,
+    )
+    assert document_frequencies(scope=access_scope_build(user=member), words=[]) == ({}, 3)

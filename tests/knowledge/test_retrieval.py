@@ -1,6 +1,7 @@
 import pytest
 
 from knowledge.retrieval import retrieve
+from knowledge.scope import access_scope_build
 from knowledge.services import space_create, space_member_set
 from tests.helpers import client_for, make_user
 from tests.knowledge.test_documents import POLICY, upload, wait_for_extraction
@@ -28,7 +29,7 @@ def outcome_codes(result) -> dict[str, str]:
 
 
 def test_hybrid_search_finds_the_passage_with_both_tools(corpus, member):
-    result = retrieve(user=member, query="Who owns service reviews?")
+    result = retrieve(scope=access_scope_build(user=member), query="Who owns service reviews?")
     assert outcome_codes(result) == {"vector_search": "matched", "keyword_search": "matched"}
     best = result.candidates[0]
     assert "owns service reviews" in best.text
@@ -41,19 +42,25 @@ def test_a_reader_of_another_space_finds_nothing(corpus, staff):
     stranger = make_user("stranger")
     other = space_create(name="Other", created_by=staff)
     space_member_set(space=other, username="stranger", role="reader")
-    result = retrieve(user=stranger, query="Who owns service reviews?")
+    result = retrieve(scope=access_scope_build(user=stranger), query="Who owns service reviews?")
     assert result.candidates == []
     assert outcome_codes(result) == {
         "vector_search": "empty_corpus",
         "keyword_search": "empty_corpus",
     }
     # Asking for the hidden space by id changes nothing: hidden looks like none.
-    result = retrieve(user=stranger, query="service reviews", space_ids=[corpus.pk])
+    result = retrieve(
+        scope=access_scope_build(user=stranger, space_ids=[corpus.pk]), query="service reviews"
+    )
     assert outcome_codes(result)["keyword_search"] == "empty_corpus"
 
 
 def test_an_unrelated_question_is_no_relevant_hit(corpus, member):
-    result = retrieve(user=member, query="zygomorphic xylophone", tools=("keyword_search",))
+    result = retrieve(
+        scope=access_scope_build(user=member),
+        query="zygomorphic xylophone",
+        tools=("keyword_search",),
+    )
     assert outcome_codes(result) == {"keyword_search": "no_relevant_hit"}
     assert result.candidates == []
 
@@ -70,10 +77,14 @@ def test_a_private_file_is_found_only_by_its_owner_and_only_when_selected(
     document_id = response.json()["id"]
     wait_for_extraction(response.json()["revision"])
     query = "When is the salary review?"
-    assert retrieve(user=member, query=query).candidates == []
-    selected = retrieve(user=member, query=query, selected_sources=[document_id])
+    assert retrieve(scope=access_scope_build(user=member), query=query).candidates == []
+    selected = retrieve(
+        scope=access_scope_build(user=member, selected_sources=[document_id]), query=query
+    )
     assert selected.candidates and selected.candidates[0].document_id == document_id
-    other = retrieve(user=owner, query=query, selected_sources=[document_id])
+    other = retrieve(
+        scope=access_scope_build(user=owner, selected_sources=[document_id]), query=query
+    )
     assert other.candidates == []
 
 
@@ -98,7 +109,7 @@ def test_the_search_api_rejects_unknown_tools_and_empty_queries(member):
 
 def test_a_deactivated_reader_finds_nothing_through_either_channel(corpus, member):
     member.is_active = False  # no space is visible: the scope compiles to nothing at all
-    result = retrieve(user=member, query="Who owns service reviews?")
+    result = retrieve(scope=access_scope_build(user=member), query="Who owns service reviews?")
     assert result.candidates == []
     assert outcome_codes(result) == {
         "vector_search": "empty_corpus",

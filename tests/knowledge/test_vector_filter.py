@@ -30,7 +30,8 @@ from knowledge.models import (
     Passage,
     Space,
 )
-from knowledge.retrieval import passages_visible_to, retrieve
+from knowledge.retrieval import retrieve
+from knowledge.scope import access_scope_build
 from knowledge.services import space_create
 
 pytestmark = pytest.mark.django_db
@@ -159,10 +160,15 @@ def test_filtered_vector_search_keeps_its_recall(
 ) -> None:
     visible = library[0]
     assert Passage.objects.count() == ROWS
-    assert passages_visible_to(user=member).count() == ROWS // SPACES
+    assert access_scope_build(user=member).passages().count() == ROWS // SPACES
 
     with CaptureQueriesContext(connection) as queries:
-        result = retrieve(user=member, query=QUERY, tools=("vector_search",), limit=LIMIT)
+        result = retrieve(
+            scope=access_scope_build(user=member),
+            query=QUERY,
+            tools=("vector_search",),
+            limit=LIMIT,
+        )
     (outcome,) = result.outcomes
     assert (outcome.code, outcome.state) == ("matched", "succeeded")
 
@@ -192,7 +198,8 @@ def test_filtered_vector_search_keeps_its_recall(
 
     # (c) the pitfall is real: the same filtered query without the iterative scan
     pitfall = (
-        passages_visible_to(user=member)
+        access_scope_build(user=member)
+        .passages()
         .filter(embedding_status=EmbeddingStatus.EMBEDDED, embedding_model=provider.model_id)
         .annotate(distance=CosineDistance("embedding", query_vector))
         .order_by("distance")[:LIMIT]
@@ -235,7 +242,7 @@ def test_vectors_of_another_model_are_refused_while_keywords_still_work(
     load_passages([space], staff, texts, list(vectors), "openai:text-embedding-3-small")
     assert get_embedding_provider().model_id != "openai:text-embedding-3-small"
 
-    result = retrieve(user=member, query="travel budget")
+    result = retrieve(scope=access_scope_build(user=member), query="travel budget")
     outcomes = {o.tool: (o.state, o.code) for o in result.outcomes}
     assert outcomes == {
         "vector_search": ("failed", "embedding_configuration_invalid"),

@@ -20,6 +20,7 @@ from knowledge.frequencies import lexeme_frequencies_rebuild
 from knowledge.lifecycle import document_restore, document_withdraw
 from knowledge.models import Document, Passage
 from knowledge.retrieval import retrieve
+from knowledge.scope import access_scope_build
 from tests.answers.helpers import ask, ingest
 from tests.answers.providers import ScriptedProvider
 from tests.answers.test_permissions import plan, select_first
@@ -70,7 +71,7 @@ def test_a_withdrawn_document_is_not_searched_and_its_answers_read_as_withdrawn(
 
     # Not searched: no passage of it is current, and retrieval finds nothing.
     assert not Passage.objects.filter(document=first, is_current=True).exists()
-    assert retrieve(user=member, query=QUESTION).candidates == []
+    assert retrieve(scope=access_scope_build(user=member), query=QUESTION).candidates == []
     notice = texts.explanation("source_withdrawn", "en")
     reads = {
         "run": client.get(f"/v1/runs/{run.pk}").json(),

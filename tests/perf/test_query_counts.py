@@ -111,14 +111,14 @@ def test_an_answer_costs_a_fixed_number_of_queries(space, owner, member):
     assert AnswerRun.objects.count() == 3
     assert len(first) == EXACT_ANSWER, len(first)
     assert len(second) == len(first)
-    # The gathering reads the permission rows once (spaces_read_once): the visible spaces'
-    # ids; the recheck reads them again, in its own statements.
+    # The gathering reads the permission rows once (the run's AccessScope: the visible
+    # spaces' ids); the recheck reads them again, in its own statements.
     permission_reads = [q["sql"] for q in first.captured_queries if "guardian_" in q["sql"]]
     assert len(permission_reads) == 1 + RECHECK_PERMISSION_READS, permission_reads
 
 
 EXACT_ANSWER = 58  # see docs/performance.md for what they are
-RECHECK_PERMISSION_READS = 3  # the visible documents, the user's and the groups' rows
+RECHECK_PERMISSION_READS = 3  # its fresh scope, the user's and the groups' locked rows
 
 
 def test_a_conversation_reads_in_the_same_queries_for_one_answer_and_for_three(

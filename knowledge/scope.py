@@ -1,0 +1,79 @@
+"""What one reader may read in one run or one call, read once and passed explicitly.
+
+An answer filters many statements by the same permission (the plan's datasets, memory, both
+retrieval channels, the document frequencies, the dataset queries). An `AccessScope` reads
+the rows that grant it once, through the selectors' rules (`spaces_visible_to`,
+`private_files_of`), and every later statement filters by the ids it holds, so a reader of
+any statement sees what it filters by. It is a value: built per run (`access_scope_build`),
+again by the publication's recheck under its locks, and per call by MCP's search; never
+cached on a user object or in ambient state. A role removed while a run gathers still
+counts for that run's gathering; the recheck, which builds a fresh scope after locking the
+permission rows, is what refuses to publish then.
+"""
+
+from dataclasses import dataclass
+
+from django.db.models import Q, QuerySet
+
+from core.types import UserOrAnonymous
+from knowledge.models import Document, Passage
+from knowledge.selectors import private_files_of, spaces_visible_to
+
+
+@dataclass(frozen=True)
+class AccessScope:
+    """The spaces and private files one reader may read here.
+
+    `space_ids`: the visible spaces, narrowed to the chosen ones when some were chosen;
+    `every_space`: none were chosen (every visible space is searched); `file_ids`: the
+    reader's own private files among those selected (a private file is read only when
+    selected)."""
+
+    user_id: int | None
+    space_ids: frozenset[int]
+    file_ids: frozenset[int]
+    every_space: bool
+
+    @property
+    def empty(self) -> bool:
+        return not self.space_ids and not self.file_ids
+
+    def passages(self) -> QuerySet[Passage]:
+        """Passages of current revisions in scope."""
+        return Passage.objects.filter(self._of_spaces_or_files("document_id"), is_current=True)
+
+    def documents(self) -> QuerySet[Document]:
+        """Documents in scope (withdrawn ones included: callers decide about those)."""
+        return Document.objects.filter(self._of_spaces_or_files("pk"))
+
+    def _of_spaces_or_files(self, document: str) -> Q:
+        scope = Q(space_id__in=sorted(self.space_ids)) if self.space_ids else Q(pk__in=[])
+        if self.file_ids:
+            owned = {"owner_id": self.user_id, "space__isnull": True}
+            scope |= Q(**{f"{document}__in": sorted(self.file_ids)}, **owned)
+        return scope
+
+
+def access_scope_build(
+    *,
+    user: UserOrAnonymous,
+    space_ids: list[int] | None = None,
+    selected_sources: list[int] | None = None,
+) -> AccessScope:
+    """The reader's scope as the permission rows grant it now: one statement for the
+    spaces, one more when private files are selected. An inactive or anonymous user's
+    scope is empty. `space_ids` and `selected_sources` are a request's choice (unchecked
+    ids): only the visible spaces and the reader's own files among them count."""
+    spaces = spaces_visible_to(user=user)
+    if space_ids:
+        spaces = spaces.filter(pk__in=space_ids)
+    files: frozenset[int] = frozenset()
+    if selected_sources:
+        own = private_files_of(user=user).filter(pk__in=selected_sources).order_by()
+        files = frozenset(own.values_list("pk", flat=True))
+    return AccessScope(
+        user_id=user.pk,
+        space_ids=frozenset(spaces.order_by().values_list("pk", flat=True)),
+        file_ids=files,
+        every_space=not space_ids,
+    )
