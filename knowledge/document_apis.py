@@ -20,6 +20,7 @@ from knowledge.erasure import ERASE_REASON_MAX, revision_erase
 from knowledge.lifecycle import WITHDRAW_REASON_MAX, document_restore, document_withdraw
 from knowledge.models import Document, DocumentRevision, Erasure, Extraction
 from knowledge.retrieval import RETRIEVAL_TOOLS, retrieve
+from knowledge.scope import access_scope_build
 from knowledge.selectors import (
     document_admitted_text,
     document_get_for_user,
@@ -358,12 +359,9 @@ class SearchApi(APIView):
         data = self.InputSerializer(data=params)
         data.is_valid(raise_exception=True)
         values = data.validated_data
+        scope = access_scope_build(user=request.user, space_ids=values.get("space"))
         result = retrieve(
-            user=request.user,
-            query=values["q"],
-            tools=values["tools"],
-            space_ids=values.get("space") or None,
-            limit=values["limit"],
+            scope=scope, query=values["q"], tools=values["tools"], limit=values["limit"]
         )
         return Response(
             {
