@@ -102,8 +102,11 @@ def frames_after(
         frames.append(frame("generation", {"from": cursor.generation, "to": current}))
     elif cursor is not None:
         after = cursor.sequence
-    stored = list(StreamEvent.objects.filter(run_id=run_id, generation=current)
-                  .order_by("sequence").values_list("sequence", "event", "data"))  # fmt: skip
+    stored = list(
+        StreamEvent.objects.filter(run_id=run_id, generation=current)
+        .order_by("sequence")
+        .values_list("sequence", "event", "data")
+    )
     # Over once the generation's final event is stored: sent now, or before the cursor.
     finished = any(event in FINAL_EVENTS for _, event, _ in stored)
     last = Cursor(current, after)
@@ -146,8 +149,9 @@ async def _stored(**kwargs: object) -> tuple[list[str], Cursor | None, bool]:
 
 
 def live_frame(message: dict, *, run_id: object, version: str | None) -> str:
-    return event_frame(run_id, message["generation"], message["seq"], message["event"],
-                       message["data"], version)  # fmt: skip
+    return event_frame(
+        run_id, message["generation"], message["seq"], message["event"], message["data"], version
+    )
 
 
 def started_frame(run_id: object, version: str | None) -> tuple[str, Cursor]:
@@ -196,8 +200,9 @@ async def event_stream(
                 channel = None
         while True:
             try:
-                frames, cursor, finished = await read(user=user, run_id=run_id,
-                                                      cursor=cursor, version=version)  # fmt: skip
+                frames, cursor, finished = await read(
+                    user=user, run_id=run_id, cursor=cursor, version=version
+                )
             except Exception:  # the response has started: end it with a typed event
                 logger.exception("event stream of run %s failed", run_id)
                 yield frame("error", {"error": {"code": "stream_failed"}})

@@ -184,9 +184,12 @@ if KOINON_DB_POOL:
     _default_db["CONN_MAX_AGE"] = 0  # the pool keeps the connections; Django refuses both
     _default_db["OPTIONS"] = {
         **_default_db.get("OPTIONS", {}),
-        "pool": {"min_size": 1, "max_size": KOINON_DB_POOL,
-                 "timeout": max(1, KOINON_DB_POOL_TIMEOUT)},
-    }  # fmt: skip
+        "pool": {
+            "min_size": 1,
+            "max_size": KOINON_DB_POOL,
+            "timeout": max(1, KOINON_DB_POOL_TIMEOUT),
+        },
+    }
 DATABASES = {"default": _default_db}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

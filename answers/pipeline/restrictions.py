@@ -21,8 +21,22 @@ from sqlglot.errors import SqlglotError
 
 from knowledge.normalise import normalised_key, normalised_words
 
-NUMERIC_TYPES = ("INT", "BIGINT", "DOUBLE", "DECIMAL", "FLOAT", "REAL", "HUGEINT", "SMALLINT",
-                 "TINYINT", "UBIGINT", "UINTEGER", "USMALLINT", "UTINYINT", "INTEGER")  # fmt: skip
+NUMERIC_TYPES = (
+    "INT",
+    "BIGINT",
+    "DOUBLE",
+    "DECIMAL",
+    "FLOAT",
+    "REAL",
+    "HUGEINT",
+    "SMALLINT",
+    "TINYINT",
+    "UBIGINT",
+    "UINTEGER",
+    "USMALLINT",
+    "UTINYINT",
+    "INTEGER",
+)
 DATE_TYPES = ("DATE", "TIMESTAMP")
 QUOTED_VALUE = re.compile(r"[\"“']([^\"”']{1,80})[\"”']")
 ISO_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
@@ -39,11 +53,53 @@ COMPARISON = re.compile(
 )
 # Words after a column's name that are not a value of it ("customer count", "per customer").
 NOT_VALUES = frozenset(
-    ["a", "an", "the", "is", "are", "was", "were", "has", "have", "had", "with", "in", "of",
-     "for", "and", "or", "by", "per", "to", "on", "at", "from", "that", "this", "who", "which",
-     "what", "names", "name", "count", "counts", "total", "totals", "amount", "amounts",
-     "number", "numbers", "ids", "id", "list", "records", "rows", "data", "table"]
-)  # fmt: skip
+    [
+        "a",
+        "an",
+        "the",
+        "is",
+        "are",
+        "was",
+        "were",
+        "has",
+        "have",
+        "had",
+        "with",
+        "in",
+        "of",
+        "for",
+        "and",
+        "or",
+        "by",
+        "per",
+        "to",
+        "on",
+        "at",
+        "from",
+        "that",
+        "this",
+        "who",
+        "which",
+        "what",
+        "names",
+        "name",
+        "count",
+        "counts",
+        "total",
+        "totals",
+        "amount",
+        "amounts",
+        "number",
+        "numbers",
+        "ids",
+        "id",
+        "list",
+        "records",
+        "rows",
+        "data",
+        "table",
+    ]
+)
 OPERATORS = {exp.EQ: "=", exp.GT: ">", exp.GTE: ">=", exp.LT: "<", exp.LTE: "<="}
 MIRRORED = {"=": "=", ">": "<", ">=": "<=", "<": ">", "<=": ">="}
 
@@ -172,9 +228,18 @@ def _compared_column(before: str, dataset: DatasetInfo) -> str | None:
     only numeric column."""
     numeric = [c for c in dataset.columns if _is_numeric(c)]
     words = normalised_words(before)
-    named = [(max(i for i, w in enumerate(words) if w in {c["name"].casefold(),
-              f"{c['name'].casefold()}s"}), c["name"])
-             for c in numeric if _named(c["name"], words)]  # fmt: skip
+    named = [
+        (
+            max(
+                i
+                for i, w in enumerate(words)
+                if w in {c["name"].casefold(), f"{c['name'].casefold()}s"}
+            ),
+            c["name"],
+        )
+        for c in numeric
+        if _named(c["name"], words)
+    ]
     if named:
         return max(named)[1]
     return numeric[0]["name"] if len(numeric) == 1 else None
