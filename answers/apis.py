@@ -127,13 +127,23 @@ EVENT_SCHEMA = {
         "id": {"type": "string", "description": "<run_id>:<generation>:<seq>"},
         "event": {
             "type": "string",
-            "enum": ["started", "tool", "step", "completed", "failed", "status", "complete",
-                     "generation", "timeout", "error"],
+            "enum": [
+                "started",
+                "tool",
+                "step",
+                "completed",
+                "failed",
+                "status",
+                "complete",
+                "generation",
+                "timeout",
+                "error",
+            ],
         },
         "data": {"type": "string", "description": "JSON; see x-event-data"},
     },
     "x-event-data": EVENT_DATA,
-}  # fmt: skip
+}
 
 
 class JsonOrStream(BaseContentNegotiation):
@@ -193,13 +203,15 @@ class AnswerApi(APIView):
         api_key = request.auth if isinstance(request.auth, ApiKey) else None
         origin = request_origin(request)
         if answer_request.stream:
-            run = answer_stream_start(user=request.user, request=answer_request, api_key=api_key,
-                                      origin=origin)  # fmt: skip
+            run = answer_stream_start(
+                user=request.user, request=answer_request, api_key=api_key, origin=origin
+            )
             version = answer_request.stream_version
             first, cursor = started_frame(run.pk, version)
             return _stream(request, run.pk, cursor, version, first)
-        body = answer_create(user=request.user, request=answer_request, api_key=api_key,
-                             origin=origin)  # fmt: skip
+        body = answer_create(
+            user=request.user, request=answer_request, api_key=api_key, origin=origin
+        )
         return Response(body)
 
 

@@ -172,8 +172,10 @@ def audit_record(
 
 def _audit_create(*, run_id: object, plan: dict, generation: dict, memories: list[dict]) -> bool:
     """Insert the run's audit unless it exists (a later generation's): whether it did."""
-    fields = {name: AnswerAudit._meta.get_field(name) for name in ("run", "plan", "generations",
-              "memories_used")}  # fmt: skip
+    fields = {
+        name: AnswerAudit._meta.get_field(name)
+        for name in ("run", "plan", "generations", "memories_used")
+    }
     values = {"run": run_id, "plan": plan, "generations": [generation], "memories_used": memories}
     columns = ", ".join(connection.ops.quote_name(field.column) for field in fields.values())
     with connection.cursor() as cursor:

@@ -55,11 +55,17 @@ class MessageOutput(serializers.Serializer):
     run_id = serializers.UUIDField(allow_null=True)
     generation = serializers.IntegerField(required=False, allow_null=True)
     state = serializers.ChoiceField(
-        choices=["sealed", "access_failure", "source_erased", "source_withdrawn", "unsealed",
-                 "superseded"],
+        choices=[
+            "sealed",
+            "access_failure",
+            "source_erased",
+            "source_withdrawn",
+            "unsealed",
+            "superseded",
+        ],
         required=False,
         help_text="Assistant messages: only `sealed` carries an answer with its release.",
-    )  # fmt: skip
+    )
     body = AnswerOutput(required=False, allow_null=True)
     created_at = serializers.DateTimeField()
 
@@ -97,16 +103,19 @@ class IntentOutput(serializers.Serializer):
 
 
 def _conversation_data(conversation, user) -> dict:
-    return {"id": conversation.pk, "title": conversation.title,
-            "language": conversation.language, "origin": conversation.origin,
-            "created_at": conversation.created_at,
-            "owned": conversation.user_id == user.pk}  # fmt: skip
+    return {
+        "id": conversation.pk,
+        "title": conversation.title,
+        "language": conversation.language,
+        "origin": conversation.origin,
+        "created_at": conversation.created_at,
+        "owned": conversation.user_id == user.pk,
+    }
 
 
 class ConversationListCreateApi(APIView):
     class InputSerializer(StrictSerializer):
-        title = serializers.CharField(required=False, allow_blank=True, default="",
-                                      max_length=200)  # fmt: skip
+        title = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
         language = serializers.ChoiceField(choices=LANGUAGES, required=False, default="")
 
     @extend_schema(
@@ -116,8 +125,9 @@ class ConversationListCreateApi(APIView):
     )
     def get(self, request: Request) -> Response:
         paginator = Pagination()
-        page = paginator.paginate_queryset(conversations_visible_to(user=request.user), request,
-                                           self)  # fmt: skip
+        page = paginator.paginate_queryset(
+            conversations_visible_to(user=request.user), request, self
+        )
         data = [_conversation_data(c, request.user) for c in page]
         return paginator.get_paginated_response(ConversationOutput(data, many=True).data)
 
@@ -129,10 +139,13 @@ class ConversationListCreateApi(APIView):
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        conversation = conversation_create(user=request.user, origin=request_origin(request),
-                                           **data.validated_data)  # fmt: skip
-        return Response(ConversationOutput(_conversation_data(conversation, request.user)).data,
-                        status=status.HTTP_201_CREATED)  # fmt: skip
+        conversation = conversation_create(
+            user=request.user, origin=request_origin(request), **data.validated_data
+        )
+        return Response(
+            ConversationOutput(_conversation_data(conversation, request.user)).data,
+            status=status.HTTP_201_CREATED,
+        )
 
 
 class ConversationDetailApi(APIView):
@@ -150,8 +163,9 @@ class ConversationDetailApi(APIView):
         responses={200: ConversationOutput},
     )
     def patch(self, request: Request, conversation_id: str) -> Response:
-        conversation = conversation_get_for_user(user=request.user, conversation_id=conversation_id,
-                                                 owner=True)  # fmt: skip
+        conversation = conversation_get_for_user(
+            user=request.user, conversation_id=conversation_id, owner=True
+        )
         data = self.RenameSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         conversation_rename(conversation=conversation, title=data.validated_data["title"])
@@ -159,8 +173,9 @@ class ConversationDetailApi(APIView):
 
     @extend_schema(operation_id="conversations_delete", responses={204: None})
     def delete(self, request: Request, conversation_id: str) -> Response:
-        conversation = conversation_get_for_user(user=request.user, conversation_id=conversation_id,
-                                                 owner=True)  # fmt: skip
+        conversation = conversation_get_for_user(
+            user=request.user, conversation_id=conversation_id, owner=True
+        )
         conversation_delete(conversation=conversation)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -183,8 +198,9 @@ class ConversationExportApi(APIView):
         },
     )
     def get(self, request: Request, conversation_id: str):
-        conversation = conversation_get_for_user(user=request.user, conversation_id=conversation_id,
-                                                 owner=True)  # fmt: skip
+        conversation = conversation_get_for_user(
+            user=request.user, conversation_id=conversation_id, owner=True
+        )
         export = conversation_export(user=request.user, conversation=conversation)
         if request.query_params.get("as") == "markdown":
             response = HttpResponse(export_markdown(export), content_type="text/markdown")
@@ -205,8 +221,9 @@ class ShareListCreateApi(APIView):
         responses=paginated(ShareOutput, "SharePage"),
     )
     def get(self, request: Request, conversation_id: str) -> Response:
-        conversation = conversation_get_for_user(user=request.user, conversation_id=conversation_id,
-                                                 owner=True)  # fmt: skip
+        conversation = conversation_get_for_user(
+            user=request.user, conversation_id=conversation_id, owner=True
+        )
         paginator = Pagination()
         shares = conversation.shares.select_related("recipient")
         page = paginator.paginate_queryset(shares, request, self)
@@ -218,20 +235,23 @@ class ShareListCreateApi(APIView):
         responses={201: ShareOutput, **CONFLICT},
     )
     def post(self, request: Request, conversation_id: str) -> Response:
-        conversation = conversation_get_for_user(user=request.user, conversation_id=conversation_id,
-                                                 owner=True)  # fmt: skip
+        conversation = conversation_get_for_user(
+            user=request.user, conversation_id=conversation_id, owner=True
+        )
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        share = share_create(user=request.user, conversation=conversation,
-                             username=data.validated_data["username"])  # fmt: skip
+        share = share_create(
+            user=request.user, conversation=conversation, username=data.validated_data["username"]
+        )
         return Response(ShareOutput(share).data, status=status.HTTP_201_CREATED)
 
 
 class ShareDeleteApi(APIView):
     @extend_schema(responses={204: None})
     def delete(self, request: Request, conversation_id: str, username: str) -> Response:
-        conversation = conversation_get_for_user(user=request.user, conversation_id=conversation_id,
-                                                 owner=True)  # fmt: skip
+        conversation = conversation_get_for_user(
+            user=request.user, conversation_id=conversation_id, owner=True
+        )
         share_delete(conversation=conversation, username=username)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -243,19 +263,18 @@ class IntentCreateApi(APIView):
     class InputSerializer(StrictSerializer):
         run_id = serializers.UUIDField()
         space_id = ObjectIdField()
-        title = serializers.CharField(required=False, allow_blank=True, default="",
-                                      max_length=300)  # fmt: skip
+        title = serializers.CharField(required=False, allow_blank=True, default="", max_length=300)
 
     @extend_schema(
         request={"application/json": InputSerializer}, responses={201: IntentOutput, **CONFLICT}
     )
     def post(self, request: Request, conversation_id: str) -> Response:
-        conversation = conversation_get_for_user(user=request.user, conversation_id=conversation_id,
-                                                 owner=True)  # fmt: skip
+        conversation = conversation_get_for_user(
+            user=request.user, conversation_id=conversation_id, owner=True
+        )
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        intent = intent_preview(user=request.user, conversation=conversation,
-                                **data.validated_data)  # fmt: skip
+        intent = intent_preview(user=request.user, conversation=conversation, **data.validated_data)
         return Response(IntentOutput(intent).data, status=status.HTTP_201_CREATED)
 
 

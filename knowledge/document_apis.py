@@ -51,8 +51,18 @@ class ExtractionOutput(serializers.ModelSerializer):
 
     class Meta:
         model = Extraction
-        fields = ["role", "status", "error_code", "error_message", "progress", "extractor",
-                  "extractor_version", "damage", "damaged", "serves_passages"]  # fmt: skip
+        fields = [
+            "role",
+            "status",
+            "error_code",
+            "error_message",
+            "progress",
+            "extractor",
+            "extractor_version",
+            "damage",
+            "damaged",
+            "serves_passages",
+        ]
 
 
 class RevisionOutput(serializers.ModelSerializer):
@@ -73,8 +83,18 @@ class RevisionOutput(serializers.ModelSerializer):
 
     class Meta:
         model = DocumentRevision
-        fields = ["id", "number", "sha256", "filename", "size", "created_at", "extractions",
-                  "passage_count", "text_warning", "erased_at"]  # fmt: skip
+        fields = [
+            "id",
+            "number",
+            "sha256",
+            "filename",
+            "size",
+            "created_at",
+            "extractions",
+            "passage_count",
+            "text_warning",
+            "erased_at",
+        ]
 
 
 class ErasureOutput(serializers.ModelSerializer):
@@ -86,8 +106,16 @@ class ErasureOutput(serializers.ModelSerializer):
 
     class Meta:
         model = Erasure
-        fields = ["id", "document", "revision", "revision_number", "erased_at", "erased_by",
-                  "reason", "counts"]  # fmt: skip
+        fields = [
+            "id",
+            "document",
+            "revision",
+            "revision_number",
+            "erased_at",
+            "erased_by",
+            "reason",
+            "counts",
+        ]
 
 
 class DocumentOutput(serializers.ModelSerializer):
@@ -101,8 +129,17 @@ class DocumentOutput(serializers.ModelSerializer):
 
     class Meta:
         model = Document
-        fields = ["id", "title", "kind", "space", "private", "created_at", "current_revision",
-                  "withdrawn", "withdrawn_at"]  # fmt: skip
+        fields = [
+            "id",
+            "title",
+            "kind",
+            "space",
+            "private",
+            "created_at",
+            "current_revision",
+            "withdrawn",
+            "withdrawn_at",
+        ]
 
 
 class DocumentDetailOutput(DocumentOutput):

@@ -184,9 +184,12 @@ if KOINON_DB_POOL:
     _default_db["CONN_MAX_AGE"] = 0  # the pool keeps the connections; Django refuses both
     _default_db["OPTIONS"] = {
         **_default_db.get("OPTIONS", {}),
-        "pool": {"min_size": 1, "max_size": KOINON_DB_POOL,
-                 "timeout": max(1, KOINON_DB_POOL_TIMEOUT)},
-    }  # fmt: skip
+        "pool": {
+            "min_size": 1,
+            "max_size": KOINON_DB_POOL,
+            "timeout": max(1, KOINON_DB_POOL_TIMEOUT),
+        },
+    }
 DATABASES = {"default": _default_db}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -293,8 +296,12 @@ KOINON_LLM_CONTEXT = env_int("KOINON_LLM_CONTEXT", 4096)
 
 def _llm_settings_check() -> None:
     """Fail at start, naming the variable (never echoing a value: it may be a secret)."""
-    from urllib.parse import urlparse
+    _llm_limits_check()
+    _llm_base_url_check()
+    _llm_source_check()
 
+
+def _llm_limits_check() -> None:
     if not 0 < KOINON_LLM_TIMEOUT <= 600:
         raise ImproperlyConfiguredEnv("KOINON_LLM_TIMEOUT must be between 0 and 600 seconds")
     if not 0 <= KOINON_LLM_RETRIES <= 5:
@@ -305,15 +312,26 @@ def _llm_settings_check() -> None:
         raise ImproperlyConfiguredEnv(
             "KOINON_LLM_THREADS must be 1-64 and KOINON_LLM_CONTEXT 512-131072"
         )
-    if KOINON_LLM_BASE_URL:
-        url = urlparse(KOINON_LLM_BASE_URL)
-        if url.scheme not in {"http", "https"} or not url.hostname:
-            raise ImproperlyConfiguredEnv("KOINON_LLM_BASE_URL must be an http(s) URL")
-        if url.username or url.password or url.query or url.fragment:
-            raise ImproperlyConfiguredEnv(
-                "KOINON_LLM_BASE_URL must hold no credentials, query or fragment "
-                "(the key goes in KOINON_LLM_API_KEY)"
-            )
+
+
+def _llm_base_url_check() -> None:
+    """An http(s) URL with a host and nothing a secret could hide in."""
+    from urllib.parse import urlparse
+
+    if not KOINON_LLM_BASE_URL:
+        return
+    url = urlparse(KOINON_LLM_BASE_URL)
+    if url.scheme not in {"http", "https"} or not url.hostname:
+        raise ImproperlyConfiguredEnv("KOINON_LLM_BASE_URL must be an http(s) URL")
+    if url.username or url.password or url.query or url.fragment:
+        raise ImproperlyConfiguredEnv(
+            "KOINON_LLM_BASE_URL must hold no credentials, query or fragment "
+            "(the key goes in KOINON_LLM_API_KEY)"
+        )
+
+
+def _llm_source_check() -> None:
+    """The `openai` provider's model: a GGUF file served here, or a server's URL and model."""
     if KOINON_LLM_GGUF:
         if KOINON_LLM_BASE_URL:
             raise ImproperlyConfiguredEnv("set KOINON_LLM_GGUF or KOINON_LLM_BASE_URL, not both")

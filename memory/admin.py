@@ -13,8 +13,18 @@ class MemoryEntryAdmin(admin.ModelAdmin):
 
     list_display = ["text", "kind", "space", "user", "created_at", "revoked_at"]
     list_filter = ["kind", ("space", admin.RelatedOnlyFieldListFilter)]
-    fields = ["text", "kind", "scope", "space", "user", "origin", "sources", "created_at",
-              "revoked_at", "revoked_by"]  # fmt: skip
+    fields = [
+        "text",
+        "kind",
+        "scope",
+        "space",
+        "user",
+        "origin",
+        "sources",
+        "created_at",
+        "revoked_at",
+        "revoked_by",
+    ]
     readonly_fields = fields
     actions = ["revoke_selected"]
 

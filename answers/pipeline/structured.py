@@ -11,8 +11,20 @@ import json
 
 from answers.pipeline.llm import PROVIDER_MALFORMED, Completion, ProviderError
 
-_KNOWN = {"type", "properties", "required", "additionalProperties", "items", "minItems",
-          "maxItems", "maxLength", "minLength", "enum", "minimum", "maximum"}  # fmt: skip
+_KNOWN = {
+    "type",
+    "properties",
+    "required",
+    "additionalProperties",
+    "items",
+    "minItems",
+    "maxItems",
+    "maxLength",
+    "minLength",
+    "enum",
+    "minimum",
+    "maximum",
+}
 
 
 def obj(**properties: dict) -> dict:
