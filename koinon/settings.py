@@ -151,7 +151,7 @@ _default_db["NAME"] = env_str("KOINON_DATABASE_NAME", _default_db["NAME"])
 _default_db["USER"] = env_str("KOINON_DATABASE_USER", _default_db["USER"])
 # Every connection starts with the vector search's HNSW settings (pgvector 0.8: a filtered
 # scan continues past ef_search candidates until LIMIT rows pass the permission filter), so
-# a search needs no transaction of its own to SET LOCAL them (docs/decisions.md). A pooler
+# a search needs no transaction to SET LOCAL them (docs/decisions.md, "Retrieval"). A pooler
 # in front of PostgreSQL must pass the `options` startup parameter through.
 HNSW_EF_SEARCH = 100
 _default_db["OPTIONS"] = {
@@ -385,7 +385,7 @@ KOINON_REQUEST_MAX_BYTES = env_int(
     "KOINON_REQUEST_MAX_BYTES", KOINON_UPLOAD_MAX_BYTES + 1024 * 1024
 )
 KOINON_HEALTH_TIMEOUT = env_float("KOINON_HEALTH_TIMEOUT", 2.0)
-# --- Background work (docs/decisions.md, "Hardening") -----------------------------
+# --- Background work (docs/decisions.md, "Background work") -----------------------
 # Longest a request waits for a pooled broker producer (and to publish) before 503.
 KOINON_ENQUEUE_TIMEOUT = env_float("KOINON_ENQUEUE_TIMEOUT", 3.0)
 KOINON_WORKER_HEARTBEAT_INTERVAL = env_float("KOINON_WORKER_HEARTBEAT_INTERVAL", 5.0)
@@ -426,7 +426,7 @@ KOINON_EXTRACT_MEMORY_BYTES = env_int("KOINON_EXTRACT_MEMORY_BYTES", 1536 * 1024
 KOINON_EXTRACT_MAX_DECOMPRESSED = env_int("KOINON_EXTRACT_MAX_DECOMPRESSED", 256 * 1024 * 1024)
 KOINON_EXTRACT_MAX_ELEMENTS = env_int("KOINON_EXTRACT_MAX_ELEMENTS", 2_000_000)
 # An extraction with a larger share of glued words (knowledge.extraction.damage) is damaged:
-# a clean secondary then serves passages and quotes instead (docs/decisions.md, issue 25).
+# a clean secondary then serves passages and quotes (docs/decisions.md, "Clean text for quotes").
 KOINON_EXTRACTION_DAMAGE_THRESHOLD = env_float("KOINON_EXTRACTION_DAMAGE_THRESHOLD", 0.15)
 if not 0.0 < KOINON_EXTRACTION_DAMAGE_THRESHOLD < 1.0:
     raise ImproperlyConfiguredEnv(
