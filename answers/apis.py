@@ -135,13 +135,23 @@ EVENT_SCHEMA = {
         "id": {"type": "string", "description": "<run_id>:<generation>:<seq>"},
         "event": {
             "type": "string",
-            "enum": ["started", "tool", "step", "completed", "failed", "status", "complete",
-                     "generation", "timeout", "error"],
+            "enum": [
+                "started",
+                "tool",
+                "step",
+                "completed",
+                "failed",
+                "status",
+                "complete",
+                "generation",
+                "timeout",
+                "error",
+            ],
         },
         "data": {"type": "string", "description": "JSON; see x-event-data"},
     },
     "x-event-data": EVENT_DATA,
-}  # fmt: skip
+}
 
 
 class JsonOrStream(BaseContentNegotiation):
@@ -216,8 +226,9 @@ class AnswerApi(APIView):
             version = answer_request.stream_version
             first, cursor = started_frame(run.pk, version)
             return _stream(request, run.pk, cursor, version, first)
-        body = answer_create(user=request_user(request), request=answer_request, api_key=api_key,
-                             origin=origin)  # fmt: skip
+        body = answer_create(
+            user=request_user(request), request=answer_request, api_key=api_key, origin=origin
+        )
         return Response(body)
 
 

@@ -113,9 +113,11 @@ def source_states(*, user: UserOrAnonymous, sources: list[dict]) -> SourceStates
     )
     seen = {pk: withdrawn_at for pk, withdrawn_at, _ in rows}
     erased = {item["revision"]: _day(item["at"]) for _, _, found in rows for item in found}
-    seen_datasets = set(
-        datasets_visible_to(user=user).filter(pk__in=datasets).values_list("pk", flat=True)
-    ) if datasets else set()  # fmt: skip
+    seen_datasets = (
+        set(datasets_visible_to(user=user).filter(pk__in=datasets).values_list("pk", flat=True))
+        if datasets
+        else set()
+    )
     return SourceStates(
         documents=frozenset(seen),
         withdrawn=frozenset(pk for pk, withdrawn_at in seen.items() if withdrawn_at),
@@ -156,8 +158,9 @@ def notice_of(body: dict) -> str | None:
     if body.get("release"):
         return None
     issues = (body.get("quality") or {}).get("issues") or []
-    return next((kind for kind, issue in NOTICE_ISSUES.items() if issue in issues),
-                "access_failure")  # fmt: skip
+    return next(
+        (kind for kind, issue in NOTICE_ISSUES.items() if issue in issues), "access_failure"
+    )
 
 
 def notice_body(body: dict, *, kind: str, day: date | None = None) -> dict:
@@ -165,8 +168,11 @@ def notice_body(body: dict, *, kind: str, day: date | None = None) -> dict:
     `day`, `source_withdrawn`) in place of the answer: no prose, citations, cards, sources
     or release claims."""
     language = body.get("answer", {}).get("language", "en")
-    text = (texts.erased_notice(language, day) if kind == "source_erased"
-            else texts.explanation(kind, language))  # fmt: skip
+    text = (
+        texts.erased_notice(language, day)
+        if kind == "source_erased"
+        else texts.explanation(kind, language)
+    )
     return {
         "run_id": body["run_id"],
         "generation": body["generation"],

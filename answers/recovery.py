@@ -101,9 +101,14 @@ def runs_recover(*, now: datetime | None = None, alive: object = _ASK_REDIS) -> 
             task_enqueue(run_execute_task, str(row.run_id), row.number)
         except QueueUnavailable:
             break  # still `running`: the next sweep tries again (and then ends it)
-    settled = {"queued": [f"{r.run_id}:{r.number}" for r in queued],
-               "failed": [f"{r.run_id}:{r.number}" for r in failed]}  # fmt: skip
+    settled = {
+        "queued": [f"{r.run_id}:{r.number}" for r in queued],
+        "failed": [f"{r.run_id}:{r.number}" for r in failed],
+    }
     if rows:
-        logger.warning("sweeper: runs queued again %s, failed (worker lost) %s",
-                       settled["queued"], settled["failed"])  # fmt: skip
+        logger.warning(
+            "sweeper: runs queued again %s, failed (worker lost) %s",
+            settled["queued"],
+            settled["failed"],
+        )
     return settled

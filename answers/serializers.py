@@ -112,9 +112,10 @@ class ReleaseSearchedOutput(serializers.Serializer):
     releases made before it was recorded."""
 
     searched_as = serializers.CharField(
-        required=False, allow_blank=True,
+        required=False,
+        allow_blank=True,
         help_text="The standalone question when rewritten from the conversation, else empty.",
-    )  # fmt: skip
+    )
     searches = PlannedSearchOutput(many=True, required=False)
     memory = MemorySteeringOutput(many=True, required=False)
 

@@ -22,6 +22,7 @@ import logging
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from uuid import UUID
 
 from django.conf import settings
@@ -35,6 +36,9 @@ from audit.models import StreamEvent
 from audit.services import stream_started_data
 from core.errors import ApiError
 from core.types import User
+
+if TYPE_CHECKING:
+    from channels.layers import BaseChannelLayer
 
 logger = logging.getLogger(__name__)
 
@@ -103,8 +107,11 @@ def frames_after(
         frames.append(frame("generation", {"from": cursor.generation, "to": current}))
     elif cursor is not None:
         after = cursor.sequence
-    stored = list(StreamEvent.objects.filter(run_id=run_id, generation=current)
-                  .order_by("sequence").values_list("sequence", "event", "data"))  # fmt: skip
+    stored = list(
+        StreamEvent.objects.filter(run_id=run_id, generation=current)
+        .order_by("sequence")
+        .values_list("sequence", "event", "data")
+    )
     # Over once the generation's final event is stored: sent now, or before the cursor.
     finished = any(event in FINAL_EVENTS for _, event, _ in stored)
     last = Cursor(current, after)
@@ -152,8 +159,9 @@ async def _stored(
 
 
 def live_frame(message: dict, *, run_id: UUID, version: str | None) -> str:
-    return event_frame(run_id, message["generation"], message["seq"], message["event"],
-                       message["data"], version)  # fmt: skip
+    return event_frame(
+        run_id, message["generation"], message["seq"], message["event"], message["data"], version
+    )
 
 
 def started_frame(run_id: UUID, version: str | None) -> tuple[str, Cursor]:
@@ -161,6 +169,113 @@ def started_frame(run_id: UUID, version: str | None) -> tuple[str, Cursor]:
     cursor after it: what a new stream sends at once, with no read."""
     data = stream_started_data(run_id=run_id, generation=1)
     return event_frame(run_id, 1, 1, "started", data, version), Cursor(1, 1)
+
+
+KEEPALIVE = ": keep-alive\n\n"
+
+
+class _RunStream:
+    """What one event stream carries between its reads of the store and its live waits: the
+    cursor, the deadline, when a frame last went out, and the run's group on the layer."""
+
+    def __init__(
+        self, *, user: User, run_id: UUID, cursor: Cursor | None, version: str | None
+    ) -> None:
+        from channels.layers import get_channel_layer
+
+        self.user, self.run_id, self.cursor, self.version = user, run_id, cursor, version
+        self.loop = asyncio.get_running_loop()
+        self.deadline = self.loop.time() + settings.KOINON_STREAM_TIMEOUT
+        self.last_sent = self.loop.time()
+        self.layer: BaseChannelLayer | None = get_channel_layer()
+        self.channel: str | None = None
+        self.group = run_group(run_id)
+        # A live event missed (subscribed too late, or the layer lost some): from then on
+        # only the store's events are sent, so ids stay dense and in order.
+        self.channel_gap = False
+        self.layer_failed = False
+
+    @property
+    def live(self) -> bool:
+        return self.channel is not None and not self.layer_failed
+
+    async def subscribe(self) -> None:
+        if self.layer is None:
+            return
+        try:
+            self.channel = await self.layer.new_channel()
+            await self.layer.group_add(self.group, self.channel)
+        except Exception:  # no live view; the stored events still come
+            logger.warning("live events unavailable for run %s", self.run_id, exc_info=True)
+            self.channel = None
+
+    async def unsubscribe(self) -> None:
+        if self.layer is not None and self.channel is not None:
+            with contextlib.suppress(Exception):
+                await self.layer.group_discard(self.group, self.channel)
+
+    async def read(self) -> tuple[list[str], bool]:
+        """The stored frames after the cursor (moving it on), and whether the run is over."""
+        frames, self.cursor, finished = await _stored(
+            user=self.user, run_id=self.run_id, cursor=self.cursor, version=self.version
+        )
+        return frames, finished
+
+    def sent(self) -> None:
+        self.last_sent = self.loop.time()
+
+    def past_deadline(self) -> bool:
+        return self.loop.time() >= self.deadline
+
+    def keepalive_due(self) -> bool:
+        return self.loop.time() - self.last_sent >= KEEPALIVE_SECONDS
+
+    async def next_live(self, read_at: float) -> str | None:
+        """The next frame while live events flow: a live event, or a keep-alive when nothing
+        was sent for KEEPALIVE_SECONDS. None: time to read the store again (the run is
+        sealed, `read_at` or the deadline has passed, or the layer failed)."""
+        layer, channel = self.layer, self.channel
+        if layer is None or channel is None:  # not live
+            return None
+        while True:
+            now = self.loop.time()
+            if now >= read_at or now >= self.deadline:
+                return None
+            if now - self.last_sent >= KEEPALIVE_SECONDS:
+                return KEEPALIVE
+            wake = min(read_at, self.last_sent + KEEPALIVE_SECONDS, self.deadline)
+            try:
+                message = await asyncio.wait_for(
+                    layer.receive(channel), timeout=max(0.01, wake - now)
+                )
+            except TimeoutError:
+                continue
+            except Exception:  # the layer failed (e.g. Redis timed out): poll instead
+                logger.warning("live events lost for run %s", self.run_id, exc_info=True)
+                self.channel_gap = True
+                self.layer_failed = True
+                return None
+            if message.get("type") == "run.sealed":
+                return None
+            chunk = self._next_in_order(message)
+            if chunk is not None:
+                return chunk
+
+    def _next_in_order(self, message: dict) -> str | None:
+        """The frame of a live event that comes right after the cursor (moving it on); None
+        for another generation's event, one already sent, or any once a gap was seen."""
+        current = self.cursor.generation if self.cursor else message["generation"]
+        after = self.cursor.sequence if self.cursor else 0
+        if message["generation"] != current or message["seq"] <= after:
+            return None
+        if message["seq"] != after + 1:
+            # Subscribed too late for an earlier live event: this stream waits for the
+            # stored events instead.
+            self.channel_gap = True
+        if self.channel_gap:
+            return None
+        self.cursor = Cursor(message["generation"], message["seq"])
+        return live_frame(message, run_id=self.run_id, version=self.version)
 
 
 async def event_stream(
@@ -181,89 +296,40 @@ async def event_stream(
     (CancelledError): the run, executing elsewhere, is not affected. `first` is a frame
     already known to be stored up to `cursor`, sent before anything else.
     """
-    from channels.layers import get_channel_layer
-
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + settings.KOINON_STREAM_TIMEOUT
-    last_sent = loop.time()
-    read = _stored
-    layer, channel, group = get_channel_layer(), None, run_group(run_id)
-    channel_gap = False
-    layer_failed = False
+    stream = _RunStream(user=user, run_id=run_id, cursor=cursor, version=version)
     if first is not None:
         yield first
     try:
-        if layer is not None:
-            try:
-                channel = await layer.new_channel()
-                await layer.group_add(group, channel)
-            except Exception:  # no live view; the stored events still come
-                logger.warning("live events unavailable for run %s", run_id, exc_info=True)
-                channel = None
+        await stream.subscribe()
         while True:
             try:
-                frames, cursor, finished = await read(user=user, run_id=run_id,
-                                                      cursor=cursor, version=version)  # fmt: skip
+                frames, finished = await stream.read()
             except Exception:  # the response has started: end it with a typed event
                 logger.exception("event stream of run %s failed", run_id)
                 yield frame("error", {"error": {"code": "stream_failed"}})
                 return
             for chunk in frames:
                 yield chunk
-                last_sent = loop.time()
+                stream.sent()
             if finished:
                 return
-            if loop.time() >= deadline:
+            if stream.past_deadline():
                 yield frame("timeout", {"code": "stream_timeout"})
                 return
-            if loop.time() - last_sent >= KEEPALIVE_SECONDS:
-                yield ": keep-alive\n\n"
-                last_sent = loop.time()
-            if layer is None or channel is None or layer_failed:  # channel implies a layer
+            if stream.keepalive_due():
+                yield KEEPALIVE
+                stream.sent()
+            if not stream.live:
                 await asyncio.sleep(POLL_SECONDS)
                 continue
-            # Forward live events until the run is sealed or LIVE_WAIT_SECONDS pass, with
-            # a keep-alive when nothing was sent for KEEPALIVE_SECONDS; no store read
-            # in between (a thousand waiting streams cost the database nothing).
-            read_at = loop.time() + LIVE_WAIT_SECONDS
-            while True:
-                now = loop.time()
-                if now >= read_at or now >= deadline:
-                    break
-                if now - last_sent >= KEEPALIVE_SECONDS:
-                    yield ": keep-alive\n\n"
-                    last_sent = now
-                wake = min(read_at, last_sent + KEEPALIVE_SECONDS, deadline)
-                try:
-                    message = await asyncio.wait_for(
-                        layer.receive(channel), timeout=max(0.01, wake - now)
-                    )
-                except TimeoutError:
-                    continue
-                except Exception:  # the layer failed (e.g. Redis timed out): poll instead
-                    logger.warning("live events lost for run %s", run_id, exc_info=True)
-                    channel_gap = True
-                    layer_failed = True
-                    break
-                if message.get("type") == "run.sealed":
-                    break
-                current = cursor.generation if cursor else message["generation"]
-                after = cursor.sequence if cursor else 0
-                if message["generation"] != current or message["seq"] <= after:
-                    continue  # another generation, or already sent
-                if message["seq"] != after + 1:
-                    # Subscribed too late for an earlier live event: ids must stay dense
-                    # and in order, so this stream waits for the stored events instead.
-                    channel_gap = True
-                if channel_gap:
-                    continue
-                yield live_frame(message, run_id=run_id, version=version)
-                last_sent = loop.time()
-                cursor = Cursor(message["generation"], message["seq"])
+            # Forward live events until the run is sealed or LIVE_WAIT_SECONDS pass; no
+            # store read in between (a thousand waiting streams cost the database nothing).
+            read_at = stream.loop.time() + LIVE_WAIT_SECONDS
+            while (live_chunk := await stream.next_live(read_at)) is not None:
+                yield live_chunk
+                stream.sent()
     finally:
-        if layer is not None and channel is not None:
-            with contextlib.suppress(Exception):
-                await layer.group_discard(group, channel)
+        await stream.unsubscribe()
 
 
 def stream_response_headers() -> dict[str, str]:

@@ -13,5 +13,9 @@ def run_execute_task(self: Task, run_id: str, generation: int) -> None:
 
     # A delivered-again task (acks_late) finds its generation taken: nothing to do.
     with contextlib.suppress(RunFailed, AlreadyExecuted):
-        run_execute(run_id=UUID(run_id), generation=generation, events=ChannelsSink(),
-                    worker=self.request.hostname or "")  # fmt: skip
+        run_execute(
+            run_id=UUID(run_id),
+            generation=generation,
+            events=ChannelsSink(),
+            worker=self.request.hostname or "",
+        )

@@ -7,8 +7,14 @@ from knowledge.admin import SuperuserOnlyAdmin
 
 @admin.register(OutputRelease)
 class OutputReleaseAdmin(SuperuserOnlyAdmin):
-    list_display = ["publication_sequence", "kind", "run", "generation", "reset_context",
-                    "created_at"]  # fmt: skip
+    list_display = [
+        "publication_sequence",
+        "kind",
+        "run",
+        "generation",
+        "reset_context",
+        "created_at",
+    ]
     list_filter = ["kind"]
     list_select_related = ["run", "generation"]
     exclude = ["searched"]

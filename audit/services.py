@@ -176,8 +176,10 @@ def audit_record(
 
 def _audit_create(*, run_id: UUID, plan: dict, generation: dict, memories: list[dict]) -> bool:
     """Insert the run's audit unless it exists (a later generation's): whether it did."""
-    fields = {name: concrete_field(AnswerAudit, name) for name in ("run", "plan", "generations",
-              "memories_used")}  # fmt: skip
+    fields = {
+        name: concrete_field(AnswerAudit, name)
+        for name in ("run", "plan", "generations", "memories_used")
+    }
     values = {"run": run_id, "plan": plan, "generations": [generation], "memories_used": memories}
     columns = ", ".join(
         connection.ops.quote_name(column_name(AnswerAudit, name)) for name in fields

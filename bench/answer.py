@@ -330,9 +330,15 @@ def ask_with(user: AbstractBaseUser, question: Question, provider: object) -> Pr
         name = REJECTED if step["step"] == "validation" and not step["ok"] else step["step"]
         steps[name] = steps.get(name, 0.0) + step["ms"]
     citations = [c for c in body["answer"]["citations"] if c["kind"] == "quote"]
-    asked = Asked(body["run_id"], total, steps, body["evidence"]["answer_status"],
-                  body["quality"]["issues"], [c["quote"] for c in citations],
-                  [c["document_id"] for c in citations])  # fmt: skip
+    asked = Asked(
+        body["run_id"],
+        total,
+        steps,
+        body["evidence"]["answer_status"],
+        body["quality"]["issues"],
+        [c["quote"] for c in citations],
+        [c["document_id"] for c in citations],
+    )
     usage = getattr(getattr(provider, "client", None), "usage", None)
     return ProviderRun(
         asked,
@@ -361,14 +367,14 @@ def compare_providers(user: AbstractBaseUser, questions: list[Question], model_u
     def cell(values: list[float]) -> str:
         if not values:
             return f"{'-':>8} {'-':>8} {0:>4}"
-        return (f"{statistics.median(values):>8.1f} {percentile(values, 0.95):>8.1f} "
-                f"{len(values):>4}")  # fmt: skip
+        return (
+            f"{statistics.median(values):>8.1f} {percentile(values, 0.95):>8.1f} {len(values):>4}"
+        )
 
     print(f"\nproviders side by side, {len(questions)} questions, reader user, mode ask")
     print(f"{'ms (p50 p95 n)':<30} {'extractive':>22} {'openai (SmolLM2-135M)':>24}")
     for name in RUN_STEPS:
-        row = [cell([r.asked.steps[name] for r in runs[p] if name in r.asked.steps])
-               for p in runs]  # fmt: skip
+        row = [cell([r.asked.steps[name] for r in runs[p] if name in r.asked.steps]) for p in runs]
         print(f"{'  step ' + name:<30} {row[0]:>22} {row[1]:>24}")
     for name in MODEL_STEPS:
         calls = [ms for r in runs["openai"] for ms in r.model_ms.get(name, [])]
@@ -376,9 +382,11 @@ def compare_providers(user: AbstractBaseUser, questions: list[Question], model_u
     row = [cell([r.asked.total_ms for r in runs[p]]) for p in runs]
     print(f"{'end to end':<30} {row[0]:>22} {row[1]:>24}")
     model_runs = runs["openai"]
-    for label, values in (("tokens in per answer", [r.tokens_in for r in model_runs]),
-                          ("tokens out per answer", [r.tokens_out for r in model_runs]),
-                          ("model calls per answer", [r.calls for r in model_runs])):  # fmt: skip
+    for label, values in (
+        ("tokens in per answer", [r.tokens_in for r in model_runs]),
+        ("tokens out per answer", [r.tokens_out for r in model_runs]),
+        ("model calls per answer", [r.calls for r in model_runs]),
+    ):
         print(
             f"{label:<30} {'':>22} {statistics.median(values):>8.0f} p50 "
             f"{percentile(values, 0.95):>6.0f} p95 {statistics.fmean(values):>6.1f} mean"
@@ -392,9 +400,10 @@ def compare_providers(user: AbstractBaseUser, questions: list[Question], model_u
             + "; issues: "
             + (", ".join(f"{i} {n}" for i, n in issues.most_common()) or "-")
         )
-        holds = sum(any(a.casefold() in q.casefold() for a in question.answers
-                        for q in r.asked.quotes)
-                    for question, r in zip(questions, provider_runs, strict=True))  # fmt: skip
+        holds = sum(
+            any(a.casefold() in q.casefold() for a in question.answers for q in r.asked.quotes)
+            for question, r in zip(questions, provider_runs, strict=True)
+        )
         print(f"  answers quoting a gold short answer: {holds}/{len(questions)}")
 
 

@@ -78,8 +78,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as directory:
         snapshot = build(Path(directory))
         print(f"duckdb {duckdb.__version__}, {ROWS:,} rows, median of {RUNS} runs, threads=1")
-        print(f"{'query':<18} {'governed ms':>12} {'warm ms':>8} {'ratio':>6} "
-              f"{'cold ms':>8} {'ratio':>6}   goal <= 1.2x warm")  # fmt: skip
+        print(
+            f"{'query':<18} {'governed ms':>12} {'warm ms':>8} {'ratio':>6} "
+            f"{'cold ms':>8} {'ratio':>6}   goal <= 1.2x warm"
+        )
         # Copies: DuckDB allows one configuration per open file in a process, and a file
         # already open elsewhere in the process would make the cold baseline warm.
         copies = {name: Path(directory) / f"orders-{name}.duckdb" for name in ("warm", "cold")}
@@ -91,8 +93,10 @@ def main() -> None:
             hot = median_ms(lambda sql=sql: warm(conn, sql))
             cold = median_ms(lambda sql=sql: plain(copies["cold"], sql))
             verdict = "met" if governed <= 1.2 * hot else "NOT met"
-            print(f"{name:<18} {governed:>12.2f} {hot:>8.2f} {governed / hot:>5.2f}x "
-                  f"{cold:>8.2f} {governed / cold:>5.2f}x   {verdict}")  # fmt: skip
+            print(
+                f"{name:<18} {governed:>12.2f} {hot:>8.2f} {governed / hot:>5.2f}x "
+                f"{cold:>8.2f} {governed / cold:>5.2f}x   {verdict}"
+            )
         conn.close()
 
 

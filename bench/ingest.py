@@ -142,9 +142,14 @@ def ingesting_process(count: int, of: int, share: int, space_id: int) -> None:
     from knowledge.extraction.isolated import extract_isolated
 
     extract_isolated(
-        "text", b"Warm-up.", roles=["primary"], limits=Limits(max_chars=100, max_pages=1),
-        timeout=60, memory_bytes=2**31, isolation=os.environ["KOINON_EXTRACT_ISOLATION"],
-    )  # fmt: skip
+        "text",
+        b"Warm-up.",
+        roles=["primary"],
+        limits=Limits(max_chars=100, max_pages=1),
+        timeout=60,
+        memory_bytes=2**31,
+        isolation=os.environ["KOINON_EXTRACT_ISOLATION"],
+    )
     print("ready", flush=True)
     sys.stdin.readline()
     began, cpu_began = time.monotonic(), cpu_seconds()
@@ -240,17 +245,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="50 documents instead of 500")
     parser.add_argument(
-        "--processes", type=int, nargs="+", default=[1, 2],
+        "--processes",
+        type=int,
+        nargs="+",
+        default=[1, 2],
         help="numbers of parallel ingesting processes to measure with the fork server",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--no-baseline", action="store_true",
+        "--no-baseline",
+        action="store_true",
         help="skip the spawn-per-extraction baseline (1 process)",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--fp32-baseline", action="store_true",
+        "--fp32-baseline",
+        action="store_true",
         help="also the fork server with the fp32 MatMuls of before the int8 kernels",
-    )  # fmt: skip
+    )
     parser.add_argument("--ingesting-process", nargs=4, type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.ingesting_process:

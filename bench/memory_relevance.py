@@ -40,9 +40,12 @@ def figures(predicted: list[bool]) -> dict:
         "precision": tp / (tp + fp) if tp + fp else 1.0,
         "recall": tp / (tp + fn) if tp + fn else 1.0,
         "accuracy": correct / len(labels),
-        "false": [PAIRS[i][:2] for i, (p, t) in enumerate(zip(predicted, labels, strict=True))
-                  if p and not t],
-    }  # fmt: skip
+        "false": [
+            PAIRS[i][:2]
+            for i, (p, t) in enumerate(zip(predicted, labels, strict=True))
+            if p and not t
+        ],
+    }
 
 
 def main() -> None:
@@ -61,8 +64,10 @@ def main() -> None:
         mark = " (shipped)" if abs(threshold - RELEVANCE_THRESHOLD) < 1e-9 else ""
         rows.append((f"new: >={MIN_SHARED_STEMS} stems, {threshold:.2f}{mark}", figures(predicted)))
     for name, row in rows:
-        print(f"{name:<28}{row['precision']:>10.2f}{row['recall']:>8.2f}{row['accuracy']:>10.2f}"
-              f"  {len(row['false'])}")  # fmt: skip
+        print(
+            f"{name:<28}{row['precision']:>10.2f}{row['recall']:>8.2f}{row['accuracy']:>10.2f}"
+            f"  {len(row['false'])}"
+        )
         for part, text in row["false"]:
             print(f"{'':<30}- {part!r} <- {text!r}")
 

@@ -79,9 +79,14 @@ class OldExtractiveProvider(ExtractiveProvider):
     name = "extractive-old"
 
     def select(
-        self, *, question: str, plan: Plan, candidates: list[CandidateView], attempt: int,
+        self,
+        *,
+        question: str,
+        plan: Plan,
+        candidates: list[CandidateView],
+        attempt: int,
         **ignored: object,
-    ) -> str:  # fmt: skip
+    ) -> str:
         chosen: list[dict] = []
         for index, search in enumerate(plan.searches):
             wanted = set(content_words(search))
@@ -353,23 +358,27 @@ def main() -> None:
     )
     parser.add_argument("--plot", type=Path, default=ROOT / "docs" / "quality-curve.png")
     parser.add_argument(
-        "--corpus", default="eval,squad,nq",
+        "--corpus",
+        default="eval,squad,nq",
         help="comma-separated: eval (squad2-dev-eval, every 3rd question: 818), squad (the "
         "SQuAD sample), nq (NQ held-out), dev (the dev articles of squad2-dev-train: for "
         "choosing a threshold, never eval)",
-    )  # fmt: skip
+    )
     parser.add_argument(
         "--no-baseline", action="store_true", help="skip the old selector (the baseline)"
     )
     parser.add_argument(
-        "--sequential", action="store_true",
+        "--sequential",
+        action="store_true",
         help="also the sequential selection (the best covered span, then the next) at each "
         "threshold: the baseline of the judge-aware selection",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--provider", choices=("extractive", "openai"), default="extractive",
+        "--provider",
+        choices=("extractive", "openai"),
+        default="extractive",
         help="whose select and judge the new pipeline uses",
-    )  # fmt: skip
+    )
     parser.add_argument(
         "--sample",
         type=int,
@@ -377,20 +386,23 @@ def main() -> None:
         help="with openai: questions per corpus (every k-th, deterministic)",
     )
     parser.add_argument(
-        "--fp32-embeddings", action="store_true",
+        "--fp32-embeddings",
+        action="store_true",
         help="embed as before the int8 kernels (fp32 MatMuls): the baseline of that change",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--judged-spans", default="",
+        "--judged-spans",
+        default="",
         help="comma-separated values of ExtractiveProvider.judged_spans to measure (default: "
         "the shipped value)",
-    )  # fmt: skip
+    )
     parser.add_argument("--details", type=Path, help="write one JSON line per question here")
     parser.add_argument(
-        "--judge-threads", default="",
+        "--judge-threads",
+        default="",
         help="comma-separated thread counts of the judge's cross-encoder to measure the default "
         "selection with, e.g. 1,2 (default: KOINON_JUDGE_THREADS)",
-    )  # fmt: skip
+    )
     args = parser.parse_args()
     if args.details:
         DETAILS.append(args.details)
@@ -475,8 +487,10 @@ def run_openai(postgres, args: argparse.Namespace, url: str) -> None:
         sample = asked[::step][: args.sample]
         print(f"\n== {name}: {len(sample)} of {len(asked)} questions (every {step}th)")
         header = None
-        for label, factory in (("extractive, default", ExtractiveProvider),
-                               ("openai (SmolLM2-135M)", local_model)):  # fmt: skip
+        for label, factory in (
+            ("extractive, default", ExtractiveProvider),
+            ("openai (SmolLM2-135M)", local_model),
+        ):
             row = measure(bench.reader, bench.space, sample, factory, texts).row()
             if header is None:
                 header = f"{'pipeline':<22} " + " ".join(f"{k:>13}" for k in row)
@@ -526,8 +540,7 @@ def run_extractive(postgres, args: argparse.Namespace, thresholds: list[float]) 
         for threshold in thresholds:
             if args.sequential:
                 with override_settings(KOINON_JUDGE_THRESHOLD=threshold):
-                    row = measure(bench.reader, bench.space, asked, SequentialProvider,
-                                  texts).row()  # fmt: skip
+                    row = measure(bench.reader, bench.space, asked, SequentialProvider, texts).row()
                 label = f"sequential, {threshold}"
                 print(f"{label:<22} " + " ".join(f"{v!s:>13}" for v in row.values()), flush=True)
             for spans in judged_spans:
@@ -570,8 +583,7 @@ def judge_only(path: Path) -> list[tuple[float, dict]]:
     )
 
     records = list(squad_records(path))
-    pairs = squad_pairs(records, source="eval", config=PairConfig(), rng=None,
-                        every_sentence=True)  # fmt: skip
+    pairs = squad_pairs(records, source="eval", config=PairConfig(), rng=None, every_sentence=True)
     weights = TermWeights.from_texts(dict.fromkeys(r.text for r in records).keys())
     started = time.perf_counter()
     scores = local_judge().score(
@@ -580,13 +592,17 @@ def judge_only(path: Path) -> list[tuple[float, dict]]:
     seconds = time.perf_counter() - started
     best = best_per_question(pairs, scores)
     thresholds = [round(0.05 * i, 2) for i in range(2, 20)]
-    print(f"\n== judge only, {path.name}: {len(best)} questions, {len(pairs)} pairs "
-          f"({1000 * seconds / len(pairs):.2f} ms a pair)")  # fmt: skip
+    print(
+        f"\n== judge only, {path.name}: {len(best)} questions, {len(pairs)} pairs "
+        f"({1000 * seconds / len(pairs):.2f} ms a pair)"
+    )
     print(f"{'threshold':>9} {'supported':>9} {'wrong':>7} {'abstention':>10}")
     points = operating_points(best, thresholds)
     for point in points:
-        print(f"{point['threshold']:>9} {point['supported']:>9.3f} {point['wrong']:>7.3f} "
-              f"{point['abstention']:>10.3f}")  # fmt: skip
+        print(
+            f"{point['threshold']:>9} {point['supported']:>9.3f} {point['wrong']:>7.3f} "
+            f"{point['abstention']:>10.3f}"
+        )
     return [(p["threshold"], p) for p in points]
 
 

@@ -247,8 +247,10 @@ def run(sizes: list[int], postgres: EmbeddedPostgres) -> None:
     with connection.cursor() as cursor:
         cursor.execute("SHOW shared_buffers")
         (buffers,) = cursor.fetchone()
-    print(f"database recreated and migrated in {time.perf_counter() - began:.1f} s; "
-          f"shared_buffers {buffers}")  # fmt: skip
+    print(
+        f"database recreated and migrated in {time.perf_counter() - began:.1f} s; "
+        f"shared_buffers {buffers}"
+    )
     passages, all_questions = read_nq()
     rng = np.random.default_rng(SEED)
     questions = [all_questions[i] for i in rng.choice(len(all_questions), QUESTIONS, replace=False)]

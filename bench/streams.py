@@ -55,8 +55,12 @@ LOG_DIR = BENCH_DIR / "logs"
 
 def child_env() -> dict[str, str]:
     env = dict(os.environ)
-    env.update(DJANGO_SETTINGS_MODULE="koinon.settings", KOINON_DATA_DIR=str(BENCH_DIR),
-               KOINON_MODEL_PROVIDER="extractive", PYTHONUNBUFFERED="1")  # fmt: skip
+    env.update(
+        DJANGO_SETTINGS_MODULE="koinon.settings",
+        KOINON_DATA_DIR=str(BENCH_DIR),
+        KOINON_MODEL_PROVIDER="extractive",
+        PYTHONUNBUFFERED="1",
+    )
     return env
 
 
@@ -64,9 +68,14 @@ def start(name: str, command: list[str], **popen: object) -> subprocess.Popen:
     LOG_DIR.mkdir(parents=True, exist_ok=True)
     log = (LOG_DIR / f"{name}.log").open("w")
     return subprocess.Popen(  # noqa: S603 - our own interpreter and arguments
-        command, env=child_env(), cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-        start_new_session=True, **popen,
-    )  # fmt: skip
+        command,
+        env=child_env(),
+        cwd=ROOT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        **popen,
+    )
 
 
 def free_port() -> int:
@@ -103,8 +112,9 @@ def demo_ready(url: str, key: str, timeout: float = 180) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         headers = {"Authorization": f"Bearer {key}"}
-        body = httpx.post(f"{url}/v1/answer", json={"query": QUESTION}, headers=headers,
-                          timeout=60).json()  # fmt: skip
+        body = httpx.post(
+            f"{url}/v1/answer", json={"query": QUESTION}, headers=headers, timeout=60
+        ).json()
         if body.get("evidence", {}).get("answer_status") == "evidence_backed":
             return
         time.sleep(1)
@@ -139,16 +149,18 @@ async def answers_load(
         async with gate:
             started = time.perf_counter()
             try:
-                response = await client.post(f"{url}/v1/answer", json={"query": QUESTION},
-                                             headers=headers)  # fmt: skip
+                response = await client.post(
+                    f"{url}/v1/answer", json={"query": QUESTION}, headers=headers
+                )
                 ok = response.status_code == 200 and response.json().get("release") is not None
             except httpx.HTTPError:
                 ok = False
             timings.append((time.perf_counter() - started) * 1000)
             errors += not ok
 
-    limits = httpx.Limits(max_connections=concurrency,
-                          max_keepalive_connections=concurrency if keepalive else 0)  # fmt: skip
+    limits = httpx.Limits(
+        max_connections=concurrency, max_keepalive_connections=concurrency if keepalive else 0
+    )
     started = time.perf_counter()
     async with httpx.AsyncClient(timeout=120, limits=limits) as client:
         await asyncio.gather(*(one(client) for _ in range(requests)))
@@ -178,8 +190,9 @@ async def streams(
         started = time.perf_counter()
         seen_first = False
         try:
-            async with client.stream("POST", f"{url}/v1/answer", json=body,
-                                     headers=headers) as response:  # fmt: skip
+            async with client.stream(
+                "POST", f"{url}/v1/answer", json=body, headers=headers
+            ) as response:
                 if response.status_code != 200:
                     result.errors += 1
                     return
@@ -226,10 +239,22 @@ async def streams(
 def start_worker() -> subprocess.Popen:
     from koinon.celery import app
 
-    worker = start("celery", [sys.executable, "-m", "celery", "-A", "koinon", "--quiet",
-                              "worker", "--loglevel=WARNING", "--queues=celery,answers",
-                              f"--concurrency={WORKER_CONCURRENCY}",
-                              "--hostname=bench-streams@%h"])  # fmt: skip
+    worker = start(
+        "celery",
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "koinon",
+            "--quiet",
+            "worker",
+            "--loglevel=WARNING",
+            "--queues=celery,answers",
+            f"--concurrency={WORKER_CONCURRENCY}",
+            "--hostname=bench-streams@%h",
+        ],
+    )
     deadline = time.monotonic() + 60
     while not app.control.ping(timeout=0.5):
         if worker.poll() is not None or time.monotonic() > deadline:
@@ -267,40 +292,68 @@ def main() -> None:
         connections.close_all()
         port = free_port()
         url = f"http://127.0.0.1:{port}"
-        daphne = start("daphne", [sys.executable, "-m", "core.server", "-b", "127.0.0.1",
-                                  "-p", str(port), "koinon.asgi:application"])  # fmt: skip
+        daphne = start(
+            "daphne",
+            [
+                sys.executable,
+                "-m",
+                "core.server",
+                "-b",
+                "127.0.0.1",
+                "-p",
+                str(port),
+                "koinon.asgi:application",
+            ],
+        )
         workers: list[subprocess.Popen] = [start_worker()]
         try:
             wait_healthy(url, daphne)
             demo_ready(url, key)
-            print(f"one Daphne process, Celery worker concurrency {WORKER_CONCURRENCY}, "
-                  f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}")  # fmt: skip
+            print(
+                f"one Daphne process, Celery worker concurrency {WORKER_CONCURRENCY}, "
+                f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}"
+            )
             print(f"{'':<34} {'n':>5} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}")
             for concurrency in (1, 16):
                 timings, errors, _ = asyncio.run(answers_load(url, key, concurrency))
-                print(row(f"stream=false, concurrency {concurrency}", timings)
-                      + f"   errors {errors}")  # fmt: skip
+                print(
+                    row(f"stream=false, concurrency {concurrency}", timings) + f"   errors {errors}"
+                )
             for size in sizes:
                 stop(workers.pop())  # held back until all N streams are open
                 idle_rss = rss_kib(daphne.pid)
                 started = time.perf_counter()
-                measured = asyncio.run(streams(url, key, size, args.rate, daphne.pid,
-                                               lambda: workers.append(start_worker())))  # fmt: skip
+                measured = asyncio.run(
+                    streams(
+                        url,
+                        key,
+                        size,
+                        args.rate,
+                        daphne.pid,
+                        lambda: workers.append(start_worker()),
+                    )
+                )
                 took = time.perf_counter() - started
                 per_stream = (measured.open_rss_kib - idle_rss) / max(1, measured.peak_open)
-                print(f"\n{size} streams opened at {args.rate:.0f}/s, {took:.1f} s in all: "
-                      f"peak open {measured.peak_open}, errors {measured.errors}, "
-                      f"load {os.getloadavg()[0]:.2f}")  # fmt: skip
+                print(
+                    f"\n{size} streams opened at {args.rate:.0f}/s, {took:.1f} s in all: "
+                    f"peak open {measured.peak_open}, errors {measured.errors}, "
+                    f"load {os.getloadavg()[0]:.2f}"
+                )
                 print(row("  first event", measured.first))
                 print(row("  completed (worker backlog)", measured.completed))
-                print(f"  Daphne RSS {idle_rss / 1024:.0f} MiB with none open, "
-                      f"{measured.open_rss_kib / 1024:.0f} MiB with {measured.peak_open} open: "
-                      f"{per_stream:.0f} KiB per open stream")  # fmt: skip
+                print(
+                    f"  Daphne RSS {idle_rss / 1024:.0f} MiB with none open, "
+                    f"{measured.open_rss_kib / 1024:.0f} MiB with {measured.peak_open} open: "
+                    f"{per_stream:.0f} KiB per open stream"
+                )
                 first_p95 = percentile(measured.first, 0.95) if measured.first else float("inf")
                 goal = first_p95 <= 50 and measured.errors == 0 and measured.peak_open == size
-                print(f"  goal {size} open, first-event p95 <= 50 ms, 0 errors: "
-                      f"{'met' if goal else 'NOT met'} ({first_p95:.1f} ms, "
-                      f"{measured.errors} errors)")  # fmt: skip
+                print(
+                    f"  goal {size} open, first-event p95 <= 50 ms, 0 errors: "
+                    f"{'met' if goal else 'NOT met'} ({first_p95:.1f} ms, "
+                    f"{measured.errors} errors)"
+                )
         finally:
             stop(daphne)
             for worker in workers:

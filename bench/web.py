@@ -54,8 +54,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=REQUESTS)
     parser.add_argument("--passages", type=int, default=0, help="filler passages to add")
-    parser.add_argument("--pool", type=int, help="KOINON_DB_POOL of the web processes "
-                        "(default: core.server's; 0 = a new connection per request)")  # fmt: skip
+    parser.add_argument(
+        "--pool",
+        type=int,
+        help="KOINON_DB_POOL of the web processes "
+        "(default: core.server's; 0 = a new connection per request)",
+    )
     args = parser.parse_args()
     if args.pool is not None:
         os.environ["KOINON_DB_POOL"] = str(args.pool)  # the web processes' environment
@@ -98,8 +102,10 @@ def main() -> None:
                         wait_healthy(url, web)
                     demo_ready(url, key)
                     pool = os.environ.get("KOINON_DB_POOL", "default")
-                    print(f"\n{processes} web process(es), {os.cpu_count()} cores, "
-                          f"load {os.getloadavg()[0]:.2f}, KOINON_DB_POOL {pool}")  # fmt: skip
+                    print(
+                        f"\n{processes} web process(es), {os.cpu_count()} cores, "
+                        f"load {os.getloadavg()[0]:.2f}, KOINON_DB_POOL {pool}"
+                    )
                     print(f"{'':<34} {'n':>5} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}")
                     for concurrency in (4, 16):
                         # Warm at this concurrency first: every process's connection pool
@@ -108,8 +114,11 @@ def main() -> None:
                         # they were 0.04-0.08 new connections and 1-3 ms per answer).
                         warm = WARM_WAVES * concurrency
                         asyncio.run(answers_load(url, key, concurrency, warm, keepalive=False))
-                        trees = {"web": [web.pid for web in webs], "PostgreSQL": [postgres.pid()],
-                                 "worker": [worker.pid]}  # fmt: skip
+                        trees = {
+                            "web": [web.pid for web in webs],
+                            "PostgreSQL": [postgres.pid()],
+                            "worker": [worker.pid],
+                        }
                         before = {name: tree_cpu(pids) for name, pids in trees.items()}
                         before["load generator"] = own_cpu()
                         sessions = database_sessions()
@@ -122,22 +131,29 @@ def main() -> None:
                         rate = len(timings) / took
                         if concurrency == 16:
                             throughput[processes] = rate
-                        print(row(f"concurrency {concurrency}", timings)
-                              + f"   {rate:.1f} answers/s, errors {errors}")  # fmt: skip
-                        print(cpu_line(cpu, len(timings), took)
-                              + f"; {sessions / len(timings):.2f} new database connections "
-                              "per answer")  # fmt: skip
+                        print(
+                            row(f"concurrency {concurrency}", timings)
+                            + f"   {rate:.1f} answers/s, errors {errors}"
+                        )
+                        print(
+                            cpu_line(cpu, len(timings), took)
+                            + f"; {sessions / len(timings):.2f} new database connections "
+                            "per answer"
+                        )
                         if concurrency == 4:
                             p95 = percentile(timings, 0.95)
                             verdict = "met" if p95 <= 300 else "NOT met"
-                            print(f"  goal p95 at concurrency 4 <= 300 ms: {verdict} "
-                                  f"({p95:.0f} ms)")  # fmt: skip
+                            print(
+                                f"  goal p95 at concurrency 4 <= 300 ms: {verdict} ({p95:.0f} ms)"
+                            )
                 finally:
                     for web in webs:
                         stop(web)
             ratio = throughput[2] / throughput[1]
-            print(f"\nthroughput at concurrency 16: 2 processes / 1 = {ratio:.2f}x "
-                  f"(goal >= 1.7x: {'met' if ratio >= 1.7 else 'NOT met'})")  # fmt: skip
+            print(
+                f"\nthroughput at concurrency 16: 2 processes / 1 = {ratio:.2f}x "
+                f"(goal >= 1.7x: {'met' if ratio >= 1.7 else 'NOT met'})"
+            )
         finally:
             stop(worker)
             listener.close()
@@ -158,9 +174,11 @@ def cpu_line(cpu: dict[str, float], answers: int, took: float) -> str:
     parts = ", ".join(f"{name} {seconds / answers * 1000:.1f}" for name, seconds in cpu.items())
     total = sum(cpu.values())
     cores = os.cpu_count() or 1
-    return (f"  CPU ms per answer: {parts}; total {total / answers * 1000:.1f} "
-            f"({total / took:.2f} of {cores} cores busy; ceiling {cores * answers / total:.1f} "
-            f"answers/s)")  # fmt: skip
+    return (
+        f"  CPU ms per answer: {parts}; total {total / answers * 1000:.1f} "
+        f"({total / took:.2f} of {cores} cores busy; ceiling {cores * answers / total:.1f} "
+        f"answers/s)"
+    )
 
 
 def add_filler(count: int) -> None:
@@ -179,8 +197,12 @@ def add_filler(count: int) -> None:
     load_passages(space, curator, groups, titles, texts, vectors)
     # Vacuumed now, not by autovacuum during the measurement (its CPU would count as
     # PostgreSQL's per answer).
-    vacuum_analyze("knowledge_passage", "knowledge_extraction", "knowledge_document",
-                   "knowledge_lexemefrequency")  # fmt: skip
+    vacuum_analyze(
+        "knowledge_passage",
+        "knowledge_extraction",
+        "knowledge_document",
+        "knowledge_lexemefrequency",
+    )
     print(f"{count:,} filler passages added to the demo space")
 
 

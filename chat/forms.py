@@ -14,9 +14,11 @@ class AskForm(forms.Form):
     of anything else is a field error, never a lookup."""
 
     query = forms.CharField(
-        label=_("Your question"), max_length=MAX_QUERY_CHARS, required=False,
+        label=_("Your question"),
+        max_length=MAX_QUERY_CHARS,
+        required=False,
         widget=forms.Textarea(attrs={"rows": 3}),
-    )  # fmt: skip
+    )
     spaces = forms.TypedMultipleChoiceField(coerce=int, required=False, label=_("Spaces"))
     # A field named `files` shadows BaseForm.files in the stubs; Django moves declared fields
     # to base_fields, so the form's uploads stay in `self.files`.
@@ -62,9 +64,12 @@ class CorrectionForm(forms.Form):
     )
     # Which searches it steers: those of one space, or (empty) only those over every space.
     space = forms.TypedChoiceField(
-        coerce=int, required=False, empty_value=None, label=_("For"),
+        coerce=int,
+        required=False,
+        empty_value=None,
+        label=_("For"),
         help_text=_("A correction for one space steers questions asked in that space."),
-    )  # fmt: skip
+    )
 
     def __init__(self, data: QueryDict | None = None, *, user: User) -> None:
         super().__init__(data)

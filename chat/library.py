@@ -121,22 +121,35 @@ def space_upload(request: HttpRequest, space_id: int) -> HttpResponse:
             )
         except ApiError as error:
             # 503 `extraction_delayed` included: the file is stored, the sweeper queues it.
-            outcomes.append({"name": upload.name, "ok": False, "code": error.error_code,
-                             "message": str(error.detail)})  # fmt: skip
+            outcomes.append(
+                {
+                    "name": upload.name,
+                    "ok": False,
+                    "code": error.error_code,
+                    "message": str(error.detail),
+                }
+            )
             continue
-        outcomes.append({
-            "name": upload.name, "ok": True, "document": result.document.pk,
-            "title": result.document.title, "revision": result.revision.number,
-            "created": result.created,
-            "status_url": reverse("chat:document-status", args=[result.document.pk]),
-        })  # fmt: skip
+        outcomes.append(
+            {
+                "name": upload.name,
+                "ok": True,
+                "document": result.document.pk,
+                "title": result.document.title,
+                "revision": result.revision.number,
+                "created": result.created,
+                "status_url": reverse("chat:document-status", args=[result.document.pk]),
+            }
+        )
     if _wants_json(request):
         status = 202 if any(o["ok"] for o in outcomes) else 422
         return JsonResponse({"files": outcomes}, status=status)
     for outcome in outcomes:
         if outcome["ok"]:
             text = _("%(name)s: stored as revision %(number)s; its text is being extracted.") % {
-                "name": outcome["name"], "number": outcome["revision"]}  # fmt: skip
+                "name": outcome["name"],
+                "number": outcome["revision"],
+            }
             messages.info(request, text)
         else:
             messages.error(request, f"{outcome['name']}: {outcome['message']}")
@@ -179,8 +192,11 @@ def document_withdraw_view(request: HttpRequest, space_id: int, document_id: int
 
     def withdraw(document: Document) -> None:
         document_withdraw(user=request_user(request), document=document, reason=reason)
-        messages.info(request, _("“%(title)s” is withdrawn: it is no longer searched or quoted.")
-                      % {"title": document.title})  # fmt: skip
+        messages.info(
+            request,
+            _("“%(title)s” is withdrawn: it is no longer searched or quoted.")
+            % {"title": document.title},
+        )
 
     return _lifecycle(request, space_id, document_id, withdraw)
 
@@ -191,8 +207,11 @@ def document_withdraw_view(request: HttpRequest, space_id: int, document_id: int
 def document_restore_view(request: HttpRequest, space_id: int, document_id: int) -> HttpResponse:
     def restore(document: Document) -> None:
         document_restore(user=request_user(request), document=document)
-        messages.info(request, _("“%(title)s” is restored: it is searched and quoted again.")
-                      % {"title": document.title})  # fmt: skip
+        messages.info(
+            request,
+            _("“%(title)s” is restored: it is searched and quoted again.")
+            % {"title": document.title},
+        )
 
     return _lifecycle(request, space_id, document_id, restore)
 
@@ -205,9 +224,16 @@ def document_erase_view(request: HttpRequest, space_id: int, document_id: int) -
 
     def erase(document: Document) -> None:
         revision = revision_of_document(document=document, revision_id=request.POST.get("revision"))
-        revision_erase(user=request_user(request), document=document, revision=revision,
-                       reason=request.POST.get("reason") or "")  # fmt: skip
-        messages.info(request, _("“%(title)s”, revision %(number)s: its text is erased for good.")
-                      % {"title": document.title, "number": revision.number})  # fmt: skip
+        revision_erase(
+            user=request_user(request),
+            document=document,
+            revision=revision,
+            reason=request.POST.get("reason") or "",
+        )
+        messages.info(
+            request,
+            _("“%(title)s”, revision %(number)s: its text is erased for good.")
+            % {"title": document.title, "number": revision.number},
+        )
 
     return _lifecycle(request, space_id, document_id, erase)

@@ -45,8 +45,12 @@ def quote_lines(quote: str) -> list[str]:
 
 def page_png(*, data: bytes, page: int, quote: str) -> bytes:
     """The page rendered with the quote's lines marked; PageUnavailable when it cannot be."""
-    header = {"page": page, "lines": quote_lines(quote), "width": WIDTH,
-              "memory_bytes": MEMORY_BYTES}  # fmt: skip
+    header = {
+        "page": page,
+        "lines": quote_lines(quote),
+        "width": WIDTH,
+        "memory_bytes": MEMORY_BYTES,
+    }
     stdin = json.dumps(header).encode() + b"\n" + data
     try:
         done = subprocess.run(  # our own module, no shell, fixed arguments
@@ -87,8 +91,12 @@ def _render(header: dict, data: bytes) -> bytes:
         index, count = found
         for number in range(text.count_rects(index, count)):
             left, bottom, right, top = text.get_rect(number)
-            box = [left * scale - 2, (height - top) * scale - 2,
-                   right * scale + 2, (height - bottom) * scale + 2]  # fmt: skip
+            box = [
+                left * scale - 2,
+                (height - top) * scale - 2,
+                right * scale + 2,
+                (height - bottom) * scale + 2,
+            ]
             draw.rectangle(box, fill=MARK, outline=OUTLINE, width=2)
     out = io.BytesIO()
     Image.alpha_composite(image, overlay).convert("RGB").save(out, format="PNG", optimize=True)

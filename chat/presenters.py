@@ -79,8 +79,12 @@ def activity_row(name: str, data: dict) -> dict:
     """One stored (or live) `tool` or `step` event as the activity list shows it."""
     if name == "step":
         step = data.get("step", "")
-        return {"kind": "step", "key": step, "state": "succeeded",
-                "text": str(STEP_LABELS.get(step, step))}  # fmt: skip
+        return {
+            "kind": "step",
+            "key": step,
+            "state": "succeeded",
+            "text": str(STEP_LABELS.get(step, step)),
+        }
     tool, state = data.get("tool", ""), data.get("state", "")
     parts = [str(TOOL_LABELS.get(tool, tool)), str(STATE_LABELS.get(state, state))]
     if state == "succeeded":
@@ -95,10 +99,10 @@ def runs_activity(runs: list[AnswerRun]) -> dict[tuple[object, int], list[dict]]
     activity: dict[tuple[object, int], list[dict]] = {}
     events = StreamEvent.objects.filter(run__in=runs, event__in=("tool", "step")).order_by(
         "run_id", "generation", "sequence"
-    )  # fmt: skip
+    )
     for run_id, generation, name, data in events.values_list(
         "run_id", "generation", "event", "data"
-    ):  # fmt: skip
+    ):
         activity.setdefault((run_id, generation), []).append(activity_row(name, data))
     return activity
 
@@ -202,10 +206,15 @@ def answer_view(
             )
             # Shown in their display form: one line, no bidi controls or invisible
             # characters (the verbatim quote stays in the body and the receipt).
-            view.quotes.append({**citation, "superseded": superseded,
-                                "quote": single_line(citation["quote"]),
-                                "title": single_line(citation.get("title", "")),
-                                "where": locator_text(citation.get("locator") or {})})  # fmt: skip
+            view.quotes.append(
+                {
+                    **citation,
+                    "superseded": superseded,
+                    "quote": single_line(citation["quote"]),
+                    "title": single_line(citation.get("title", "")),
+                    "where": locator_text(citation.get("locator") or {}),
+                }
+            )
         else:
             card: dict[str, Any] = next(cards, {})
             view.values.append({**citation, "lineage": card.get("lineage", [])})
@@ -263,8 +272,7 @@ def run_views(*, user: User, runs: list[AnswerRun]) -> list[RunView]:
 
         def view(number: int, run: AnswerRun = run, total: int = len(numbers)) -> AnswerView:
             body = bodies.get((run.pk, number), NOT_SEALED)
-            shown = answer_view(user=user, run=run, generation=number, body=body,
-                                current=current)  # fmt: skip
+            shown = answer_view(user=user, run=run, generation=number, body=body, current=current)
             shown.total = total
             return shown
 
@@ -293,8 +301,11 @@ def file_state(document: Document) -> dict:
         return {"state": "admitted", "message": _("Ready"), "progress": 100}
     primary = next((e for e in extractions if e.role == ExtractionRole.PRIMARY), None)
     if primary is None or primary.status in {ExtractionStatus.PENDING, ExtractionStatus.RUNNING}:
-        return {"state": "extracting", "message": _("Extracting text…"),
-                "progress": primary.progress if primary else 0}  # fmt: skip
+        return {
+            "state": "extracting",
+            "message": _("Extracting text…"),
+            "progress": primary.progress if primary else 0,
+        }
     if primary.status == ExtractionStatus.ADMITTED:
         return {"state": "admitted", "message": _("Ready"), "progress": 100}
     if primary.status == ExtractionStatus.ERASED:
@@ -324,25 +335,41 @@ def receipt_view(*, user: User, run: AnswerRun, generation: int) -> dict | None:
             "policy_sha256": hashlib.sha256(canonical(body["evidence"]["policy"])).hexdigest(),
         }
         hashes = [
-            {"name": name, "value": getattr(release, name), "note": note,
-             "matches": recomputed[name] == getattr(release, name)}
+            {
+                "name": name,
+                "value": getattr(release, name),
+                "note": note,
+                "matches": recomputed[name] == getattr(release, name),
+            }
             for name, note in HASH_NOTES.items()
-        ]  # fmt: skip
+        ]
     citations = body["answer"].get("citations", [])
     quotes = [
-        {**c, "title": single_line(c.get("title", "")),
-         "where": locator_text(c.get("locator") or {})}
-        for c in citations if c["kind"] == "quote"
-    ]  # fmt: skip
+        {
+            **c,
+            "title": single_line(c.get("title", "")),
+            "where": locator_text(c.get("locator") or {}),
+        }
+        for c in citations
+        if c["kind"] == "quote"
+    ]
     values = [c for c in citations if c["kind"] == "value"]
     # Plain names for the technical lists: a revision or snapshot by what it is, a fact
     # id by its citation number.
-    named = {("revision", c["revision_id"]): _("%(title)s, revision %(number)s") % {
-        "title": c["title"], "number": c["revision_number"]} for c in quotes}  # fmt: skip
-    named |= {("snapshot", c["snapshot_id"]): _("dataset %(dataset)s, snapshot %(version)s") % {
-        "dataset": c["dataset"], "version": c["snapshot_version"]} for c in values}  # fmt: skip
-    refs = [{**ref, "name": named.get((ref.get("type"), ref.get("id")), "")}
-            for ref in release.source_refs]  # fmt: skip
+    named = {
+        ("revision", c["revision_id"]): _("%(title)s, revision %(number)s")
+        % {"title": c["title"], "number": c["revision_number"]}
+        for c in quotes
+    }
+    named |= {
+        ("snapshot", c["snapshot_id"]): _("dataset %(dataset)s, snapshot %(version)s")
+        % {"dataset": c["dataset"], "version": c["snapshot_version"]}
+        for c in values
+    }
+    refs = [
+        {**ref, "name": named.get((ref.get("type"), ref.get("id")), "")}
+        for ref in release.source_refs
+    ]
     numbers = {c["fact_id"]: c["number"] for c in citations}
     facts = [{"id": fact, "number": numbers.get(fact)} for fact in release.selected_fact_ids]
     return {

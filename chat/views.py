@@ -70,9 +70,7 @@ def _not_found_is_404(view: Callable) -> Callable:
 
 def _picker(request: HttpRequest, conversation: Conversation | None) -> dict:
     spaces = list(spaces_visible_to(user=request.user).order_by("name"))
-    files = list(
-        private_files_of(user=request.user).prefetch_related("revisions__extractions")
-    )  # fmt: skip
+    files = list(private_files_of(user=request.user).prefetch_related("revisions__extractions"))
     if conversation is not None:
         selected_spaces, selected_files = conversation_selection(conversation_id=conversation.pk)
     else:
@@ -94,9 +92,8 @@ def _sidebar(request: HttpRequest) -> dict:
     every_origin = request.GET.get("origin") == "all"
     words = request.GET.get("q", "")[:200]
     listed = conversations_listed(user=request.user, every_origin=every_origin, words=words)
-    shared = conversations_visible_to(user=request_user(request)).exclude(
-        user_id=request_user(request).pk
-    )
+    reader = request_user(request)
+    shared = conversations_visible_to(user=reader).exclude(user_id=reader.pk)
     return {
         "conversations": list(listed[:100]),
         "shared": list(shared.select_related("user")[:50]),
@@ -127,14 +124,16 @@ def _ask(request: HttpRequest, form: AskForm, conversation: Conversation | None)
         }
     )
     if values["live"]:
-        run = answer_stream_start(user=request_user(request), request=answer_request,
-                                  origin=Conversation.Origin.CHAT)  # fmt: skip
+        run = answer_stream_start(
+            user=request_user(request), request=answer_request, origin=Conversation.Origin.CHAT
+        )
         run_id = run.pk
         target = reverse("chat:conversation", args=[run.conversation_id])
         return redirect(f"{target}?live={run_id}#run-{run_id}")
     try:
-        run_id = answer_create(user=request_user(request), request=answer_request,
-                               origin=Conversation.Origin.CHAT)["run_id"]  # fmt: skip
+        run_id = answer_create(
+            user=request_user(request), request=answer_request, origin=Conversation.Origin.CHAT
+        )["run_id"]
     except RunFailed as failed:
         run_id = failed.run_id  # the page shows the failed run with its notice
     run = run_get_for_user(user=request.user, run_id=run_id)
@@ -179,9 +178,12 @@ def conversation(request: HttpRequest, conversation_id: int) -> HttpResponse:
     status = 200
     if request.method == "POST":
         if form.is_valid() and form.cleaned_data["action"] == "save":
-            conversation_sources_set(user=request_user(request), conversation=item,
-                                     space_ids=form.cleaned_data["spaces"],
-                                     file_ids=form.cleaned_data["files"])  # fmt: skip
+            conversation_sources_set(
+                user=request_user(request),
+                conversation=item,
+                space_ids=form.cleaned_data["spaces"],
+                file_ids=form.cleaned_data["files"],
+            )
             messages.success(request, _("Selection saved."))
             return redirect("chat:conversation", item.pk)
         if form.is_valid():
@@ -232,8 +234,13 @@ def conversation_rename_view(request: HttpRequest, conversation_id: int) -> Http
 def conversation_delete_view(request: HttpRequest, conversation_id: int) -> HttpResponse:
     item = conversation_get_for_user(user=request.user, conversation_id=conversation_id)
     conversation_delete(conversation=item)
-    messages.success(request, _("Conversation deleted. The receipts of its answers stay "
-                                "available to you through the API."))  # fmt: skip
+    messages.success(
+        request,
+        _(
+            "Conversation deleted. The receipts of its answers stay "
+            "available to you through the API."
+        ),
+    )
     return redirect("chat:home")
 
 
@@ -337,27 +344,35 @@ def file_upload(request: HttpRequest) -> HttpResponse:
     document = result.document
     if item is not None:
         spaces, files = conversation_selection(conversation_id=item.pk)
-        conversation_sources_set(user=request_user(request), conversation=item, space_ids=spaces,
-                                 file_ids=files | {document.pk})  # fmt: skip
+        conversation_sources_set(
+            user=request_user(request),
+            conversation=item,
+            space_ids=spaces,
+            file_ids=files | {document.pk},
+        )
     if wants_json:
         # The file just stored is the user's own: found, with its extractions prefetched.
         document = _file_with_extractions(request, document.pk) or document
         return JsonResponse(
-            {"document": document.pk, "title": document.title,
-             "status_url": reverse("chat:file-status", args=[document.pk]),
-             **file_state(document)},
+            {
+                "document": document.pk,
+                "title": document.title,
+                "status_url": reverse("chat:file-status", args=[document.pk]),
+                **file_state(document),
+            },
             status=202,
-        )  # fmt: skip
+        )
     messages.info(request, _("File uploaded; its text is being extracted."))
     return redirect(target)
 
 
 def _file_with_extractions(request: HttpRequest, document_id: int) -> Document | None:
     return (
-        private_files_of(user=request.user).filter(pk=document_id)
+        private_files_of(user=request.user)
+        .filter(pk=document_id)
         .prefetch_related("revisions__extractions")
         .first()
-    )  # fmt: skip
+    )
 
 
 @login_required
@@ -379,8 +394,13 @@ def remember(request: HttpRequest, run_id: str) -> HttpResponse:
     run = run_get_for_user(user=request.user, run_id=run_id)
     try:
         fact_remember(user=request_user(request), run=run, scope="personal")
-        messages.success(request, _("Remembered. It will steer later searches; answers still "
-                                    "come from fresh reads of the sources."))  # fmt: skip
+        messages.success(
+            request,
+            _(
+                "Remembered. It will steer later searches; answers still "
+                "come from fresh reads of the sources."
+            ),
+        )
     except ApiError as error:
         _form_error(request, error)
     target = reverse("chat:conversation", args=[run.conversation_id])
@@ -398,8 +418,12 @@ def memory(request: HttpRequest) -> HttpResponse:
         if form.is_valid():
             try:
                 values = form.cleaned_data
-                correction_create(user=request_user(request), text=values["text"], scope="personal",
-                                  space_id=values["space"])  # fmt: skip
+                correction_create(
+                    user=request_user(request),
+                    text=values["text"],
+                    scope="personal",
+                    space_id=values["space"],
+                )
                 messages.success(request, _("Correction saved."))
                 return redirect("chat:memory")
             except ApiError as error:

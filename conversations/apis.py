@@ -58,11 +58,17 @@ class MessageOutput(serializers.Serializer):
     run_id = serializers.UUIDField(allow_null=True)
     generation = serializers.IntegerField(required=False, allow_null=True)
     state = serializers.ChoiceField(
-        choices=["sealed", "access_failure", "source_erased", "source_withdrawn", "unsealed",
-                 "superseded"],
+        choices=[
+            "sealed",
+            "access_failure",
+            "source_erased",
+            "source_withdrawn",
+            "unsealed",
+            "superseded",
+        ],
         required=False,
         help_text="Assistant messages: only `sealed` carries an answer with its release.",
-    )  # fmt: skip
+    )
     body = AnswerOutput(required=False, allow_null=True)
     created_at = serializers.DateTimeField()
 
@@ -100,16 +106,19 @@ class IntentOutput(serializers.Serializer):
 
 
 def _conversation_data(conversation: Conversation, user: UserOrAnonymous) -> dict[str, Any]:
-    return {"id": conversation.pk, "title": conversation.title,
-            "language": conversation.language, "origin": conversation.origin,
-            "created_at": conversation.created_at,
-            "owned": conversation.user_id == user.pk}  # fmt: skip
+    return {
+        "id": conversation.pk,
+        "title": conversation.title,
+        "language": conversation.language,
+        "origin": conversation.origin,
+        "created_at": conversation.created_at,
+        "owned": conversation.user_id == user.pk,
+    }
 
 
 class ConversationListCreateApi(APIView):
     class InputSerializer(StrictSerializer):
-        title = serializers.CharField(required=False, allow_blank=True, default="",
-                                      max_length=200)  # fmt: skip
+        title = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
         language = serializers.ChoiceField(choices=LANGUAGES, required=False, default="")
 
     @extend_schema(
@@ -136,8 +145,10 @@ class ConversationListCreateApi(APIView):
         conversation = conversation_create(
             user=request_user(request), origin=request_origin(request), **data.validated_data
         )
-        return Response(ConversationOutput(_conversation_data(conversation, request.user)).data,
-                        status=status.HTTP_201_CREATED)  # fmt: skip
+        return Response(
+            ConversationOutput(_conversation_data(conversation, request.user)).data,
+            status=status.HTTP_201_CREATED,
+        )
 
 
 class ConversationDetailApi(APIView):
@@ -236,8 +247,11 @@ class ShareListCreateApi(APIView):
         )
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        share = share_create(user=request_user(request), conversation=conversation,
-                             username=data.validated_data["username"])  # fmt: skip
+        share = share_create(
+            user=request_user(request),
+            conversation=conversation,
+            username=data.validated_data["username"],
+        )
         return Response(ShareOutput(share).data, status=status.HTTP_201_CREATED)
 
 
@@ -258,8 +272,7 @@ class IntentCreateApi(APIView):
     class InputSerializer(StrictSerializer):
         run_id = serializers.UUIDField()
         space_id = ObjectIdField()
-        title = serializers.CharField(required=False, allow_blank=True, default="",
-                                      max_length=300)  # fmt: skip
+        title = serializers.CharField(required=False, allow_blank=True, default="", max_length=300)
 
     @extend_schema(
         request={"application/json": InputSerializer}, responses={201: IntentOutput, **CONFLICT}
@@ -270,8 +283,9 @@ class IntentCreateApi(APIView):
         )
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        intent = intent_preview(user=request_user(request), conversation=conversation,
-                                **data.validated_data)  # fmt: skip
+        intent = intent_preview(
+            user=request_user(request), conversation=conversation, **data.validated_data
+        )
         return Response(IntentOutput(intent).data, status=status.HTTP_201_CREATED)
 
 

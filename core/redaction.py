@@ -9,11 +9,32 @@ from django.utils.html import format_html
 
 # Keys whose values are codes, states, ids or hashes, never text from a document or a
 # person; every other string is replaced by its length.
-KEPT_KEYS = frozenset({
-    "event", "code", "state", "tool", "kind", "status", "answer_status", "mode", "language",
-    "type", "completeness", "availability", "origin", "label", "stance", "retryable",
-    "created_at", "revision_date", "policy_version", "number", "generation", "id",
-})  # fmt: skip
+KEPT_KEYS = frozenset(
+    {
+        "event",
+        "code",
+        "state",
+        "tool",
+        "kind",
+        "status",
+        "answer_status",
+        "mode",
+        "language",
+        "type",
+        "completeness",
+        "availability",
+        "origin",
+        "label",
+        "stance",
+        "retryable",
+        "created_at",
+        "revision_date",
+        "policy_version",
+        "number",
+        "generation",
+        "id",
+    }
+)
 
 
 def redacted(value: object, key: str | None = None) -> object:

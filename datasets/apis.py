@@ -27,8 +27,17 @@ class SnapshotOutput(serializers.ModelSerializer):
 
     class Meta:
         model = DatasetSnapshot
-        fields = ["id", "version", "sha256", "filename", "source_format", "table", "row_count",
-                  "schema", "created_at"]  # fmt: skip
+        fields = [
+            "id",
+            "version",
+            "sha256",
+            "filename",
+            "source_format",
+            "table",
+            "row_count",
+            "schema",
+            "created_at",
+        ]
 
 
 class DatasetOutput(serializers.ModelSerializer):
@@ -94,10 +103,14 @@ class DatasetListCreateApi(APIView):
             if dataset.space_id != space.pk:
                 raise NotFoundError("Dataset not found.")
         snapshot = dataset_upload(
-            user=request_user(request), space=space, filename=values["file"].name,
-            data=values["file"].read(), table=values["table"], dataset=dataset,
+            user=request_user(request),
+            space=space,
+            filename=values["file"].name,
+            data=values["file"].read(),
+            table=values["table"],
+            dataset=dataset,
             name=values["name"],
-        )  # fmt: skip
+        )
         body = DatasetDetailOutput(Dataset.objects.get(pk=snapshot.dataset_id)).data
         body["snapshot"] = snapshot.pk
         return Response(body, status=status.HTTP_201_CREATED)

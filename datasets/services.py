@@ -50,9 +50,10 @@ def dataset_upload(
     fmt = FORMATS.get(PurePath(filename).suffix.lower())
     if fmt is None:
         raise UnprocessableError(
-            "Upload a CSV or Parquet file.", code="unsupported_type",
+            "Upload a CSV or Parquet file.",
+            code="unsupported_type",
             fields={"file": "Only .csv and .parquet are accepted."},
-        )  # fmt: skip
+        )
     with transaction.atomic():
         if dataset is None:
             dataset = _dataset_create(space=space, user=user, name=name or PurePath(filename).stem)
@@ -74,12 +75,18 @@ def dataset_upload(
             dictionary = _dictionary(loaded)
             with transaction.atomic():
                 snapshot = DatasetSnapshot.objects.create(
-                    dataset=dataset, version=version, sha256=loaded.sha256, source_format=fmt,
-                    filename=PurePath(filename).name[:255], table_name=loaded.table,
+                    dataset=dataset,
+                    version=version,
+                    sha256=loaded.sha256,
+                    source_format=fmt,
+                    filename=PurePath(filename).name[:255],
+                    table_name=loaded.table,
                     row_count=loaded.row_count,
                     schema=[{"name": c.name, "type": c.type} for c in loaded.columns],
-                    db_path=str(relative), uploaded_by=user, dictionary=dictionary,
-                )  # fmt: skip
+                    db_path=str(relative),
+                    uploaded_by=user,
+                    dictionary=dictionary,
+                )
                 dataset.current_snapshot = snapshot
                 dataset.save(update_fields=["current_snapshot"])
         except Exception:
@@ -95,8 +102,9 @@ def _dataset_create(*, space: Space, user: User, name: str) -> Dataset:
     except IntegrityError:
         raise ConflictError(
             "A dataset with this name exists; pass `dataset` to add a snapshot to it.",
-            code="dataset_exists", fields={"name": "Already taken."},
-        ) from None  # fmt: skip
+            code="dataset_exists",
+            fields={"name": "Already taken."},
+        ) from None
 
 
 def snapshot_loaded(snapshot: DatasetSnapshot) -> LoadedSnapshot:

@@ -71,11 +71,20 @@ class NoSaveButtons(_ModelAdmin):
     """Change pages whose fields are all read-only (actions need change permission) show
     no Save buttons: there is nothing to save."""
 
-    def change_view(self, request: HttpRequest, object_id: str, form_url: str = "",
-                    extra_context: dict | None = None) -> HttpResponse:  # fmt: skip
-        extra_context = {**(extra_context or {}), "show_save": False,
-                         "show_save_and_continue": False, "show_save_and_add_another": False,
-                         "show_delete": False}  # fmt: skip
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict | None = None,
+    ) -> HttpResponse:
+        extra_context = {
+            **(extra_context or {}),
+            "show_save": False,
+            "show_save_and_continue": False,
+            "show_save_and_add_another": False,
+            "show_delete": False,
+        }
         return super().change_view(request, object_id, form_url, extra_context)
 
 
@@ -163,10 +172,20 @@ class DocumentAdmin(NoSaveButtons, CuratedAdmin):
     curator reaches without staff status); here they are read, withdrawn and restored.
     Every change goes through knowledge.lifecycle, which checks the curator's role."""
 
-    list_display = ["title", "kind", "space", "current_revision", "withdrawn_at", "created_at",
-                    "library"]  # fmt: skip
-    list_filter = ["kind", ("space", admin.RelatedOnlyFieldListFilter),
-                   ("withdrawn_at", admin.EmptyFieldListFilter)]  # fmt: skip
+    list_display = [
+        "title",
+        "kind",
+        "space",
+        "current_revision",
+        "withdrawn_at",
+        "created_at",
+        "library",
+    ]
+    list_filter = [
+        "kind",
+        ("space", admin.RelatedOnlyFieldListFilter),
+        ("withdrawn_at", admin.EmptyFieldListFilter),
+    ]
     list_select_related = ["space", "current_revision"]
     search_fields = ["title"]
     fields = readonly_fields = (
@@ -218,8 +237,16 @@ class DocumentAdmin(NoSaveButtons, CuratedAdmin):
 
 @admin.register(DocumentRevision)
 class DocumentRevisionAdmin(NoSaveButtons, CuratedAdmin):
-    list_display = ["document", "number", "filename", "size", "uploaded_by", "created_at",
-                    "extraction_progress", "text_warning"]  # fmt: skip
+    list_display = [
+        "document",
+        "number",
+        "filename",
+        "size",
+        "uploaded_by",
+        "created_at",
+        "extraction_progress",
+        "text_warning",
+    ]
     list_select_related = ["document", "uploaded_by"]
     search_fields = ["document__title", "sha256"]
     inlines = [ExtractionInline]
@@ -238,7 +265,9 @@ class DocumentRevisionAdmin(NoSaveButtons, CuratedAdmin):
     def get_readonly_fields(self, request: HttpRequest, obj: Model | None = None) -> list[str]:
         names = [field.name for field in DocumentRevision._meta.fields]
         return [name if name != "file" else "download" for name in names] + [
-            "text_warning", "erasure_state"]  # fmt: skip
+            "text_warning",
+            "erasure_state",
+        ]
 
     def get_fields(self, request: HttpRequest, obj: Model | None = None) -> tuple[str, ...]:
         return tuple(self.get_readonly_fields(request, obj))
@@ -246,9 +275,11 @@ class DocumentRevisionAdmin(NoSaveButtons, CuratedAdmin):
     def get_urls(self) -> list:
         view = self.admin_site.admin_view(self.download_view)
         erase = self.admin_site.admin_view(self.erase_view)
-        return [path("<path:object_id>/file/", view, name="knowledge_documentrevision_file"),
-                path("<path:object_id>/erase/", erase, name="knowledge_documentrevision_erase"),
-                *super().get_urls()]  # fmt: skip
+        return [
+            path("<path:object_id>/file/", view, name="knowledge_documentrevision_file"),
+            path("<path:object_id>/erase/", erase, name="knowledge_documentrevision_erase"),
+            *super().get_urls(),
+        ]
 
     @admin.display(description="Erasure")
     def erasure_state(self, revision: DocumentRevision) -> str:
@@ -270,8 +301,12 @@ class DocumentRevisionAdmin(NoSaveButtons, CuratedAdmin):
         if request.method == "POST":
             try:
                 reason = request.POST.get("reason", "")
-                revision_erase(user=request_user(request), document=revision.document,
-                               revision=revision, reason=reason)  # fmt: skip
+                revision_erase(
+                    user=request_user(request),
+                    document=revision.document,
+                    revision=revision,
+                    reason=reason,
+                )
             except ApiError as failure:
                 if failure.status_code == 403:
                     raise PermissionDenied from None
@@ -280,9 +315,14 @@ class DocumentRevisionAdmin(NoSaveButtons, CuratedAdmin):
                 self.message_user(request, f"{revision}: its text was erased.")
                 change = reverse("admin:knowledge_documentrevision_change", args=[revision.pk])
                 return HttpResponseRedirect(change)
-        context = {**self.admin_site.each_context(request), "revision": revision,
-                   "error": error, "reason_max": ERASE_REASON_MAX, "opts": self.model._meta,
-                   "title": f"Erase the text of {revision}"}  # fmt: skip
+        context = {
+            **self.admin_site.each_context(request),
+            "revision": revision,
+            "error": error,
+            "reason_max": ERASE_REASON_MAX,
+            "opts": self.model._meta,
+            "title": f"Erase the text of {revision}",
+        }
         return TemplateResponse(request, "admin/knowledge/documentrevision/erase.html", context)
 
     @admin.display(description="File")
@@ -304,8 +344,13 @@ class DocumentRevisionAdmin(NoSaveButtons, CuratedAdmin):
             raise Http404 from None
         return FileResponse(handle, as_attachment=True, filename=revision.filename)
 
-    def change_view(self, request: HttpRequest, object_id: str, form_url: str = "",
-                    extra_context: dict | None = None) -> HttpResponse:  # fmt: skip
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict | None = None,
+    ) -> HttpResponse:
         revision = self.get_object(request, unquote(object_id))
         if request.method == "GET" and revision is not None and revision.text_warning:
             self.message_user(request, revision.text_warning, messages.WARNING)
@@ -357,8 +402,17 @@ class ErasureAdmin(NoSaveButtons, CuratedAdmin):
 @admin.register(Extraction)
 class ExtractionAdmin(NoSaveButtons, CuratedAdmin):
     # Narrow enough for 1280 px: the error in words (not also its code), no version columns.
-    list_display = ["revision", "role", "status", "progress", "error_message", "damage_summary",
-                    "extractor", "attempts", "heartbeat_at"]  # fmt: skip
+    list_display = [
+        "revision",
+        "role",
+        "status",
+        "progress",
+        "error_message",
+        "damage_summary",
+        "extractor",
+        "attempts",
+        "heartbeat_at",
+    ]
     list_filter = ["status", "role", "serves_passages", "error_code"]
     list_select_related = ["revision__document"]
     exclude = ["norm_text"]
@@ -419,8 +473,10 @@ class KnowledgeProposalAdmin(NoSaveButtons, admin.ModelAdmin):
         capture = proposal.capture
         if not capture:
             return "—"
-        return (f"run {capture['run_id']}, generation {capture['generation']}, release "
-                f"{capture['release_id']}, text SHA-256 {capture['text_sha256']}")  # fmt: skip
+        return (
+            f"run {capture['run_id']}, generation {capture['generation']}, release "
+            f"{capture['release_id']}, text SHA-256 {capture['text_sha256']}"
+        )
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[KnowledgeProposal]:
         curated = spaces_curated_by(user=request.user)
@@ -453,8 +509,13 @@ class KnowledgeProposalAdmin(NoSaveButtons, admin.ModelAdmin):
     def diff(self, proposal: KnowledgeProposal) -> str:
         return _proposal_diff(proposal)
 
-    def change_view(self, request: HttpRequest, object_id: str, form_url: str = "",
-                    extra_context: dict | None = None) -> HttpResponse:  # fmt: skip
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict | None = None,
+    ) -> HttpResponse:
         decision = next((key for key in ("_approve", "_reject") if key in request.POST), None)
         if request.method == "POST" and decision:
             proposal = self.get_object(request, unquote(object_id))

@@ -62,18 +62,23 @@ def proposal_create(
     """
     text = normalise_text(body)
     if not text:
-        raise UnprocessableError("The proposed text is empty.", code="no_text",
-                                 fields={"body": "Empty."})  # fmt: skip
+        raise UnprocessableError(
+            "The proposed text is empty.", code="no_text", fields={"body": "Empty."}
+        )
     if len(text) > MAX_BODY_CHARS:
         raise UnprocessableError(
-            "The proposed text is too long.", code="too_large",
+            "The proposed text is too long.",
+            code="too_large",
             fields={"body": f"At most {MAX_BODY_CHARS} characters."},
-        )  # fmt: skip
+        )
     if entry is None:
         title = title.strip()[:300]
         if not title:
-            raise UnprocessableError("A new entry needs a title.", code="invalid",
-                                     fields={"title": "Required without an entry."})  # fmt: skip
+            raise UnprocessableError(
+                "A new entry needs a title.",
+                code="invalid",
+                fields={"title": "Required without an entry."},
+            )
         entry = KnowledgeEntry.objects.filter(space=space, title=title).first()
     return KnowledgeProposal.objects.create(
         space=space,
@@ -128,8 +133,12 @@ def proposal_approve(*, proposal_id: int, curator: User, note: str = "") -> Know
             superseded = True
         elif stale:
             # Conversation-derived: the answer it captured was regenerated since.
-            _review(proposal, curator, ProposalStatus.SUPERSEDED,
-                    note or "The conversation was regenerated since the preview.")  # fmt: skip
+            _review(
+                proposal,
+                curator,
+                ProposalStatus.SUPERSEDED,
+                note or "The conversation was regenerated since the preview.",
+            )
             superseded = True
         elif entry is not None and entry.current_version_id != proposal.base_version_id:
             _review(proposal, curator, ProposalStatus.SUPERSEDED, note or "The entry changed.")
@@ -189,8 +198,9 @@ def _review(proposal: KnowledgeProposal, curator: User, status: str, note: str) 
     proposal.reviewer = curator
     proposal.reviewed_at = timezone.now()
     proposal.review_note = note.strip()
-    proposal.save(update_fields=["status", "reviewer", "reviewed_at", "review_note",
-                                 "approved_version"])  # fmt: skip
+    proposal.save(
+        update_fields=["status", "reviewer", "reviewed_at", "review_note", "approved_version"]
+    )
 
 
 def _version_create(
@@ -199,9 +209,11 @@ def _version_create(
     """Version, backing revision, admitted extractions and passages, in the caller's transaction."""
     if entry is None:
         document = Document.objects.create(
-            space=proposal.space, title=proposal.title, kind=DocumentKind.KNOWLEDGE,
+            space=proposal.space,
+            title=proposal.title,
+            kind=DocumentKind.KNOWLEDGE,
             created_by=curator,
-        )  # fmt: skip
+        )
         entry = KnowledgeEntry.objects.create(
             space=proposal.space, title=proposal.title, document=document
         )
@@ -211,9 +223,13 @@ def _version_create(
     data = body.encode()
     sha256 = hashlib.sha256(data).hexdigest()
     revision = DocumentRevision(
-        document=document, number=number, sha256=sha256, size=len(data),
-        filename=f"knowledge-{entry.pk}-v{number}.txt", uploaded_by=curator,
-    )  # fmt: skip
+        document=document,
+        number=number,
+        sha256=sha256,
+        size=len(data),
+        filename=f"knowledge-{entry.pk}-v{number}.txt",
+        uploaded_by=curator,
+    )
     revision.file.save(f"{sha256}.txt", ContentFile(data), save=False)
     revision.save()
     # The approved text is the source itself: both "extractions" are that exact text, and
@@ -240,13 +256,19 @@ def _version_create(
     }
     primary = extractions[ExtractionRole.PRIMARY]
     passages_create(
-        extraction=primary, revision=revision,
+        extraction=primary,
+        revision=revision,
         segments=[Segment(0, len(body), {"knowledge_version": number})],
-    )  # fmt: skip
+    )
     version = KnowledgeVersion.objects.create(
-        entry=entry, number=number, body=body, body_sha256=sha256, revision=revision,
-        approved_by=curator, approved_at=now,
-    )  # fmt: skip
+        entry=entry,
+        number=number,
+        body=body,
+        body_sha256=sha256,
+        revision=revision,
+        approved_by=curator,
+        approved_at=now,
+    )
     entry.current_version = version
     entry.save(update_fields=["current_version"])
     document.title = entry.title

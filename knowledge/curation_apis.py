@@ -29,8 +29,21 @@ class ProposalOutput(serializers.ModelSerializer):
 
     class Meta:
         model = KnowledgeProposal
-        fields = ["id", "space", "entry", "base_version", "title", "body", "reason", "origin",
-                  "status", "proposed_by", "created_at", "reviewed_at", "review_note"]  # fmt: skip
+        fields = [
+            "id",
+            "space",
+            "entry",
+            "base_version",
+            "title",
+            "body",
+            "reason",
+            "origin",
+            "status",
+            "proposed_by",
+            "created_at",
+            "reviewed_at",
+            "review_note",
+        ]
 
 
 class ProposalListCreateApi(APIView):
@@ -66,9 +79,13 @@ class ProposalListCreateApi(APIView):
             if entry is None:
                 raise NotFoundError("Knowledge entry not found.")
         proposal = proposal_create(
-            user=request_user(request), space=space, body=values["body"], title=values["title"],
-            reason=values["reason"], entry=entry,
-        )  # fmt: skip
+            user=request_user(request),
+            space=space,
+            body=values["body"],
+            title=values["title"],
+            reason=values["reason"],
+            entry=entry,
+        )
         return Response(ProposalOutput(proposal).data, status=status.HTTP_201_CREATED)
 
 

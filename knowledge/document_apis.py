@@ -52,8 +52,18 @@ class ExtractionOutput(serializers.ModelSerializer):
 
     class Meta:
         model = Extraction
-        fields = ["role", "status", "error_code", "error_message", "progress", "extractor",
-                  "extractor_version", "damage", "damaged", "serves_passages"]  # fmt: skip
+        fields = [
+            "role",
+            "status",
+            "error_code",
+            "error_message",
+            "progress",
+            "extractor",
+            "extractor_version",
+            "damage",
+            "damaged",
+            "serves_passages",
+        ]
 
 
 class RevisionOutput(serializers.ModelSerializer):
@@ -74,8 +84,18 @@ class RevisionOutput(serializers.ModelSerializer):
 
     class Meta:
         model = DocumentRevision
-        fields = ["id", "number", "sha256", "filename", "size", "created_at", "extractions",
-                  "passage_count", "text_warning", "erased_at"]  # fmt: skip
+        fields = [
+            "id",
+            "number",
+            "sha256",
+            "filename",
+            "size",
+            "created_at",
+            "extractions",
+            "passage_count",
+            "text_warning",
+            "erased_at",
+        ]
 
 
 class ErasureOutput(serializers.ModelSerializer):
@@ -87,8 +107,16 @@ class ErasureOutput(serializers.ModelSerializer):
 
     class Meta:
         model = Erasure
-        fields = ["id", "document", "revision", "revision_number", "erased_at", "erased_by",
-                  "reason", "counts"]  # fmt: skip
+        fields = [
+            "id",
+            "document",
+            "revision",
+            "revision_number",
+            "erased_at",
+            "erased_by",
+            "reason",
+            "counts",
+        ]
 
 
 class DocumentOutput(serializers.ModelSerializer):
@@ -102,8 +130,17 @@ class DocumentOutput(serializers.ModelSerializer):
 
     class Meta:
         model = Document
-        fields = ["id", "title", "kind", "space", "private", "created_at", "current_revision",
-                  "withdrawn", "withdrawn_at"]  # fmt: skip
+        fields = [
+            "id",
+            "title",
+            "kind",
+            "space",
+            "private",
+            "created_at",
+            "current_revision",
+            "withdrawn",
+            "withdrawn_at",
+        ]
 
 
 class DocumentDetailOutput(DocumentOutput):
@@ -361,9 +398,7 @@ class SearchApi(APIView):
         data = self.InputSerializer(data=params)
         data.is_valid(raise_exception=True)
         values = data.validated_data
-        scope = access_scope_build(
-            user=request_user(request), space_ids=values.get("space") or None
-        )
+        scope = access_scope_build(user=request.user, space_ids=values.get("space"))
         result = retrieve(
             scope=scope, query=values["q"], tools=values["tools"], limit=values["limit"]
         )

@@ -63,9 +63,12 @@ class Document(models.Model):
     # Withdrawn (knowledge.lifecycle): out of the current library, history kept; null = in it.
     withdrawn_at = models.DateTimeField(null=True, blank=True)
     withdrawn_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True,
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
         related_name="+",
-    )  # fmt: skip
+    )
     withdrawn_reason = models.CharField(max_length=500, blank=True, default="")
 
     class Meta:

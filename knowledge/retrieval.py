@@ -63,8 +63,16 @@ class RetrievalResult:
     outcomes: list[ToolOutcome]
 
 
-_CANDIDATE_FIELDS = ("pk", "document_id", "revision_id", "extraction_id", "char_start",
-                     "char_end", "text", "locator")  # fmt: skip
+_CANDIDATE_FIELDS = (
+    "pk",
+    "document_id",
+    "revision_id",
+    "extraction_id",
+    "char_start",
+    "char_end",
+    "text",
+    "locator",
+)
 
 
 def _scored_rows(queryset: QuerySet[Passage], score: str) -> list[tuple[Candidate, float]]:
@@ -227,8 +235,9 @@ def _where(scope: QuerySet[Passage]) -> tuple[str, tuple]:
 _PASSAGES = Passage._meta.db_table
 _LOCATOR = Passage._meta.get_field("locator")
 _LOCATED = _LOCATOR.cached_col  # the column's expression, which Django reads a value with
-_COLUMNS = ", ".join(f'{_PASSAGES}."{column_name(Passage, name)}"'
-                     for name in ("id", *_CANDIDATE_FIELDS[1:]))  # fmt: skip
+_COLUMNS = ", ".join(
+    f'{_PASSAGES}."{column_name(Passage, name)}"' for name in ("id", *_CANDIDATE_FIELDS[1:])
+)
 _RANKED = (
     f"SELECT {_COLUMNS}, ts_rank({_PASSAGES}.search_vector, %s::tsquery) AS rank "  # noqa: S608
     f"FROM {_PASSAGES} WHERE {{where}} AND {{condition}} "
@@ -314,8 +323,11 @@ def vector_search(scope: QuerySet[Passage], query: str, limit: int) -> tuple[lis
         return [], ToolOutcome(VECTOR_SEARCH, "failed", "embedding_unavailable", 0, True)
     # relaxed_order may return rows slightly out of order: sort them.
     rows.sort(key=lambda item: (item[1], item[0].passage_id))
-    scored = [(row, 1 - distance) for row, distance in rows
-              if 1 - distance >= settings.KOINON_VECTOR_MIN_SIMILARITY]  # fmt: skip
+    scored = [
+        (row, 1 - distance)
+        for row, distance in rows
+        if 1 - distance >= settings.KOINON_VECTOR_MIN_SIMILARITY
+    ]
     code = "matched" if scored else "no_relevant_hit"
     return scored, ToolOutcome(VECTOR_SEARCH, "succeeded", code, len(scored))
 

@@ -156,7 +156,7 @@ _default_db["NAME"] = env_str("KOINON_DATABASE_NAME", _default_db["NAME"])
 _default_db["USER"] = env_str("KOINON_DATABASE_USER", _default_db["USER"])
 # Every connection starts with the vector search's HNSW settings (pgvector 0.8: a filtered
 # scan continues past ef_search candidates until LIMIT rows pass the permission filter), so
-# a search needs no transaction of its own to SET LOCAL them (docs/decisions.md). A pooler
+# a search needs no transaction to SET LOCAL them (docs/decisions.md, "Retrieval"). A pooler
 # in front of PostgreSQL must pass the `options` startup parameter through.
 HNSW_EF_SEARCH = 100
 _default_db["OPTIONS"] = {
@@ -189,9 +189,12 @@ if KOINON_DB_POOL:
     _default_db["CONN_MAX_AGE"] = 0  # the pool keeps the connections; Django refuses both
     _default_db["OPTIONS"] = {
         **_default_db.get("OPTIONS", {}),
-        "pool": {"min_size": 1, "max_size": KOINON_DB_POOL,
-                 "timeout": max(1, KOINON_DB_POOL_TIMEOUT)},
-    }  # fmt: skip
+        "pool": {
+            "min_size": 1,
+            "max_size": KOINON_DB_POOL,
+            "timeout": max(1, KOINON_DB_POOL_TIMEOUT),
+        },
+    }
 DATABASES = {"default": _default_db}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -298,8 +301,12 @@ KOINON_LLM_CONTEXT = env_int("KOINON_LLM_CONTEXT", 4096)
 
 def _llm_settings_check() -> None:
     """Fail at start, naming the variable (never echoing a value: it may be a secret)."""
-    from urllib.parse import urlparse
+    _llm_limits_check()
+    _llm_base_url_check()
+    _llm_source_check()
 
+
+def _llm_limits_check() -> None:
     if not 0 < KOINON_LLM_TIMEOUT <= 600:
         raise ImproperlyConfiguredEnv("KOINON_LLM_TIMEOUT must be between 0 and 600 seconds")
     if not 0 <= KOINON_LLM_RETRIES <= 5:
@@ -310,15 +317,26 @@ def _llm_settings_check() -> None:
         raise ImproperlyConfiguredEnv(
             "KOINON_LLM_THREADS must be 1-64 and KOINON_LLM_CONTEXT 512-131072"
         )
-    if KOINON_LLM_BASE_URL:
-        url = urlparse(KOINON_LLM_BASE_URL)
-        if url.scheme not in {"http", "https"} or not url.hostname:
-            raise ImproperlyConfiguredEnv("KOINON_LLM_BASE_URL must be an http(s) URL")
-        if url.username or url.password or url.query or url.fragment:
-            raise ImproperlyConfiguredEnv(
-                "KOINON_LLM_BASE_URL must hold no credentials, query or fragment "
-                "(the key goes in KOINON_LLM_API_KEY)"
-            )
+
+
+def _llm_base_url_check() -> None:
+    """An http(s) URL with a host and nothing a secret could hide in."""
+    from urllib.parse import urlparse
+
+    if not KOINON_LLM_BASE_URL:
+        return
+    url = urlparse(KOINON_LLM_BASE_URL)
+    if url.scheme not in {"http", "https"} or not url.hostname:
+        raise ImproperlyConfiguredEnv("KOINON_LLM_BASE_URL must be an http(s) URL")
+    if url.username or url.password or url.query or url.fragment:
+        raise ImproperlyConfiguredEnv(
+            "KOINON_LLM_BASE_URL must hold no credentials, query or fragment "
+            "(the key goes in KOINON_LLM_API_KEY)"
+        )
+
+
+def _llm_source_check() -> None:
+    """The `openai` provider's model: a GGUF file served here, or a server's URL and model."""
     if KOINON_LLM_GGUF:
         if KOINON_LLM_BASE_URL:
             raise ImproperlyConfiguredEnv("set KOINON_LLM_GGUF or KOINON_LLM_BASE_URL, not both")
@@ -372,7 +390,7 @@ KOINON_REQUEST_MAX_BYTES = env_int(
     "KOINON_REQUEST_MAX_BYTES", KOINON_UPLOAD_MAX_BYTES + 1024 * 1024
 )
 KOINON_HEALTH_TIMEOUT = env_float("KOINON_HEALTH_TIMEOUT", 2.0)
-# --- Background work (docs/decisions.md, "Hardening") -----------------------------
+# --- Background work (docs/decisions.md, "Background work") -----------------------
 # Longest a request waits for a pooled broker producer (and to publish) before 503.
 KOINON_ENQUEUE_TIMEOUT = env_float("KOINON_ENQUEUE_TIMEOUT", 3.0)
 KOINON_WORKER_HEARTBEAT_INTERVAL = env_float("KOINON_WORKER_HEARTBEAT_INTERVAL", 5.0)
@@ -413,7 +431,7 @@ KOINON_EXTRACT_MEMORY_BYTES = env_int("KOINON_EXTRACT_MEMORY_BYTES", 1536 * 1024
 KOINON_EXTRACT_MAX_DECOMPRESSED = env_int("KOINON_EXTRACT_MAX_DECOMPRESSED", 256 * 1024 * 1024)
 KOINON_EXTRACT_MAX_ELEMENTS = env_int("KOINON_EXTRACT_MAX_ELEMENTS", 2_000_000)
 # An extraction with a larger share of glued words (knowledge.extraction.damage) is damaged:
-# a clean secondary then serves passages and quotes instead (docs/decisions.md, issue 25).
+# a clean secondary then serves passages and quotes (docs/decisions.md, "Clean text for quotes").
 KOINON_EXTRACTION_DAMAGE_THRESHOLD = env_float("KOINON_EXTRACTION_DAMAGE_THRESHOLD", 0.15)
 if not 0.0 < KOINON_EXTRACTION_DAMAGE_THRESHOLD < 1.0:
     raise ImproperlyConfiguredEnv(

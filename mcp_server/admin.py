@@ -8,8 +8,16 @@ from mcp_server.models import ToolCall
 class ToolCallAdmin(admin.ModelAdmin):
     """Read-only: the audit of MCP tool calls spans all users, so superusers only."""
 
-    list_display = ["created_at", "user", "key_prefix", "transport", "tool", "result_count",
-                    "error_code", "duration_ms"]  # fmt: skip
+    list_display = [
+        "created_at",
+        "user",
+        "key_prefix",
+        "transport",
+        "tool",
+        "result_count",
+        "error_code",
+        "duration_ms",
+    ]
     list_filter = ["transport", "tool", "error_code"]
     list_select_related = ["user"]
     search_fields = ["user__username", "key_prefix"]

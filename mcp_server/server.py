@@ -103,8 +103,9 @@ def build_server(*, resolve: ResolveCaller, transport: str) -> Server:
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         run = sync_to_async(_call_sync, thread_sensitive=False)
-        payload, is_error = await run(resolve, ctx.request, params.name, params.arguments or {},
-                                      transport)  # fmt: skip
+        payload, is_error = await run(
+            resolve, ctx.request, params.name, params.arguments or {}, transport
+        )
         text = json.dumps(payload, ensure_ascii=False, default=str)
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=text)],
@@ -153,17 +154,24 @@ def _authenticate_sync(header: bytes | None) -> tuple[Caller | None, str, str]:
     return Caller(user=api_key.user, api_key=api_key), "", ""
 
 
-async def _respond(send: Callable[[dict], Awaitable[None]], status: int, body: dict,
-                   headers: Sequence[tuple[bytes, bytes]] = ()) -> None:  # fmt: skip
+async def _respond(
+    send: Callable[[dict], Awaitable[None]],
+    status: int,
+    body: dict,
+    headers: Sequence[tuple[bytes, bytes]] = (),
+) -> None:
     content = json.dumps(body).encode()
     await send(
         {
             "type": "http.response.start",
             "status": status,
-            "headers": [(b"content-type", b"application/json"),
-                        (b"content-length", str(len(content)).encode()), *headers],
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(content)).encode()),
+                *headers,
+            ],
         }
-    )  # fmt: skip
+    )
     await send({"type": "http.response.body", "body": content})
 
 
@@ -227,8 +235,9 @@ class McpHttpApp:
         if scope["method"] != "POST":
             # Stateless JSON responses: no server-to-client stream (GET) and no session to
             # end (DELETE). An open GET stream would only hold a connection forever.
-            await _respond(send, 405, _error("method_not_allowed", "Use POST."),
-                           [(b"allow", b"POST")])  # fmt: skip
+            await _respond(
+                send, 405, _error("method_not_allowed", "Use POST."), [(b"allow", b"POST")]
+            )
             return
         headers: dict[bytes, bytes] = {}
         for name, value in scope.get("headers", []):

@@ -341,20 +341,28 @@ def list_sources_run(caller: Caller, values: dict) -> ToolResult:
         ]
     ]
     document_rows = [
-        {"id": pk, "title": title, "kind": kind, "space_id": space, "private": space is None,
-         "current_revision_id": revision, "withdrawn": withdrawn is not None}
+        {
+            "id": pk,
+            "title": title,
+            "kind": kind,
+            "space_id": space,
+            "private": space is None,
+            "current_revision_id": revision,
+            "withdrawn": withdrawn is not None,
+        }
         for pk, title, kind, space, revision, withdrawn in documents.values_list(
             "pk", "title", "kind", "space_id", "current_revision_id", "withdrawn_at"
         )[: MAX_LIST_ITEMS + 1]
-    ]  # fmt: skip
+    ]
     dataset_rows = [
         {"id": pk, "name": name, "space_id": space, "current_snapshot_id": snapshot}
         for pk, name, space, snapshot in datasets.values_list(
             "pk", "name", "space_id", "current_snapshot_id"
         )[: MAX_LIST_ITEMS + 1]
     ]
-    truncated = any(len(rows) > MAX_LIST_ITEMS for rows in (space_rows, document_rows,
-                                                            dataset_rows))  # fmt: skip
+    truncated = any(
+        len(rows) > MAX_LIST_ITEMS for rows in (space_rows, document_rows, dataset_rows)
+    )
     payload: dict[str, Any] = {
         "spaces": space_rows[:MAX_LIST_ITEMS],
         "documents": document_rows[:MAX_LIST_ITEMS],
@@ -383,10 +391,15 @@ def answer_run(caller: Caller, values: dict) -> ToolResult:
     try:
         # The one request parser the REST API and the CLI use (its codes: empty_query,
         # query_too_long, invalid_policy, invalid).
-        request = answer_request_parse({name: values[name] for name in ANSWER_FIELDS
-                                        if name in values})  # fmt: skip
-        body = answer_create(user=caller.user, request=request, api_key=caller.api_key,
-                             origin=Conversation.Origin.MCP)  # fmt: skip
+        request = answer_request_parse(
+            {name: values[name] for name in ANSWER_FIELDS if name in values}
+        )
+        body = answer_create(
+            user=caller.user,
+            request=request,
+            api_key=caller.api_key,
+            origin=Conversation.Origin.MCP,
+        )
         run = run_get_for_user(user=caller.user, run_id=body["run_id"])
     except ApiError as error:
         raise api_error_failure(error) from None

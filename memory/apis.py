@@ -32,8 +32,18 @@ class MemoryEntryOutput(serializers.ModelSerializer):
 
     class Meta:
         model = MemoryEntry
-        fields = ["id", "scope", "space", "kind", "text", "origin", "sources", "owner",
-                  "created_at", "revoked_at"]  # fmt: skip
+        fields = [
+            "id",
+            "scope",
+            "space",
+            "kind",
+            "text",
+            "origin",
+            "sources",
+            "owner",
+            "created_at",
+            "revoked_at",
+        ]
 
 
 class ProjectMemoryOutput(serializers.Serializer):
@@ -44,11 +54,13 @@ class ProjectMemoryOutput(serializers.Serializer):
 class MemoryListCreateApi(APIView):
     class InputSerializer(StrictSerializer):
         kind = serializers.ChoiceField(choices=MemoryEntry.Kind.choices)
-        scope = serializers.ChoiceField(choices=MemoryEntry.Scope.choices, required=False,
-                                        default=MemoryEntry.Scope.PERSONAL)  # fmt: skip
+        scope = serializers.ChoiceField(
+            choices=MemoryEntry.Scope.choices, required=False, default=MemoryEntry.Scope.PERSONAL
+        )
         space_id = ObjectIdField(required=False, allow_null=True, default=None)
-        text = serializers.CharField(required=False, max_length=2000,
-                                     help_text="A correction, in your words.")  # fmt: skip
+        text = serializers.CharField(
+            required=False, max_length=2000, help_text="A correction, in your words."
+        )
         run_id = serializers.UUIDField(required=False, help_text="A fact: the sealed answer.")
 
         def validate(self, attrs: dict) -> dict:
@@ -82,13 +94,19 @@ class MemoryListCreateApi(APIView):
         values = data.validated_data
         if values["kind"] == MemoryEntry.Kind.CORRECTION:
             entry = correction_create(
-                user=request_user(request), text=values["text"], scope=values["scope"],
+                user=request_user(request),
+                text=values["text"],
+                scope=values["scope"],
                 space_id=values["space_id"],
-            )  # fmt: skip
+            )
         else:
             run = run_get_for_user(user=request.user, run_id=values["run_id"])
-            entry = fact_remember(user=request_user(request), run=run, scope=values["scope"],
-                                  space_id=values["space_id"])  # fmt: skip
+            entry = fact_remember(
+                user=request_user(request),
+                run=run,
+                scope=values["scope"],
+                space_id=values["space_id"],
+            )
         return Response(MemoryEntryOutput(entry).data, status=status.HTTP_201_CREATED)
 
 
@@ -126,6 +144,7 @@ class ProjectMemoryApi(APIView):
         space = space_get_for_user(user=request.user, space_id=space_id)
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        setting = project_memory_set(user=request_user(request), space=space,
-                                     enabled=data.validated_data["enabled"])  # fmt: skip
+        setting = project_memory_set(
+            user=request_user(request), space=space, enabled=data.validated_data["enabled"]
+        )
         return Response({"space": space.pk, "enabled": setting.enabled})

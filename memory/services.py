@@ -182,16 +182,18 @@ def memories_for_plan(*, run: AnswerRun, plan: Plan, scope: AccessScope) -> list
         if why is None:
             continue
         weights = weights or _weights(scope, parts)
-        judged = [(part, memory_relevance(text, entry.text, weights))
-                  for part, text in enumerate(parts)]  # fmt: skip
+        judged = [
+            (part, memory_relevance(text, entry.text, weights)) for part, text in enumerate(parts)
+        ]
         about = [(part, relevance) for part, relevance in judged if relevance.relevant]
         # Facts only where their sources are still visible: a lost source is forgotten.
         if not about or (
             entry.sources and not sources_visible(user=run.user, sources=entry.sources)
         ):
             continue
-        steering.append(Steering(entry, tuple(p for p, _ in about), why,
-                                 tuple(r for _, r in about)))  # fmt: skip
+        steering.append(
+            Steering(entry, tuple(p for p, _ in about), why, tuple(r for _, r in about))
+        )
         if len(steering) == ENTRIES_PER_PLAN:
             break
     return steering
@@ -213,13 +215,20 @@ def plan_with_memory(plan: Plan, steering: list[Steering]) -> Plan:
     used = []
     for item in steering:
         words = list(dict.fromkeys(content_words(item.entry.text)))[:WORDS_PER_ENTRY]
-        used.append({
-            "id": item.entry.pk, "kind": item.entry.kind, "scope": item.entry.scope,
-            "parts": list(item.parts), "words": words,
-            "why": {"scope": item.scope,
+        used.append(
+            {
+                "id": item.entry.pk,
+                "kind": item.entry.kind,
+                "scope": item.entry.scope,
+                "parts": list(item.parts),
+                "words": words,
+                "why": {
+                    "scope": item.scope,
                     "shared": sorted({s for r in item.relevance for s in r.shared}),
-                    "relevance": max(r.score for r in item.relevance)},
-        })  # fmt: skip
+                    "relevance": max(r.score for r in item.relevance),
+                },
+            }
+        )
     return replace(plan, memory=used)
 
 
@@ -263,14 +272,19 @@ def _scope_space(*, user: User, scope: str, space_id: int | None) -> Space | Non
             raise NotFoundError("Space not found.")
         return space
     if space_id is None:
-        raise UnprocessableError("Project memory needs a space.", code="invalid",
-                                 fields={"space_id": "Required for project memory."})  # fmt: skip
+        raise UnprocessableError(
+            "Project memory needs a space.",
+            code="invalid",
+            fields={"space_id": "Required for project memory."},
+        )
     space = spaces_visible_to(user=user).filter(pk=space_id).first()
     if space is None:
         raise NotFoundError("Space not found.")
     if not project_memory_enabled(space=space):
-        raise ConflictError("Project memory is off for this space; a curator can turn it on.",
-                            code="project_memory_off")  # fmt: skip
+        raise ConflictError(
+            "Project memory is off for this space; a curator can turn it on.",
+            code="project_memory_off",
+        )
     return space
 
 
@@ -281,16 +295,23 @@ def correction_create(
     on. Its text is the user's own words, kept as data."""
     text = " ".join(text.split())
     if not content_words(text):
-        raise UnprocessableError("The correction has no words to search with.", code="no_text",
-                                 fields={"text": "Empty."})  # fmt: skip
+        raise UnprocessableError(
+            "The correction has no words to search with.", code="no_text", fields={"text": "Empty."}
+        )
     if len(text) > MAX_TEXT_CHARS:
         limit = f"At most {MAX_TEXT_CHARS} characters."
-        raise UnprocessableError("The correction is too long.", code="too_large",
-                                 fields={"text": limit})  # fmt: skip
+        raise UnprocessableError(
+            "The correction is too long.", code="too_large", fields={"text": limit}
+        )
     space = _scope_space(user=user, scope=scope, space_id=space_id)
-    return MemoryEntry.objects.create(user=user, scope=scope, space=space, text=text,
-                                      kind=MemoryEntry.Kind.CORRECTION,
-                                      origin={"type": "correction"})  # fmt: skip
+    return MemoryEntry.objects.create(
+        user=user,
+        scope=scope,
+        space=space,
+        text=text,
+        kind=MemoryEntry.Kind.CORRECTION,
+        origin={"type": "correction"},
+    )
 
 
 def fact_remember(
@@ -309,16 +330,31 @@ def fact_remember(
     if space is not None and not sources_in_space(sources=sources, space_id=space.pk):
         raise UnprocessableError(
             "An entry for a space keeps only answers whose sources are all in that space.",
-            code="sources_outside_space", fields={"space_id": "Sources are elsewhere."},
-        )  # fmt: skip
+            code="sources_outside_space",
+            fields={"space_id": "Sources are elsewhere."},
+        )
     lines = [c["quote"] for c in body["answer"]["citations"] if c.get("kind") == "quote"]
-    lines += [f"{c['label']}: {c['value']}" for c in body["answer"]["citations"]
-              if c.get("kind") == "value"]  # fmt: skip
-    origin = {"type": "release", "run_id": str(run.pk), "generation": body["generation"],
-              "release_id": release["id"], "text_sha256": release["text_sha256"]}  # fmt: skip
-    return MemoryEntry.objects.create(user=user, scope=scope, space=space, sources=sources,
-                                      kind=MemoryEntry.Kind.FACT, text="\n".join(lines),
-                                      origin=origin)  # fmt: skip
+    lines += [
+        f"{c['label']}: {c['value']}"
+        for c in body["answer"]["citations"]
+        if c.get("kind") == "value"
+    ]
+    origin = {
+        "type": "release",
+        "run_id": str(run.pk),
+        "generation": body["generation"],
+        "release_id": release["id"],
+        "text_sha256": release["text_sha256"],
+    }
+    return MemoryEntry.objects.create(
+        user=user,
+        scope=scope,
+        space=space,
+        sources=sources,
+        kind=MemoryEntry.Kind.FACT,
+        text="\n".join(lines),
+        origin=origin,
+    )
 
 
 @transaction.atomic

@@ -44,13 +44,25 @@ def celery_worker_process(database_name: str, log_path: Path) -> Iterator[subpro
     log = log_path.open("w")
     process = subprocess.Popen(
         [
-            sys.executable, "-m", "celery", "-A", "koinon", "--quiet", "worker",
-            "--pool=solo", "--loglevel=WARNING", "--purge", "--queues=celery,answers",
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "koinon",
+            "--quiet",
+            "worker",
+            "--pool=solo",
+            "--loglevel=WARNING",
+            "--purge",
+            "--queues=celery,answers",
             f"--hostname=test-{os.getpid()}@%h",
         ],
-        env=child_env(database_name), cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+        env=child_env(database_name),
+        cwd=ROOT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
         start_new_session=True,
-    )  # fmt: skip
+    )
     try:
         deadline = time.monotonic() + 60
         while not app.control.ping(timeout=0.5):
@@ -69,11 +81,22 @@ def daphne_process(
     port = free_port()
     log = log_path.open("w")
     process = subprocess.Popen(
-        [sys.executable, "-m", "core.server", "-b", "127.0.0.1", "-p", str(port),
-         "koinon.asgi:application"],
-        env={**child_env(database_name), **(env or {})}, cwd=ROOT, stdout=log,
-        stderr=subprocess.STDOUT, start_new_session=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "core.server",
+            "-b",
+            "127.0.0.1",
+            "-p",
+            str(port),
+            "koinon.asgi:application",
+        ],
+        env={**child_env(database_name), **(env or {})},
+        cwd=ROOT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
@@ -98,10 +121,22 @@ def model_server_process(log_path: Path, *, context: int = 4096) -> Iterator[str
     port = free_port()
     log = log_path.open("w")
     process = subprocess.Popen(
-        [sys.executable, "-m", "core.llm_server", "--port", str(port), "--threads", "2",
-         "--context", str(context)],
-        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "core.llm_server",
+            "--port",
+            str(port),
+            "--threads",
+            "2",
+            "--context",
+            str(context),
+        ],
+        cwd=ROOT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 120
         while True:

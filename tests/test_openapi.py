@@ -66,8 +66,9 @@ def test_every_operation_has_a_typed_success_body_and_the_error_responses(member
                 error = responses[status]["content"]["application/json"]["schema"]
                 assert resolve(document, error)["required"] == ["error"], (method, path, status)
     assert document["components"]["securitySchemes"]["apiKey"]["scheme"] == "bearer"
-    assert len({op["operationId"] for ops in document["paths"].values() for op in ops.values()}) \
-        == sum(len(ops) for ops in document["paths"].values())  # fmt: skip
+    assert len(
+        {op["operationId"] for ops in document["paths"].values() for op in ops.values()}
+    ) == sum(len(ops) for ops in document["paths"].values())
 
 
 @pytest.mark.django_db
@@ -100,16 +101,35 @@ def test_the_answer_endpoint_is_typed_both_ways(member):
 def schemathesis_command(url: str, key: str) -> list[str]:
     executable = Path(sys.executable).parent / "schemathesis"
     return [
-        str(executable), "run", f"{url}/v1/schema/", "--url", url,
-        "--header", f"Authorization: {key}",
-        "--checks", "not_a_server_error,status_code_conformance,content_type_conformance,"
+        str(executable),
+        "run",
+        f"{url}/v1/schema/",
+        "--url",
+        url,
+        "--header",
+        f"Authorization: {key}",
+        "--checks",
+        "not_a_server_error,status_code_conformance,content_type_conformance,"
         "response_schema_conformance",
         # Bounded so the run takes a minute or two on two cores; the seed makes it repeatable.
-        "--max-examples", "40", "--seed", "20261201", "--workers", "1",
-        "--phases", "examples,coverage,fuzzing", "--generation-database", "none",
-        "--request-timeout", "60", "--exclude-path", "/v1/health",
-        "--suppress-health-check", "all", "--no-color",
-    ]  # fmt: skip
+        "--max-examples",
+        "40",
+        "--seed",
+        "20261201",
+        "--workers",
+        "1",
+        "--phases",
+        "examples,coverage,fuzzing",
+        "--generation-database",
+        "none",
+        "--request-timeout",
+        "60",
+        "--exclude-path",
+        "/v1/health",
+        "--suppress-health-check",
+        "all",
+        "--no-color",
+    ]
 
 
 @pytest.mark.django_db(transaction=True)
@@ -117,35 +137,55 @@ def test_schemathesis_finds_no_server_error_and_no_schema_violation(
     live_server_url, space: Space, owner, member
 ):
     result = document_upload(
-        user=owner, filename="ops.md", space=space,
+        user=owner,
+        filename="ops.md",
+        space=space,
         data=b"# Operations\n\nThe platform team owns service reviews every quarter.\n",
-    )  # fmt: skip
+    )
     revision_extract(revision_id=result.revision.pk)
     snapshot = dataset_upload(
-        user=owner, space=space, filename="orders.csv", table="orders",
+        user=owner,
+        space=space,
+        filename="orders.csv",
+        table="orders",
         data=b"invoice,amount,customer\nA-1,1250,acme\nA-3,99,zeta\n",
-    )  # fmt: skip
+    )
     proposal = proposal_create(user=owner, space=space, body="Reviews are quarterly.", title="R")
     run_id = ask(owner, "Who owns service reviews?")["run_id"]
     conversation = AnswerRun.objects.get(pk=run_id).conversation
-    entry = correction_create(user=owner, text="Service reviews are in the handbook",
-                              scope="personal")  # fmt: skip
-    intent = intent_preview(user=owner, conversation=conversation, run_id=run_id,
-                            space_id=space.pk, title="Reviews")  # fmt: skip
+    entry = correction_create(
+        user=owner, text="Service reviews are in the handbook", scope="personal"
+    )
+    intent = intent_preview(
+        user=owner, conversation=conversation, run_id=run_id, space_id=space.pk, title="Reviews"
+    )
     ids = {
-        "space_id": space.pk, "document_id": result.document.pk, "proposal_id": proposal.pk,
-        "dataset_id": snapshot.dataset_id, "run_id": run_id, "username": member.username,
-        "conversation_id": conversation.pk, "entry_id": entry.pk, "intent_id": intent.pk,
-    }  # fmt: skip
+        "space_id": space.pk,
+        "document_id": result.document.pk,
+        "proposal_id": proposal.pk,
+        "dataset_id": snapshot.dataset_id,
+        "run_id": run_id,
+        "username": member.username,
+        "conversation_id": conversation.pk,
+        "entry_id": entry.pk,
+        "intent_id": intent.pk,
+    }
     env = {
-        **os.environ, "PYTHONPATH": str(ROOT), "SCHEMATHESIS_HOOKS": "tests.schemathesis_hooks",
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "SCHEMATHESIS_HOOKS": "tests.schemathesis_hooks",
         "KOINON_SCHEMATHESIS_IDS": json.dumps(ids),
-    }  # fmt: skip
+    }
     key = client_for(owner)._credentials["HTTP_AUTHORIZATION"]
     workdir = settings.DATA_DIR / "schemathesis"  # its crash cache stays out of the checkout
     workdir.mkdir(parents=True, exist_ok=True)
     run = subprocess.run(
         schemathesis_command(live_server_url, key),
-        capture_output=True, text=True, timeout=600, check=False, env=env, cwd=workdir,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        env=env,
+        cwd=workdir,
+    )
     assert run.returncode == 0, run.stdout[-12000:] + run.stderr[-3000:]

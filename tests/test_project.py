@@ -73,8 +73,12 @@ def test_docker_compose_file_is_valid():
         env = {"PATH": os.environ["PATH"], "HOME": str(ROOT), **extra}
         return subprocess.run(
             [*command, "-f", str(ROOT / "docker-compose.yml"), "config", *args],
-            capture_output=True, text=True, cwd=ROOT, timeout=60, env=env,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=60,
+            env=env,
+        )
 
     result = config("--services", POSTGRES_PASSWORD="example", SECRET_KEY="example")
     assert result.returncode == 0, result.stderr
@@ -103,9 +107,23 @@ def test_no_machine_paths_or_secrets_are_committed():
 def test_the_dockerfile_ships_what_the_code_reads_and_the_makefile_installs():
     dockerfile = (ROOT / "Dockerfile").read_text()
     copied = {line.split()[1] for line in dockerfile.splitlines() if line.startswith("COPY ")}
-    for needed in ("koinon", "core", "knowledge", "datasets", "answers", "audit", "chat",
-                   "memory", "conversations", "mcp_server", "worldmodel", "manage.py", "templates",
-                   "static", "locale"):  # fmt: skip
+    for needed in (
+        "koinon",
+        "core",
+        "knowledge",
+        "datasets",
+        "answers",
+        "audit",
+        "chat",
+        "memory",
+        "conversations",
+        "mcp_server",
+        "worldmodel",
+        "manage.py",
+        "templates",
+        "static",
+        "locale",
+    ):
         assert needed in copied, needed
     makefile = (ROOT / "Makefile").read_text()
     extra = [

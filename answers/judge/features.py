@@ -48,13 +48,38 @@ QUESTION_TYPES = (
 # period" is answered by "ten years", which never says "period".
 TARGET_WORDS = {
     "date": {"date", "year", "day", "month", "time", "century", "decade"},
-    "duration": {"period", "duration", "term", "length", "long", "deadline", "interval",
-                 "frequency", "time"},
-    "number": {"number", "amount", "count", "total", "many", "much", "size", "price", "cost",
-               "rate", "percentage", "age", "population", "long", "old", "far"},
+    "duration": {
+        "period",
+        "duration",
+        "term",
+        "length",
+        "long",
+        "deadline",
+        "interval",
+        "frequency",
+        "time",
+    },
+    "number": {
+        "number",
+        "amount",
+        "count",
+        "total",
+        "many",
+        "much",
+        "size",
+        "price",
+        "cost",
+        "rate",
+        "percentage",
+        "age",
+        "population",
+        "long",
+        "old",
+        "far",
+    },
     "person": {"name", "person", "people"},
     "place": {"place", "location", "country", "city", "state", "region", "continent"},
-}  # fmt: skip
+}
 # Who-questions in an organisation are often answered by a team or a role, not a name.
 _ROLES = re.compile(
     r"\b(team|department|office|committee|board|group|unit|division|council|manager|director|"
@@ -138,6 +163,14 @@ class PairFeatures:
         own = coverage(part_stems, set(sentence_stems), weights)
         complete = bool(part_stems) and own >= 0.999 and novelty > 0 and not miss
         return cls(
-            (cover, novelty, float(match), float(miss), math.log(words), missing, own,
-             float(complete))
-        )  # fmt: skip
+            (
+                cover,
+                novelty,
+                float(match),
+                float(miss),
+                math.log(words),
+                missing,
+                own,
+                float(complete),
+            )
+        )

@@ -121,8 +121,9 @@ def comparison_verify(
     best: dict[tuple[int, int], float] = {}
     for owner, score in zip(owners, scores, strict=True):
         best[owner] = max(best.get(owner, 0.0), float(score))
-    rejected = {claim for (claim, _), score in best.items()
-                if score < settings.KOINON_JUDGE_THRESHOLD}  # fmt: skip
+    rejected = {
+        claim for (claim, _), score in best.items() if score < settings.KOINON_JUDGE_THRESHOLD
+    }
     claims = tuple(
         VerifiedClaim(text, tuple(stances))
         for index, (text, stances) in enumerate(kept)
@@ -168,8 +169,9 @@ def comparison_decide(ctx: "RunContext", trace: "Trace", plan: "Plan") -> "Decis
     found = tools_step(ctx, trace, plan, 0)
     policy = ctx.request.policy
     if not found:
-        judgement = policy_judge(policy=policy, outcomes=trace.outcomes, selected_tools=[],
-                                 unanswered_parts=0)  # fmt: skip
+        judgement = policy_judge(
+            policy=policy, outcomes=trace.outcomes, selected_tools=[], unanswered_parts=0
+        )
         return Decision(abstention(ctx, trace, judgement.refusal, judgement=judgement))
     try:
         analysis = ctx.provider.analyse(
@@ -179,8 +181,10 @@ def comparison_decide(ctx: "RunContext", trace: "Trace", plan: "Plan") -> "Decis
         if not COMPARISON.search(ctx.request.query):
             return answer_instead(ctx, trace, plan, found, (error.code, "comparison_not_made"))
         ending = unsupported(ctx, trace, "comparison")
-        ending = replace(ending, quality={**ending.quality, "issues": sorted(
-            {*ending.quality["issues"], error.code})})  # fmt: skip
+        ending = replace(
+            ending,
+            quality={**ending.quality, "issues": sorted({*ending.quality["issues"], error.code})},
+        )
         return Decision(ending, tuple(found), 1, (error.code,))
     started = time.perf_counter()
     try:
@@ -192,11 +196,11 @@ def comparison_decide(ctx: "RunContext", trace: "Trace", plan: "Plan") -> "Decis
             weights=term_weights(ctx, plan),
         )
     except JudgeUnavailable:
-        ending = abstention(ctx, trace, "unsupported", evidence_status="unavailable",
-                            issues=("judge_unavailable",))  # fmt: skip
+        ending = abstention(
+            ctx, trace, "unsupported", evidence_status="unavailable", issues=("judge_unavailable",)
+        )
         return Decision(ending, tuple(found), 1)
-    trace.step("comparison", started, claims=len(comparison.claims),
-               dropped=comparison.dropped)  # fmt: skip
+    trace.step("comparison", started, claims=len(comparison.claims), dropped=comparison.dropped)
     issues = ("comparison_claim_dropped",) if comparison.dropped else ()
     if len(comparison.claims) < MIN_CLAIMS and not COMPARISON.search(ctx.request.query):
         # Only the model called this a comparison, and none came of it: answer the question
@@ -204,8 +208,13 @@ def comparison_decide(ctx: "RunContext", trace: "Trace", plan: "Plan") -> "Decis
         return answer_instead(ctx, trace, plan, found, (*issues, "comparison_not_made"))
     if len(comparison.claims) < MIN_CLAIMS:
         ending = unsupported(ctx, trace, "comparison")
-        ending = replace(ending, quality={**ending.quality, "issues": sorted(
-            {*ending.quality["issues"], *issues, "comparison_too_few_claims"})})  # fmt: skip
+        ending = replace(
+            ending,
+            quality={
+                **ending.quality,
+                "issues": sorted({*ending.quality["issues"], *issues, "comparison_too_few_claims"}),
+            },
+        )
         return Decision(ending, tuple(found), 1, issues)
     selected = list(dict.fromkeys(item for claim in comparison.claims for item, _ in claim.stances))
     judgement = policy_judge(
@@ -220,11 +229,15 @@ def comparison_decide(ctx: "RunContext", trace: "Trace", plan: "Plan") -> "Decis
     ending = answered(ctx, trace, selected, judgement, issues)
     card = comparison_card(comparison, list(ending.citations))
     claims = tuple(
-        {"claim": claim.claim,
-         "stances": [{"fact": item.fact, "stance": stance, "quote": item.quote}
-                     for item, stance in claim.stances]}
+        {
+            "claim": claim.claim,
+            "stances": [
+                {"fact": item.fact, "stance": stance, "quote": item.quote}
+                for item, stance in claim.stances
+            ],
+        }
         for claim in comparison.claims
-    )  # fmt: skip
+    )
     ending = replace(ending, cards=(*ending.cards, card), world_claims=claims)
     return Decision(ending, tuple(found), 1, issues)
 
@@ -241,8 +254,14 @@ def answer_instead(
 
     plan = replace(plan, comparison=False)
     selection = select_step(ctx, trace, plan, found)
-    gathered = Gathered(plan, tuple(found), selection.support, (*issues, *selection.issues),
-                        selection.attempts + 1, selection.judge_unavailable)  # fmt: skip
+    gathered = Gathered(
+        plan,
+        tuple(found),
+        selection.support,
+        (*issues, *selection.issues),
+        selection.attempts + 1,
+        selection.judge_unavailable,
+    )
     return gathered_decision(ctx, trace, gathered)
 
 
@@ -255,15 +274,20 @@ def general_knowledge_decide(ctx: "RunContext", trace: "Trace") -> "Decision":
     try:
         text = ctx.provider.answer_generally(question=ctx.request.query, language=ctx.language)
     except ProviderError as error:
-        ending = abstention(ctx, trace, "unsupported", evidence_status="not_requested",
-                            issues=(error.code,))  # fmt: skip
+        ending = abstention(
+            ctx, trace, "unsupported", evidence_status="not_requested", issues=(error.code,)
+        )
         return Decision(ending, (), 1, (error.code,))
     trace.step("general_knowledge", started)
     ending = Ending(
         kind="answer",
         text=f"{texts.general_knowledge_label(ctx.language)}\n{text}",
-        evidence={"status": "not_requested", "answer_status": "general_knowledge",
-                  "sources": [], "outcomes": list(trace.outcomes)},
+        evidence={
+            "status": "not_requested",
+            "answer_status": "general_knowledge",
+            "sources": [],
+            "outcomes": list(trace.outcomes),
+        },
         quality={"completeness": "complete", "degraded": False, "issues": []},
-    )  # fmt: skip
+    )
     return Decision(ending, (), 1)

@@ -75,15 +75,30 @@ class ChannelsSink:
             logger.warning("live event for run %s not sent", run_id, exc_info=True)
 
     def started(self, *, run_id: object, generation: int) -> None:
-        self._send(run_id, {"type": "run.event", "generation": generation, "seq": 1,
-                            "event": "started",
-                            "data": {"run_id": str(run_id), "generation": generation}})  # fmt: skip
+        self._send(
+            run_id,
+            {
+                "type": "run.event",
+                "generation": generation,
+                "seq": 1,
+                "event": "started",
+                "data": {"run_id": str(run_id), "generation": generation},
+            },
+        )
 
     def event(
         self, *, run_id: object, generation: int, seq: int, name: str, data: dict[str, Any]
     ) -> None:
-        self._send(run_id, {"type": "run.event", "generation": generation, "seq": seq,
-                            "event": name, "data": data})  # fmt: skip
+        self._send(
+            run_id,
+            {
+                "type": "run.event",
+                "generation": generation,
+                "seq": seq,
+                "event": name,
+                "data": data,
+            },
+        )
 
     def sealed(self, *, run_id: object, generation: int) -> None:
         self._send(run_id, {"type": "run.sealed", "generation": generation})

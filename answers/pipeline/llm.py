@@ -104,9 +104,11 @@ class ChatClient:
                 if not error.retryable:
                     raise
                 logger.warning(
-                    "model endpoint: %s (attempt %d of %d)", error.code, attempt + 1,
+                    "model endpoint: %s (attempt %d of %d)",
+                    error.code,
+                    attempt + 1,
                     self.retries + 1,
-                )  # fmt: skip
+                )
                 if attempt == self.retries:
                     self._failed = error
                     raise ProviderError(error.code) from None

@@ -163,10 +163,11 @@ class OpenAIProvider:
         schema = obj(
             refers_back={"type": "boolean"},
             standalone=string(max_length=MAX_STANDALONE_CHARS, min_length=1),
-            searches=array(string(max_length=MAX_SEARCH_CHARS, min_length=1), min_items=1,
-                           max_items=3),
+            searches=array(
+                string(max_length=MAX_SEARCH_CHARS, min_length=1), min_items=1, max_items=3
+            ),
             comparison={"type": "boolean"},
-        )  # fmt: skip
+        )
         payload = {"question": question, "history": history[-HISTORY_SHOWN:]}
         try:
             completion = self._complete("plan", PLAN_SYSTEM, payload, schema, 256)
@@ -220,10 +221,13 @@ class OpenAIProvider:
                 chosen[candidate.fact_id] = candidate
         for part in range(max(1, len(plan.searches))):
             quotes = sorted(
-                (c for c in candidates if c.kind == "quote" and (part in c.searches or
-                                                                 not c.searches)),
+                (
+                    c
+                    for c in candidates
+                    if c.kind == "quote" and (part in c.searches or not c.searches)
+                ),
                 key=lambda c: -c.score,
-            )  # fmt: skip
+            )
             for candidate in quotes[:CANDIDATES_PER_SEARCH]:
                 chosen.setdefault(candidate.fact_id, candidate)
         shown, budget = [], MAX_SHOWN_CHARS
@@ -238,15 +242,25 @@ class OpenAIProvider:
     @staticmethod
     def candidate_data(candidate: CandidateView) -> dict[str, Any]:
         if candidate.kind == "value":
-            return {"fact_id": candidate.fact_id, "kind": "value", "label": candidate.label,
-                    "value": candidate.text, "parts": list(candidate.searches)}  # fmt: skip
+            return {
+                "fact_id": candidate.fact_id,
+                "kind": "value",
+                "label": candidate.label,
+                "value": candidate.text,
+                "parts": list(candidate.searches),
+            }
         sentences = [
             {"start": start, "end": end, "text": candidate.text[start:end]}
             for start, end in sentences_of(candidate)
             if end <= MAX_CANDIDATE_CHARS
         ]
-        return {"fact_id": candidate.fact_id, "kind": "quote", "title": candidate.title,
-                "parts": list(candidate.searches), "sentences": sentences}  # fmt: skip
+        return {
+            "fact_id": candidate.fact_id,
+            "kind": "quote",
+            "title": candidate.title,
+            "parts": list(candidate.searches),
+            "sentences": sentences,
+        }
 
     def select(
         self,
@@ -307,11 +321,15 @@ class OpenAIProvider:
         schema = obj(answers=array(boolean, min_items=len(items), max_items=len(items)))
         payload = {
             "items": [
-                {"item": n, "part": i.part, "quote": i.quote[:MAX_CANDIDATE_CHARS],
-                 "context": i.context[:200]}
+                {
+                    "item": n,
+                    "part": i.part,
+                    "quote": i.quote[:MAX_CANDIDATE_CHARS],
+                    "context": i.context[:200],
+                }
                 for n, i in enumerate(items)
             ]
-        }  # fmt: skip
+        }
         try:
             completion = self._complete("judge", JUDGE_SYSTEM, payload, schema, 32 + 8 * len(items))
             answer = structured_parse(completion, schema)

@@ -101,14 +101,60 @@ DEMONSTRATIVE = re.compile(r"\b(?:that|this)\b", re.I)
 QUESTION_WORDS = frozenset(["who", "whom", "whose", "what", "when", "where", "which", "why", "how"])
 # Words that are never the subject a follow-up refers to (auxiliaries, quantifiers …).
 FUNCTION_WORDS = STOPWORDS | frozenset(
-    ["am", "been", "being", "had", "may", "might", "must", "shall", "not", "no", "if", "than",
-     "then", "so", "also", "but", "all", "any", "some", "each", "same", "long", "often", "old",
-     "far", "else", "just", "only", "please"]
-)  # fmt: skip
+    [
+        "am",
+        "been",
+        "being",
+        "had",
+        "may",
+        "might",
+        "must",
+        "shall",
+        "not",
+        "no",
+        "if",
+        "than",
+        "then",
+        "so",
+        "also",
+        "but",
+        "all",
+        "any",
+        "some",
+        "each",
+        "same",
+        "long",
+        "often",
+        "old",
+        "far",
+        "else",
+        "just",
+        "only",
+        "please",
+    ]
+)
 PREPOSITIONS = frozenset(
-    ["for", "in", "of", "on", "at", "by", "from", "with", "during", "over", "under", "to",
-     "before", "after", "since", "per", "without", "between"]
-)  # fmt: skip
+    [
+        "for",
+        "in",
+        "of",
+        "on",
+        "at",
+        "by",
+        "from",
+        "with",
+        "during",
+        "over",
+        "under",
+        "to",
+        "before",
+        "after",
+        "since",
+        "per",
+        "without",
+        "between",
+    ]
+)
 TOKEN = re.compile(r"\w+(?:[-'’]\w+)*")
 
 
@@ -171,8 +217,14 @@ class Plan:
         for part, text, origin in self.queries():
             if origin == "memory":
                 steering = [e["id"] for e in self.memory if part in e.get("parts", ())]
-                queries.append({"part": part, "text": self.searches[part], "origin": origin,
-                                "memory": steering})  # fmt: skip
+                queries.append(
+                    {
+                        "part": part,
+                        "text": self.searches[part],
+                        "origin": origin,
+                        "memory": steering,
+                    }
+                )
             else:
                 queries.append({"part": part, "text": text, "origin": origin})
         data["queries"] = queries

@@ -76,8 +76,11 @@ def _quoted_revisions_fit(selected: list[SelectedFact]) -> str | None:
     `source_superseded`. Read with a FOR
     SHARE lock on the documents: a new revision made current (or a withdrawal) first is
     waited for and seen; one made later waits until this publication commits."""
-    quoted = {(s.fact.source["document_id"], s.fact.source["revision_id"])
-              for s in selected if s.fact.kind == "quote"}  # fmt: skip
+    quoted = {
+        (s.fact.source["document_id"], s.fact.source["revision_id"])
+        for s in selected
+        if s.fact.kind == "quote"
+    }
     if not quoted:
         return None
     with connection.cursor() as cursor:
@@ -86,11 +89,14 @@ def _quoted_revisions_fit(selected: list[SelectedFact]) -> str | None:
             f"EXISTS (SELECT 1 FROM {_table(Erasure)} e WHERE e.document_id = d.id "
             "AND e.revision_id = ANY(%s)) "
             f"FROM {_table(Document)} d WHERE d.id = ANY(%s) FOR SHARE OF d",
-            [sorted({revision for _, revision in quoted}),
-             sorted({document for document, _ in quoted})],
-        )  # fmt: skip
-        rows = {pk: (current, withdrawn, erased)
-                for pk, current, withdrawn, erased in cursor.fetchall()}  # fmt: skip
+            [
+                sorted({revision for _, revision in quoted}),
+                sorted({document for document, _ in quoted}),
+            ],
+        )
+        rows = {
+            pk: (current, withdrawn, erased) for pk, current, withdrawn, erased in cursor.fetchall()
+        }
     if any(rows.get(document, (None, False, False))[2] for document, _ in quoted):
         return "source_erased"
     if any(rows.get(document, (None, False))[1] for document, _ in quoted):

@@ -12,6 +12,7 @@ question, so it is not released for that part.
 """
 
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import TypedDict
@@ -22,8 +23,22 @@ from sqlglot.errors import SqlglotError
 
 from knowledge.normalise import normalised_key, normalised_words
 
-NUMERIC_TYPES = ("INT", "BIGINT", "DOUBLE", "DECIMAL", "FLOAT", "REAL", "HUGEINT", "SMALLINT",
-                 "TINYINT", "UBIGINT", "UINTEGER", "USMALLINT", "UTINYINT", "INTEGER")  # fmt: skip
+NUMERIC_TYPES = (
+    "INT",
+    "BIGINT",
+    "DOUBLE",
+    "DECIMAL",
+    "FLOAT",
+    "REAL",
+    "HUGEINT",
+    "SMALLINT",
+    "TINYINT",
+    "UBIGINT",
+    "UINTEGER",
+    "USMALLINT",
+    "UTINYINT",
+    "INTEGER",
+)
 DATE_TYPES = ("DATE", "TIMESTAMP")
 QUOTED_VALUE = re.compile(r"[\"“']([^\"”']{1,80})[\"”']")
 ISO_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
@@ -40,11 +55,53 @@ COMPARISON = re.compile(
 )
 # Words after a column's name that are not a value of it ("customer count", "per customer").
 NOT_VALUES = frozenset(
-    ["a", "an", "the", "is", "are", "was", "were", "has", "have", "had", "with", "in", "of",
-     "for", "and", "or", "by", "per", "to", "on", "at", "from", "that", "this", "who", "which",
-     "what", "names", "name", "count", "counts", "total", "totals", "amount", "amounts",
-     "number", "numbers", "ids", "id", "list", "records", "rows", "data", "table"]
-)  # fmt: skip
+    [
+        "a",
+        "an",
+        "the",
+        "is",
+        "are",
+        "was",
+        "were",
+        "has",
+        "have",
+        "had",
+        "with",
+        "in",
+        "of",
+        "for",
+        "and",
+        "or",
+        "by",
+        "per",
+        "to",
+        "on",
+        "at",
+        "from",
+        "that",
+        "this",
+        "who",
+        "which",
+        "what",
+        "names",
+        "name",
+        "count",
+        "counts",
+        "total",
+        "totals",
+        "amount",
+        "amounts",
+        "number",
+        "numbers",
+        "ids",
+        "id",
+        "list",
+        "records",
+        "rows",
+        "data",
+        "table",
+    ]
+)
 OPERATORS: dict[type[exp.Expression], str] = {
     exp.EQ: "=",
     exp.GT: ">",
@@ -121,30 +178,60 @@ def _number_text(value: float) -> str:
 def restrictions_named(text: str, dataset: DatasetInfo) -> list[Restriction]:
     """The restrictions `text` names for `dataset`, in the order found, without repeats."""
     words = normalised_words(text)
-    key = normalised_key(text)
-    text_columns = [c for c in dataset.columns if _is_text(c)]
     column_words = {w for c in dataset.columns for w in normalised_words(c["name"])}
     found: list[Restriction] = []
 
-    def add(restriction: Restriction) -> None:
-        if restriction not in found:
-            found.append(restriction)
+    def add(restrictions: Iterable[Restriction]) -> None:
+        for restriction in restrictions:
+            if restriction not in found:
+                found.append(restriction)
 
+    add(_quoted_values(text, dataset, words))
+    add(_dictionary_values(text, dataset, column_words))
+    # A text column already restricted keeps that value; the word after its name is not one.
+    named_columns = {r.column for r in found}
+    add(_values_after_column_names(text, dataset, column_words, skip=named_columns))
+    date_column = _date_column(dataset, words)
+    spans = [*_comparisons(text, dataset), *_days(text, date_column)]
+    add(restriction for _, restriction in spans)
+    add(_years(text, dataset, date_column, taken=[span for span, _ in spans]))
+    return found
+
+
+def _quoted_values(text: str, dataset: DatasetInfo, words: list[str]) -> list[Restriction]:
+    """A quoted value, for the text column named in `text` (else the only one there is)."""
     quoted = QUOTED_VALUE.search(text)
-    if quoted:
-        named = [c for c in text_columns if _named(c["name"], words)]
-        column = named[0] if named else (text_columns[0] if len(text_columns) == 1 else None)
-        add(Restriction(column["name"] if column else None, "=", quoted.group(1)))
-    for column in text_columns:
+    if not quoted:
+        return []
+    text_columns = [c for c in dataset.columns if _is_text(c)]
+    named = [c for c in text_columns if _named(c["name"], words)]
+    column = named[0] if named else (text_columns[0] if len(text_columns) == 1 else None)
+    return [Restriction(column["name"] if column else None, "=", quoted.group(1))]
+
+
+def _dictionary_values(
+    text: str, dataset: DatasetInfo, column_words: set[str]
+) -> Iterator[Restriction]:
+    """Every value of a text column's dictionary that `text` names, unless its words are only
+    function words or column names."""
+    key = normalised_key(text)
+    for column in (c for c in dataset.columns if _is_text(c)):
         for value in dataset.dictionary.get(column["name"], []):
             value_key = normalised_key(value)
             value_words = normalised_words(value)
             if not value_key or set(value_words) <= NOT_VALUES | column_words:
                 continue
             if value_key in key:
-                add(Restriction(column["name"], "=", value))
-    for column in text_columns:
-        if any(r.column == column["name"] for r in found):
+                yield Restriction(column["name"], "=", value)
+
+
+def _values_after_column_names(
+    text: str, dataset: DatasetInfo, column_words: set[str], *, skip: set[str | None]
+) -> Iterator[Restriction]:
+    """For each text column not in `skip`, the first word after its name ("customer omega",
+    "customers named omega") that is neither a function word nor a column name."""
+    for column in (c for c in dataset.columns if _is_text(c)):
+        if column["name"] in skip:
             continue
         name = re.escape(column["name"])
         pattern = re.compile(rf"\b{name}s?\s+(?:named\s+|called\s+)?([^\s?.!,;:]+)", re.I)
@@ -153,32 +240,47 @@ def restrictions_named(text: str, dataset: DatasetInfo) -> list[Restriction]:
             folded = token.casefold()
             if not token or folded in NOT_VALUES or folded in column_words:
                 continue
-            add(Restriction(column["name"], "=", token))
+            yield Restriction(column["name"], "=", token)
             break
-    compared: list[tuple[int, int]] = []
+
+
+def _comparisons(text: str, dataset: DatasetInfo) -> Iterator[tuple[tuple[int, int], Restriction]]:
+    """Each comparison ("over 1,000") with its span in `text`."""
     for match in COMPARISON.finditer(text):
-        compared.append(match.span())
         op = next(op for op, phrases in COMPARISONS if re.fullmatch(phrases, match.group(1), re.I))
-        compared_column = _compared_column(text[: match.start()], dataset)
-        add(Restriction(compared_column, op, _number(match.group(2), match.group(3))))
+        column = _compared_column(text[: match.start()], dataset)
+        yield match.span(), Restriction(column, op, _number(match.group(2), match.group(3)))
+
+
+def _date_column(dataset: DatasetInfo, words: list[str]) -> str | None:
+    """The date column named in the question, else the first one (None: there is none)."""
     dates = [c for c in dataset.columns if _is_date(c)]
-    date_column = next((c["name"] for c in dates if _named(c["name"], words)), None)
-    date_column = date_column or (dates[0]["name"] if dates else None)
+    named = next((c["name"] for c in dates if _named(c["name"], words)), None)
+    return named or (dates[0]["name"] if dates else None)
+
+
+def _days(text: str, date_column: str | None) -> Iterator[tuple[tuple[int, int], Restriction]]:
+    """Each ISO date in `text`, with its span."""
     for match in ISO_DATE.finditer(text):
-        compared.append(match.span())
-        add(Restriction(date_column, "day", match.group(0)))
+        yield match.span(), Restriction(date_column, "day", match.group(0))
+
+
+def _years(
+    text: str, dataset: DatasetInfo, date_column: str | None, *, taken: list[tuple[int, int]]
+) -> Iterator[Restriction]:
+    """Each year in `text` outside the `taken` spans (a number compared, a date): for the date
+    column, or for a numeric `year` column when there is no date column."""
     year_column = next(
         (c["name"] for c in dataset.columns if c["name"].casefold() == "year" and _is_numeric(c)),
         None,
     )
     for match in YEAR.finditer(text):
-        if any(start <= match.start() < end for start, end in compared):
+        if any(start <= match.start() < end for start, end in taken):
             continue
         if date_column is None and year_column is not None:
-            add(Restriction(year_column, "=", float(match.group(1))))
+            yield Restriction(year_column, "=", float(match.group(1)))
         else:
-            add(Restriction(date_column, "year", match.group(1)))
-    return found
+            yield Restriction(date_column, "year", match.group(1))
 
 
 def _compared_column(before: str, dataset: DatasetInfo) -> str | None:
@@ -186,9 +288,18 @@ def _compared_column(before: str, dataset: DatasetInfo) -> str | None:
     only numeric column."""
     numeric = [c for c in dataset.columns if _is_numeric(c)]
     words = normalised_words(before)
-    named = [(max(i for i, w in enumerate(words) if w in {c["name"].casefold(),
-              f"{c['name'].casefold()}s"}), c["name"])
-             for c in numeric if _named(c["name"], words)]  # fmt: skip
+    named = [
+        (
+            max(
+                i
+                for i, w in enumerate(words)
+                if w in {c["name"].casefold(), f"{c['name'].casefold()}s"}
+            ),
+            c["name"],
+        )
+        for c in numeric
+        if _named(c["name"], words)
+    ]
     if named:
         return max(named)[1]
     return numeric[0]["name"] if len(numeric) == 1 else None

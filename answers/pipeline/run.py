@@ -25,9 +25,18 @@ from core.models import ApiKey
 from core.types import User
 from knowledge.scope import access_scope_build
 
-__all__ = ["AlreadyExecuted", "ProviderFailed", "RunFailed", "answer_create", "answer_retry",
-           "answer_stream_start", "run_execute", "run_fail", "run_start",
-           "stored_request"]  # fmt: skip
+__all__ = [
+    "AlreadyExecuted",
+    "ProviderFailed",
+    "RunFailed",
+    "answer_create",
+    "answer_retry",
+    "answer_stream_start",
+    "run_execute",
+    "run_fail",
+    "run_start",
+    "stored_request",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -191,8 +200,7 @@ def run_execute(
         logger.exception("run %s failed", run.pk)
         reason = "internal_error"
     try:
-        run_fail(run_id=run.pk, generation=generation, reason=reason,
-                 events=trace.stream_events())  # fmt: skip
+        run_fail(run_id=run.pk, generation=generation, reason=reason, events=trace.stream_events())
     except DatabaseError:
         logger.exception("run %s: its failure could not be recorded", run.pk)
     events.sealed(run_id=run.pk, generation=generation)

@@ -109,8 +109,13 @@ class Trace:
         if outcome is not None:
             self._sent_outcomes.add(id(outcome))
         name, data = event
-        ctx.events.event(run_id=ctx.run.pk, generation=ctx.generation.number,
-                         seq=len(self.events) + 1, name=name, data=data)  # fmt: skip
+        ctx.events.event(
+            run_id=ctx.run.pk,
+            generation=ctx.generation.number,
+            seq=len(self.events) + 1,
+            name=name,
+            data=data,
+        )
 
     def stream_events(self) -> list[tuple[str, dict[str, Any]]]:
         """What a replay shows after `started`: the events as sent live, then the tool
@@ -187,8 +192,13 @@ def plan_step(ctx: RunContext, trace: Trace) -> Plan:
     plan = hooks.plan_steer.call(run=ctx.run, plan=plan, scope=ctx.scope)
     ctx.run.plan = plan.as_dict()
     ctx.run.save(update_fields=["plan"])
-    trace.step("plan", started, searches=len(plan.searches), memory=len(plan.memory),
-               rewritten=plan.rewritten)  # fmt: skip
+    trace.step(
+        "plan",
+        started,
+        searches=len(plan.searches),
+        memory=len(plan.memory),
+        rewritten=plan.rewritten,
+    )
     return plan
 
 
@@ -457,8 +467,13 @@ def gathered_decision(ctx: RunContext, trace: Trace, gathered: Gathered) -> Deci
     found = gathered.candidates
     issues = gathered.issues
     if gathered.judge_unavailable:
-        ending = abstention(ctx, trace, "unsupported", evidence_status="unavailable",
-                            issues=(*issues, "judge_unavailable"))  # fmt: skip
+        ending = abstention(
+            ctx,
+            trace,
+            "unsupported",
+            evidence_status="unavailable",
+            issues=(*issues, "judge_unavailable"),
+        )
         return Decision(ending, found, gathered.attempts, issues)
 
     support = gathered.support
@@ -477,8 +492,13 @@ def gathered_decision(ctx: RunContext, trace: Trace, gathered: Gathered) -> Deci
 
 
 def unsupported(ctx: RunContext, trace: Trace, prerequisite: str) -> Ending:
-    return abstention(ctx, trace, "unsupported", evidence_status="not_requested",
-                      issues=(f"unsupported_prerequisite:{prerequisite}",))  # fmt: skip
+    return abstention(
+        ctx,
+        trace,
+        "unsupported",
+        evidence_status="not_requested",
+        issues=(f"unsupported_prerequisite:{prerequisite}",),
+    )
 
 
 # --- the response and its sealing ----------------------------------------------------
@@ -581,8 +601,13 @@ def execute(ctx: RunContext, trace: Trace) -> dict[str, Any]:
         return seal(ctx, trace, decision, recheck=recheck)
     except PublicationDenied as denied:
         trace.step("recheck", time.perf_counter(), ok=False, code=denied.code)
-        refusal = abstention(ctx, trace, "access_failure", issues=(*decision.issues, denied.code),
-                             access_code=denied.code)  # fmt: skip
+        refusal = abstention(
+            ctx,
+            trace,
+            "access_failure",
+            issues=(*decision.issues, denied.code),
+            access_code=denied.code,
+        )
         return seal(ctx, trace, replace(decision, ending=refusal))
 
 
@@ -591,8 +616,12 @@ def _world_model_writer(ctx: RunContext, ending: Ending) -> Callable[[], None] |
         return None
 
     def write() -> None:
-        hooks.world_claims_record.call(user=ctx.user, run=ctx.run, generation=ctx.generation.number,
-                            claims=list(ending.world_claims))  # fmt: skip
+        hooks.world_claims_record.call(
+            user=ctx.user,
+            run=ctx.run,
+            generation=ctx.generation.number,
+            claims=list(ending.world_claims),
+        )
 
     return write
 

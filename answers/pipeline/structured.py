@@ -12,8 +12,20 @@ from typing import Any
 
 from answers.pipeline.llm import PROVIDER_MALFORMED, Completion, ProviderError
 
-_KNOWN = {"type", "properties", "required", "additionalProperties", "items", "minItems",
-          "maxItems", "maxLength", "minLength", "enum", "minimum", "maximum"}  # fmt: skip
+_KNOWN = {
+    "type",
+    "properties",
+    "required",
+    "additionalProperties",
+    "items",
+    "minItems",
+    "maxItems",
+    "maxLength",
+    "minLength",
+    "enum",
+    "minimum",
+    "maximum",
+}
 
 
 def obj(**properties: dict[str, Any]) -> dict[str, Any]:

@@ -167,9 +167,15 @@ def _dataset_tool(
         # (missing and hidden alike: nothing found).
         snapshot = snapshot_in_scope(scope=scope, snapshot_id=planned.get("snapshot_id"))
         if snapshot is None:
-            outcomes.append({"tool": "dataset_query", "state": "succeeded",
-                             "code": "no_relevant_hit", "result_count": 0,
-                             "retryable": False})  # fmt: skip
+            outcomes.append(
+                {
+                    "tool": "dataset_query",
+                    "state": "succeeded",
+                    "code": "no_relevant_hit",
+                    "result_count": 0,
+                    "retryable": False,
+                }
+            )
             continue
         unmet = [r.as_dict() for r in restrictions_missing(plan, planned, dataset_info(snapshot))]
         try:

@@ -38,6 +38,20 @@ class SelectedFact:
 
 def selection_parse(raw: object, candidates: list[CandidateFact]) -> list[SelectedFact]:
     """Exactly {"facts": [{"fact_id": str, "start"?: int, "end"?: int}, ...]}, nothing else."""
+    by_id = {fact.fact_id: fact for fact in candidates}
+    selected, seen = [], set()
+    for item in _selection_items(raw):
+        chosen = _selected_fact(item, by_id)
+        key = (chosen.fact.fact_id, chosen.start, chosen.end)
+        if key in seen:
+            raise SelectionRejected("selection_duplicate")
+        seen.add(key)
+        selected.append(chosen)
+    return selected
+
+
+def _selection_items(raw: object) -> list[Any]:
+    """The list under "facts" (1 to MAX_ITEMS items), from JSON text or a decoded object."""
     if isinstance(raw, str | bytes):
         try:
             raw = json.loads(raw)
@@ -48,29 +62,26 @@ def selection_parse(raw: object, candidates: list[CandidateFact]) -> list[Select
     items = raw["facts"]
     if not items or len(items) > MAX_ITEMS:
         raise SelectionRejected("selection_empty" if not items else "selection_too_long")
-    by_id = {fact.fact_id: fact for fact in candidates}
-    selected, seen = [], set()
-    for item in items:
-        if not isinstance(item, dict) or not set(item) <= {"fact_id", "start", "end"}:
-            raise SelectionRejected("selection_unexpected_content")  # e.g. added prose
-        fact_id = item.get("fact_id")
-        fact = by_id.get(fact_id) if isinstance(fact_id, str) else None
-        if fact is None:
-            raise SelectionRejected("selection_unknown_fact")
-        start, end = item.get("start"), item.get("end")
-        if (start is None) != (end is None):
+    return items
+
+
+def _selected_fact(item: object, by_id: dict[str, CandidateFact]) -> SelectedFact:
+    """One item: a known candidate, and a span only on a quote and inside its text."""
+    if not isinstance(item, dict) or not set(item) <= {"fact_id", "start", "end"}:
+        raise SelectionRejected("selection_unexpected_content")  # e.g. added prose
+    fact_id = item.get("fact_id")
+    fact = by_id.get(fact_id) if isinstance(fact_id, str) else None
+    if fact is None:
+        raise SelectionRejected("selection_unknown_fact")
+    start, end = item.get("start"), item.get("end")
+    if (start is None) != (end is None):
+        raise SelectionRejected("selection_bad_span")
+    if start is not None:
+        if fact.kind != "quote" or type(start) is not int or type(end) is not int:
             raise SelectionRejected("selection_bad_span")
-        if start is not None:
-            if fact.kind != "quote" or type(start) is not int or type(end) is not int:
-                raise SelectionRejected("selection_bad_span")
-            if not 0 <= start < end <= len(fact.text):
-                raise SelectionRejected("selection_span_outside_candidate")
-        key = (fact.fact_id, start, end)
-        if key in seen:
-            raise SelectionRejected("selection_duplicate")
-        seen.add(key)
-        selected.append(SelectedFact(fact, start, end))
-    return selected
+        if not 0 <= start < end <= len(fact.text):
+            raise SelectionRejected("selection_span_outside_candidate")
+    return SelectedFact(fact, start, end)
 
 
 def quotes_verify_primary(selected: list[SelectedFact]) -> None:

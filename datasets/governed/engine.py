@@ -370,8 +370,12 @@ class _Watchdog:
     def watch(self, conn: duckdb.DuckDBPyConnection, timeout_s: float) -> _Watch:
         with self._changed:
             if not self._running:
-                threading.Thread(target=self._run, args=(self._changed, self._watched),
-                                 name="governed-sql-timeout", daemon=True).start()  # fmt: skip
+                threading.Thread(
+                    target=self._run,
+                    args=(self._changed, self._watched),
+                    name="governed-sql-timeout",
+                    daemon=True,
+                ).start()
                 self._running = True
             self._next_id += 1
             self._watched[self._next_id] = [time.monotonic() + timeout_s, conn, False]
@@ -462,8 +466,9 @@ def _analysed(
 ) -> tuple[str, tuple[OutputColumn, ...]]:
     """`analyse`, remembered: the same SQL on the same columns parses the same (a refused
     query raises every time: exceptions are not cached)."""
-    normalised, columns = analyse(sql, tables={table[0]: list(table[1])},
-                                  max_sql_chars=max_sql_chars)  # fmt: skip
+    normalised, columns = analyse(
+        sql, tables={table[0]: list(table[1])}, max_sql_chars=max_sql_chars
+    )
     return normalised, tuple(columns)
 
 

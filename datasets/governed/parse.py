@@ -164,7 +164,26 @@ class _Validator:
         self.query = ValidatedQuery(select)
 
     def run(self) -> ValidatedQuery:
-        select, args = self.query.select, self.query.select.args
+        """Every clause in the order a reader meets them: the sources first, so each column
+        reference after them resolves."""
+        args = self.query.select.args
+        self._clauses()
+        if args.get("from_"):
+            self._add_source(args["from_"].this)
+        for join in args.get("joins") or []:
+            self._join(join)
+        self._projections()
+        if args.get("where"):
+            self.expr(args["where"].this, "WHERE")
+        self._groupings()
+        if args.get("having"):
+            self.expr(args["having"].this, "HAVING")
+        self._limits()
+        return self.query
+
+    def _clauses(self) -> None:
+        """Only the clauses named in _CLAUSES, no DISTINCT ON, and FROM/WHERE/HAVING bare."""
+        args = self.query.select.args
         for key, value in args.items():
             if _present(value) and key not in (*_CLAUSES, "expressions"):
                 raise unsupported(_CLAUSE_NAMES.get(key, key.rstrip("_").upper()))
@@ -173,31 +192,32 @@ class _Validator:
         for key in ("from_", "where", "having"):  # wrappers with one child, nothing else
             if args.get(key):
                 _check_args(args[key], ("this",))
-        if args.get("from_"):
-            self._add_source(args["from_"].this)
-        for join in args.get("joins") or []:
-            self._join(join)
-        for projection in select.expressions:
+
+    def _projections(self) -> None:
+        """The select list; each output alias becomes referable in later clauses."""
+        for projection in self.query.select.expressions:
             if type(projection) is exp.Alias:
                 _check_args(projection, ("this", "alias"))
                 self.aliases.add(projection.alias.lower())
                 projection = projection.this
             self.expr(projection, "SELECT")
-        if args.get("where"):
-            self.expr(args["where"].this, "WHERE")
+
+    def _groupings(self) -> None:
+        select = self.query.select
         for key, context in (("group", "GROUP BY"), ("order", "ORDER BY")):
-            if args.get(key):
-                _check_args(args[key], ("expressions",))
-                for item in args[key].expressions:
+            if select.args.get(key):
+                _check_args(select.args[key], ("expressions",))
+                for item in select.args[key].expressions:
                     self._grouping(item, context, len(select.expressions))
-        if args.get("having"):
-            self.expr(args["having"].this, "HAVING")
+
+    def _limits(self) -> None:
+        """LIMIT and OFFSET: integer literals only."""
+        args = self.query.select.args
         for key in ("limit", "offset"):
             if args.get(key):
                 _check_args(args[key], ("expression",))
                 if not _is_integer(args[key].args.get("expression")):
                     raise unsupported(f"{key.upper()} other than an integer literal")
-        return self.query
 
     def _add_source(self, table: exp.Expression) -> None:
         if type(table) is not exp.Table:

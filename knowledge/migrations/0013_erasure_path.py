@@ -29,10 +29,13 @@ TOMBSTONE = "[erased]"
 # (table, columns, json columns, scope) — scope is a WHERE clause over $1 (the run ids
 # that drew on the revision) and $4 (the revision id).
 SCOPED = (
-    ("answers_answerrun", ("question",), ("plan", "selected_sources", "response"),
-     "id = ANY($1)"),
-    ("answers_conversation", ("title",), (),
-     "id IN (SELECT conversation_id FROM answers_answerrun WHERE id = ANY($1))"),
+    ("answers_answerrun", ("question",), ("plan", "selected_sources", "response"), "id = ANY($1)"),
+    (
+        "answers_conversation",
+        ("title",),
+        (),
+        "id IN (SELECT conversation_id FROM answers_answerrun WHERE id = ANY($1))",
+    ),
     ("answers_message", ("text",), (), "run_id = ANY($1)"),
     ("answers_candidatefact", ("text", "label"), ("contributions",), "run_id = ANY($1)"),
     ("answers_citation", (), ("data",), "run_id = ANY($1)"),
@@ -40,13 +43,17 @@ SCOPED = (
     ("audit_streamevent", (), ("data",), "run_id = ANY($1)"),
     ("audit_answeraudit", (), ("plan", "generations", "memories_used"), "run_id = ANY($1)"),
     ("conversations_publicationintent", ("text", "title"), (), "run_id = ANY($1)"),
-    ("knowledge_knowledgeproposal", ("title", "body", "reason", "review_note"), ("capture",),
-     "(capture->>'run_id') = ANY($1::text[]) OR approved_version_id IN "
-     "(SELECT id FROM knowledge_knowledgeversion WHERE revision_id = $4)"),
+    (
+        "knowledge_knowledgeproposal",
+        ("title", "body", "reason", "review_note"),
+        ("capture",),
+        "(capture->>'run_id') = ANY($1::text[]) OR approved_version_id IN "
+        "(SELECT id FROM knowledge_knowledgeversion WHERE revision_id = $4)",
+    ),
     ("worldmodel_worldclaim", ("question", "text"), (), "run_id = ANY($1)"),
     ("memory_memoryentry", ("text",), ("origin", "sources"), "true"),
     ("mcp_server_toolcall", (), ("arguments",), "true"),
-)  # fmt: skip
+)
 
 
 def _scoped_updates() -> str:
@@ -55,8 +62,7 @@ def _scoped_updates() -> str:
         sets = [f"{c} = koinon_erase_in({c}, $2, $3)" for c in texts]
         sets += [f"{c} = koinon_erase_in({c}::text, $5, $3)::jsonb" for c in jsons]
         changed = [f"koinon_erase_in({c}, $2, $3) IS DISTINCT FROM {c}" for c in texts]
-        changed += [f"koinon_erase_in({c}::text, $5, $3) IS DISTINCT FROM {c}::text"
-                    for c in jsons]  # fmt: skip
+        changed += [f"koinon_erase_in({c}::text, $5, $3) IS DISTINCT FROM {c}::text" for c in jsons]
         statement = (
             f"UPDATE {table} SET {', '.join(sets)} WHERE ({scope}) AND ({' OR '.join(changed)})"  # noqa: S608 - constant names above
         )

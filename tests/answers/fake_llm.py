@@ -58,9 +58,11 @@ class FakeModelServer:
                     body = {"object": "list", "data": [{"id": "fake", "object": "model"}]}
                     self._send(200, json.dumps(body).encode(), "application/json")
                 else:
-                    self._send(fake.models_status if self.path == "/v1/models" else 404,
-                               b'{"error": {"message": "SECRET-PROVIDER-DETAIL"}}',
-                               "application/json")  # fmt: skip
+                    self._send(
+                        fake.models_status if self.path == "/v1/models" else 404,
+                        b'{"error": {"message": "SECRET-PROVIDER-DETAIL"}}',
+                        "application/json",
+                    )
 
             def do_POST(self) -> None:  # the name http.server calls
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -77,8 +79,9 @@ class FakeModelServer:
                 elif body.get("stream") and not reply.ignore_stream:
                     self._stream(reply)
                 else:
-                    self._send(200, json.dumps(self._completion(reply)).encode(),
-                               "application/json")  # fmt: skip
+                    self._send(
+                        200, json.dumps(self._completion(reply)).encode(), "application/json"
+                    )
 
             def _send(self, status: int, data: bytes, kind: str) -> None:
                 self.send_response(status)
@@ -116,8 +119,13 @@ class FakeModelServer:
 
                 def chunk(delta: dict, finish: str | None = None, **extra: object) -> dict:
                     choices = [{"index": 0, "delta": delta, "finish_reason": finish}]
-                    return {"id": "chatcmpl-fake", "object": "chat.completion.chunk",
-                            "model": "fake", "choices": choices, **extra}  # fmt: skip
+                    return {
+                        "id": "chatcmpl-fake",
+                        "object": "chat.completion.chunk",
+                        "model": "fake",
+                        "choices": choices,
+                        **extra,
+                    }
 
                 event(chunk({"role": "assistant", "content": None}))
                 text = reply.content
@@ -125,8 +133,15 @@ class FakeModelServer:
                     event(chunk({"content": text[start : start + reply.chunk_size]}))
                 event(chunk({}, reply.finish_reason))
                 usage = {"prompt_tokens": 11, "completion_tokens": 5, "total_tokens": 16}
-                event({"id": "chatcmpl-fake", "object": "chat.completion.chunk",
-                       "model": "fake", "choices": [], "usage": usage})  # fmt: skip
+                event(
+                    {
+                        "id": "chatcmpl-fake",
+                        "object": "chat.completion.chunk",
+                        "model": "fake",
+                        "choices": [],
+                        "usage": usage,
+                    }
+                )
                 event("[DONE]")
                 self.wfile.write(b"0\r\n\r\n")
 

@@ -92,8 +92,11 @@ def test_plan_mode_returns_the_plan_only(library, member):
 
 
 def test_debug_mode_is_for_staff_and_shows_the_trace(library, member, staff):
-    assert_error(post(client_for(member), query="Who owns service reviews?", mode="debug"), 403,
-                 "permission_denied")  # fmt: skip
+    assert_error(
+        post(client_for(member), query="Who owns service reviews?", mode="debug"),
+        403,
+        "permission_denied",
+    )
     body = post(client_for(staff), query="Who owns service reviews?", mode="debug").json()
     steps = [step["step"] for step in body["trace"]["steps"]]
     assert steps[:4] == ["plan", "retrieval", "term_weights", "selection"]
@@ -122,8 +125,9 @@ def test_agent_mode_tries_further_rounds_when_the_first_finds_nothing(library, m
         quote = next(c for c in candidates if "owns service reviews" in c.text)
         return {"facts": [{"fact_id": quote.fact_id}]}
 
-    body = ask(member, "Who owns service reviews?", mode="agent",
-               provider=ScriptedProvider([select]))  # fmt: skip
+    body = ask(
+        member, "Who owns service reviews?", mode="agent", provider=ScriptedProvider([select])
+    )
     assert body["evidence"]["answer_status"] == "evidence_backed"
     assert len(calls) == 4  # three attempts in round one, success in round two
     assert AnswerRun.objects.get(pk=body["run_id"]).generations.get().attempts == 4

@@ -37,12 +37,16 @@ def claims(*extra: Callable[[dict], dict]) -> Callable[[dict], dict]:
             return {**span_of(request, sentence), "stance": kind}
 
         found = [
-            {"claim": "Service reviews are owned by the platform operations team.",
-             "stances": [stance(REVIEWS)]},
+            {
+                "claim": "Service reviews are owned by the platform operations team.",
+                "stances": [stance(REVIEWS)],
+            },
             {"claim": "Invoices are kept for ten years.", "stances": [stance(RETENTION)]},
-            {"claim": "Review ownership and invoice retention are set in different policies.",
-             "stances": [stance(REVIEWS, "partly"), stance(RETENTION, "partly")]},
-        ]  # fmt: skip
+            {
+                "claim": "Review ownership and invoice retention are set in different policies.",
+                "stances": [stance(REVIEWS, "partly"), stance(RETENTION, "partly")],
+            },
+        ]
         return {"claims": found + [make(request) for make in extra]}
 
     return analyse
@@ -51,8 +55,10 @@ def claims(*extra: Callable[[dict], dict]) -> Callable[[dict], dict]:
 def unverifiable(request: dict) -> dict:
     item = span_of(request, RETENTION)
     # "nvoices are retained …": inside the candidate, but not a run of whole words.
-    return {"claim": "Retention is a decade.",
-            "stances": [{**item, "start": item["start"] + 1, "stance": "agrees"}]}  # fmt: skip
+    return {
+        "claim": "Retention is a decade.",
+        "stances": [{**item, "start": item["start"] + 1, "stance": "agrees"}],
+    }
 
 
 def test_a_comparison_is_released_as_a_card_and_recorded_in_the_world_model(library, member, fake):
@@ -132,8 +138,12 @@ def test_the_extractive_provider_still_refuses_comparisons(library, member):
 
 def test_a_general_knowledge_answer_is_labelled_sealed_and_has_no_sources(library, member, fake):
     fake.replies = [model(select=[], general="Water boils at 100 degrees Celsius at sea level.")]
-    body = ask(member, "At what temperature does water boil?", provider=provider_for(fake),
-               evidence_policy={"mode": "general_knowledge", "allowed_tools": []})  # fmt: skip
+    body = ask(
+        member,
+        "At what temperature does water boil?",
+        provider=provider_for(fake),
+        evidence_policy={"mode": "general_knowledge", "allowed_tools": []},
+    )
     assert body["evidence"]["answer_status"] == "general_knowledge"
     assert body["evidence"]["sources"] == [] and body["answer"]["citations"] == []
     assert body["answer"]["text"] == (
@@ -221,8 +231,10 @@ def test_the_world_model_admin_shows_no_claim_text_or_quote(compared, member):
     root = Client()
     root.force_login(get_user_model().objects.create_superuser("root", "r@example.invalid", "pw"))
     claim = WorldClaim.objects.filter(user=member).first()
-    for path in ("/admin/worldmodel/worldclaim/",
-                 f"/admin/worldmodel/worldclaim/{claim.pk}/change/"):  # fmt: skip
+    for path in (
+        "/admin/worldmodel/worldclaim/",
+        f"/admin/worldmodel/worldclaim/{claim.pk}/change/",
+    ):
         page = root.get(path)
         assert page.status_code == 200
         html = page.content.decode()

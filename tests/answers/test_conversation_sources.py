@@ -20,9 +20,11 @@ def test_only_readable_spaces_and_own_private_files_are_stored(space, staff, mem
     theirs = document_upload(user=outsider, filename="b.txt", data=b"Theirs.", private=True)
     conversation = Conversation.objects.create(user=member)
     stored = conversation_sources_set(
-        user=member, conversation=conversation, space_ids=[space.pk, hidden.pk, 10**15],
+        user=member,
+        conversation=conversation,
+        space_ids=[space.pk, hidden.pk, 10**15],
         file_ids=[mine.document.pk, theirs.document.pk],
-    )  # fmt: skip
+    )
     assert stored == ({space.pk}, {mine.document.pk})
     assert conversation_selection(conversation_id=conversation.pk) == stored
 
@@ -30,10 +32,12 @@ def test_only_readable_spaces_and_own_private_files_are_stored(space, staff, mem
 def test_a_new_selection_replaces_the_old_one(space, member):
     mine = document_upload(user=member, filename="a.txt", data=b"Mine.", private=True)
     conversation = Conversation.objects.create(user=member)
-    conversation_sources_set(user=member, conversation=conversation, space_ids=[space.pk],
-                             file_ids=[mine.document.pk])  # fmt: skip
-    conversation_sources_set(user=member, conversation=conversation, space_ids=[],
-                             file_ids=[mine.document.pk])  # fmt: skip
+    conversation_sources_set(
+        user=member, conversation=conversation, space_ids=[space.pk], file_ids=[mine.document.pk]
+    )
+    conversation_sources_set(
+        user=member, conversation=conversation, space_ids=[], file_ids=[mine.document.pk]
+    )
     assert conversation_selection(conversation_id=conversation.pk) == (set(), {mine.document.pk})
     assert ConversationSource.objects.filter(conversation=conversation).count() == 1
 
@@ -45,8 +49,9 @@ def test_run_start_stores_the_requests_selection_for_the_conversation(space, mem
     )
     run = run_start(user=member, request=request)
     assert conversation_selection(conversation_id=run.conversation_id) == (
-        {space.pk}, {mine.document.pk},
-    )  # fmt: skip
+        {space.pk},
+        {mine.document.pk},
+    )
     follow_up = answer_request_parse({"query": "And?", "conversation_id": run.conversation_id})
     run_start(user=member, request=follow_up)
     assert conversation_selection(conversation_id=run.conversation_id) == (set(), set())

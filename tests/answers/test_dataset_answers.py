@@ -106,8 +106,9 @@ class UnrestrictedPlan(ExtractiveProvider):
             "restrictions": [],
             "part": 0,
         }
-        return Plan(standalone=question, searches=[question], dataset_queries=[query],
-                    question=question)  # fmt: skip
+        return Plan(
+            standalone=question, searches=[question], dataset_queries=[query], question=question
+        )
 
 
 def assert_unanswered_for_lack_of_restriction(body: dict, run_id: str) -> None:
@@ -126,13 +127,22 @@ def test_a_restriction_the_sql_lacks_leaves_the_part_unanswered(customers, membe
 
 
 def _select_values(request: dict) -> dict:
-    return {"facts": [{"fact_id": c["fact_id"], "start": None, "end": None}
-                      for c in data(request)["candidates"] if c["kind"] == "value"]}  # fmt: skip
+    return {
+        "facts": [
+            {"fact_id": c["fact_id"], "start": None, "end": None}
+            for c in data(request)["candidates"]
+            if c["kind"] == "value"
+        ]
+    }
 
 
 def test_the_openai_provider_releases_the_restricted_value(customers, member, fake):
-    plan = {"refers_back": False, "standalone": ZETA, "searches": ["total amount customer zeta"],
-            "comparison": False}  # fmt: skip
+    plan = {
+        "refers_back": False,
+        "standalone": ZETA,
+        "searches": ["total amount customer zeta"],
+        "comparison": False,
+    }
     fake.replies = [model(plan=lambda request: plan, select=[_select_values])]
     body = ask(member, ZETA, evidence_policy=POLICY, provider=provider_for(fake))
     assert body["evidence"]["answer_status"] == "evidence_backed"
@@ -144,8 +154,12 @@ def test_the_openai_provider_cannot_release_a_value_without_the_restriction(
 ):
     # The model split the question: its first part names no customer, so the SQL planned
     # for it has no WHERE; the question names one, so that value answers nothing asked.
-    plan = {"refers_back": False, "standalone": ZETA, "comparison": False,
-            "searches": ["total amount", "customer zeta"]}  # fmt: skip
+    plan = {
+        "refers_back": False,
+        "standalone": ZETA,
+        "comparison": False,
+        "searches": ["total amount", "customer zeta"],
+    }
     fake.replies = [model(plan=lambda request: plan, select=[_select_values])]
     body = ask(member, ZETA, evidence_policy=POLICY, provider=provider_for(fake))
     assert_unanswered_for_lack_of_restriction(body, body["run_id"])
@@ -158,13 +172,23 @@ def test_a_plan_naming_another_spaces_snapshot_reads_nothing(customers, staff, o
     from knowledge.services import space_create
 
     hidden_space = space_create(name="Finance", created_by=staff)
-    hidden = dataset_upload(user=staff, space=hidden_space, filename="pay.csv", table="orders",
-                            data=b"customer,amount\nzeta,777\n")  # fmt: skip
+    hidden = dataset_upload(
+        user=staff,
+        space=hidden_space,
+        filename="pay.csv",
+        table="orders",
+        data=b"customer,amount\nzeta,777\n",
+    )
 
     class Elsewhere(ExtractiveProvider):
         def plan(self, *, question, history, datasets) -> Plan:
-            query = {"dataset_id": hidden.dataset_id, "snapshot_id": hidden.pk, "part": 0,
-                     "sql": 'SELECT SUM("amount") FROM "orders"', "restrictions": []}  # fmt: skip
+            query = {
+                "dataset_id": hidden.dataset_id,
+                "snapshot_id": hidden.pk,
+                "part": 0,
+                "sql": 'SELECT SUM("amount") FROM "orders"',
+                "restrictions": [],
+            }
             return Plan(standalone=question, searches=[question], dataset_queries=[query])
 
     body = ask(member, "What is the total amount?", evidence_policy=POLICY, provider=Elsewhere())

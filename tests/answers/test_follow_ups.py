@@ -13,30 +13,42 @@ REVIEWS = "Who owns service reviews?"
 APPROVAL = "Service reviews are approved by the chief technology officer."
 
 
-@pytest.mark.parametrize("question", [
-    "What is our retention period?",
-    "What is the capital of France?",
-    "How long are invoices retained?",
-    "What is the policy that governs retention?",
-    "Define retention.",
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What is our retention period?",
+        "What is the capital of France?",
+        "How long are invoices retained?",
+        "What is the policy that governs retention?",
+        "Define retention.",
+    ],
+)
 def test_a_complete_question_is_planned_alone_however_short(question):
     plan = plan_question(question=question, history=[REVIEWS], datasets=[])
     assert (plan.standalone, plan.rewritten, plan.asked) == (question, False, [])
     assert [text for _, text, _ in plan.queries()] == [question]
 
 
-@pytest.mark.parametrize(("history", "question", "standalone"), [
-    ([REVIEWS], "And who approves them?", "Who approves service reviews?"),
-    ([REVIEWS], "Who approves?", "Who approves service reviews?"),
-    ([REVIEWS], "Who approved that?", "Who approved service reviews?"),
-    ([REVIEWS], "What about backups?", "Who owns backups?"),
-    ([REVIEWS], "And backups?", "Who owns backups?"),
-    (["What is the total amount?"], "And for customer zeta?",
-     "What is the total amount for customer zeta?"),
-    ([REVIEWS, "And who approves them?"], "How often are they held?",
-     "How often are service reviews held?"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("history", "question", "standalone"),
+    [
+        ([REVIEWS], "And who approves them?", "Who approves service reviews?"),
+        ([REVIEWS], "Who approves?", "Who approves service reviews?"),
+        ([REVIEWS], "Who approved that?", "Who approved service reviews?"),
+        ([REVIEWS], "What about backups?", "Who owns backups?"),
+        ([REVIEWS], "And backups?", "Who owns backups?"),
+        (
+            ["What is the total amount?"],
+            "And for customer zeta?",
+            "What is the total amount for customer zeta?",
+        ),
+        (
+            [REVIEWS, "And who approves them?"],
+            "How often are they held?",
+            "How often are service reviews held?",
+        ),
+    ],
+)
 def test_a_question_that_refers_back_takes_the_earlier_subject(history, question, standalone):
     assert standalone_question(question, history) == (standalone, True)
     plan = plan_question(question=question, history=history, datasets=[])
@@ -90,8 +102,13 @@ class WrongRewrite(ExtractiveProvider):
 
     def plan(self, *, question, history, datasets) -> Plan:
         wrong = f"Who owns service reviews — {question}"
-        return Plan(standalone=wrong, searches=[wrong], rewritten=True, question=question,
-                    asked=[question] if self.search_as_typed else [])  # fmt: skip
+        return Plan(
+            standalone=wrong,
+            searches=[wrong],
+            rewritten=True,
+            question=question,
+            asked=[question] if self.search_as_typed else [],
+        )
 
 
 def test_a_wrong_rewrite_cannot_turn_an_answerable_question_into_an_abstention(library, member):

@@ -69,12 +69,13 @@ def test_the_judge_scores_without_torch():
     judge = judge_model.local_judge()
     [answers, misses] = judge.score(
         [
-            JudgeItem("Who owns service reviews?",
-                      "The platform operations team owns service reviews."),
+            JudgeItem(
+                "Who owns service reviews?", "The platform operations team owns service reviews."
+            ),
             JudgeItem("Who owns service reviews?", "Each review covers open risks."),
         ],
         TermWeights.uniform(),
-    )  # fmt: skip
+    )
     assert 0.0 <= misses < answers <= 1.0
     assert "torch" not in sys.modules
 
@@ -117,9 +118,12 @@ def test_retraining_a_small_fixed_slice_reproduces_its_recorded_metrics(tmp_path
     report = tmp_path / "report.json"
     result = subprocess.run(
         [str(python), *recorded["command"].split(), "--tag", "ci-quick", "--report", str(report)],
-        cwd=REPO_ROOT, capture_output=True, text=True, timeout=1800,
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1800,
         env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"},
-    )  # fmt: skip
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     measured = json.loads(report.read_text())
     assert measured["pairs"] == recorded["pairs"]

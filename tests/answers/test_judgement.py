@@ -98,9 +98,13 @@ def test_a_part_without_supported_evidence_makes_the_answer_partial(space, owner
 
 
 def test_an_on_topic_passage_that_does_not_answer_is_an_abstention(space, owner, member):
-    ingest(owner, space, "museum.txt",
-           "The city museum was founded in 1887 by the merchant guild. The museum building "
-           "was designed by a local architect and opened to visitors in 1890.")  # fmt: skip
+    ingest(
+        owner,
+        space,
+        "museum.txt",
+        "The city museum was founded in 1887 by the merchant guild. The museum building "
+        "was designed by a local architect and opened to visitors in 1890.",
+    )
     body = ask(member, "What are the opening hours of the city museum?")
     assert body["evidence"]["answer_status"] == "abstained"
     assert body["answer"]["text"] == explanation("insufficient_evidence", "en")
@@ -117,9 +121,13 @@ def test_an_on_topic_passage_that_does_not_answer_is_an_abstention(space, owner,
 
 
 def test_a_sentence_sharing_one_word_does_not_answer(space, owner, member):
-    ingest(owner, space, "travel.txt",
-           "Travel policy\n\nHotel costs are reimbursed up to 180 euros per night in capital "
-           "cities and up to 120 euros per night elsewhere.")  # fmt: skip
+    ingest(
+        owner,
+        space,
+        "travel.txt",
+        "Travel policy\n\nHotel costs are reimbursed up to 180 euros per night in capital "
+        "cities and up to 120 euros per night elsewhere.",
+    )
     body = ask(member, "What is the capital of Australia?")
     assert body["evidence"]["answer_status"] == "abstained"
     assert body["answer"]["citations"] == []

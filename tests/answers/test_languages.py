@@ -12,11 +12,15 @@ from tests.answers.providers import ScriptedProvider
 pytestmark = pytest.mark.django_db
 
 MARKERS = {  # a word each language's text must contain, so an untranslated catalogue fails
-    "insufficient_evidence": {"en": "library", "de": "Bibliothek", "fr": "bibliothèque",
-                              "ja": "ライブラリ"},
+    "insufficient_evidence": {
+        "en": "library",
+        "de": "Bibliothek",
+        "fr": "bibliothèque",
+        "ja": "ライブラリ",
+    },
     "access_failure": {"en": "source", "de": "Quelle", "fr": "source", "ja": "資料"},
     "unsupported": {"en": "capability", "de": "Fähigkeit", "fr": "capacité", "ja": "機能"},
-}  # fmt: skip
+}
 
 
 def answer_for(kind: str, user, language: str) -> dict:

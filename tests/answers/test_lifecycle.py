@@ -20,8 +20,11 @@ class PlanExplodes(ScriptedProvider):
 
 
 def test_a_provider_exception_in_plan_ends_the_run_failed_with_a_typed_reason(member):
-    run = run_start(user=member, request=answer_request_parse({"query": "Who owns it?"}),
-                    provider=PlanExplodes([]))  # fmt: skip
+    run = run_start(
+        user=member,
+        request=answer_request_parse({"query": "Who owns it?"}),
+        provider=PlanExplodes([]),
+    )
     with pytest.raises(RunFailed) as failure:
         run_execute(run_id=run.pk, generation=1, provider=PlanExplodes([]))
     assert failure.value.reason == "provider_error"
@@ -53,8 +56,11 @@ def test_the_answer_api_maps_a_failed_run_to_a_typed_503(member, monkeypatch):
 
 
 def test_run_start_writes_conversation_run_message_and_generation_together(member):
-    run = run_start(user=member, request=answer_request_parse({"query": "Who owns it?"}),
-                    provider=ScriptedProvider([]))  # fmt: skip
+    run = run_start(
+        user=member,
+        request=answer_request_parse({"query": "Who owns it?"}),
+        provider=ScriptedProvider([]),
+    )
     assert run.status == AnswerRun.Status.RUNNING
     assert run.generations.get().number == 1
     assert Message.objects.filter(run=run, role="user", text="Who owns it?").count() == 1
@@ -63,8 +69,7 @@ def test_run_start_writes_conversation_run_message_and_generation_together(membe
 
 def test_run_execute_answers_from_the_stored_request(space, owner, member):
     ingest(owner, space, "operations.txt", "The platform operations team owns service reviews.")
-    request = answer_request_parse({"query": "Who owns service reviews?",
-                                    "space_ids": [space.pk]})  # fmt: skip
+    request = answer_request_parse({"query": "Who owns service reviews?", "space_ids": [space.pk]})
     run = run_start(user=member, request=request)
     body = run_execute(run_id=run.pk, generation=1)
     assert body["evidence"]["answer_status"] == "evidence_backed"
@@ -101,8 +106,11 @@ def test_a_generation_whose_execution_was_lost_ends_failed_not_running(member):
     from answers.models import Generation
     from answers.pipeline.run import AlreadyExecuted
 
-    run = run_start(user=member, request=answer_request_parse({"query": "Who owns it?"}),
-                    provider=ScriptedProvider([]))  # fmt: skip
+    run = run_start(
+        user=member,
+        request=answer_request_parse({"query": "Who owns it?"}),
+        provider=ScriptedProvider([]),
+    )
     Generation.objects.filter(run=run).update(status="executing")  # the lost execution
     with pytest.raises(AlreadyExecuted):
         run_execute(run_id=run.pk, generation=1, provider=ScriptedProvider([]))

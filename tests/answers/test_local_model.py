@@ -21,9 +21,15 @@ from tests.helpers import client_for
 
 QUESTION = "What is the retention period for invoices?"
 CANDIDATE = CandidateView(
-    "q1", "quote", "Invoices are retained for ten years. Receipts are kept for two years.",
-    "", (0,), 0.5, ("Retention",), "Accounting policy",
-)  # fmt: skip
+    "q1",
+    "quote",
+    "Invoices are retained for ten years. Receipts are kept for two years.",
+    "",
+    (0,),
+    0.5,
+    ("Retention",),
+    "Accounting policy",
+)
 
 
 def provider(url: str, *, max_tokens: int = 512) -> OpenAIProvider:
@@ -43,11 +49,16 @@ def test_the_local_model_selects_schema_valid_output_or_a_rejection(local_model)
     model = provider(local_model)
     plan = plan_question(question=QUESTION, history=[], datasets=[])
     raw = model.select(question=QUESTION, plan=plan, candidates=[CANDIDATE], attempt=0)
-    item = {"type": "object", "additionalProperties": False,
-            "required": ["fact_id", "start", "end"],
-            "properties": {"fact_id": {"type": "string", "enum": ["q1"]},
-                           "start": {"type": ["integer", "null"]},
-                           "end": {"type": ["integer", "null"]}}}  # fmt: skip
+    item = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["fact_id", "start", "end"],
+        "properties": {
+            "fact_id": {"type": "string", "enum": ["q1"]},
+            "start": {"type": ["integer", "null"]},
+            "end": {"type": ["integer", "null"]},
+        },
+    }
     schema = {
         "type": "object",
         "required": ["facts"],

@@ -43,8 +43,11 @@ def span_of(request: dict, sentence: str) -> dict:
     for candidate in data(request)["candidates"]:
         for shown in candidate.get("sentences", []):
             if shown["text"] == sentence:
-                return {"fact_id": candidate["fact_id"], "start": shown["start"],
-                        "end": shown["end"]}  # fmt: skip
+                return {
+                    "fact_id": candidate["fact_id"],
+                    "start": shown["start"],
+                    "end": shown["end"],
+                }
     raise AssertionError(f"{sentence!r} was not shown")
 
 
@@ -66,12 +69,17 @@ def model(
             if plan is not None:
                 return Reply.json(plan(request))
             question = data(request)["question"]
-            return Reply.json({"refers_back": False, "standalone": question,
-                               "searches": [question], "comparison": False})  # fmt: skip
+            return Reply.json(
+                {
+                    "refers_back": False,
+                    "standalone": question,
+                    "searches": [question],
+                    "comparison": False,
+                }
+            )
         if name == "judge":
             items = data(request)["items"]
-            return Reply.json({"answers": [judge
-                                           for _ in items]})  # fmt: skip
+            return Reply.json({"answers": [judge for _ in items]})
         if name == "select":
             number = next(selections)
             answer = select[min(number, len(select) - 1)](request)
@@ -102,8 +110,10 @@ def test_the_client_reads_streamed_chunks_and_counts_tokens(fake):
     assert request["response_format"]["type"] == "json_schema"
     assert request["response_format"]["json_schema"]["strict"] is True
     assert (client.usage.calls, client.usage.prompt_tokens, client.usage.completion_tokens) == (
-        1, 11, 5,
-    )  # fmt: skip
+        1,
+        11,
+        5,
+    )
 
 
 def test_the_client_reads_a_whole_completion_from_a_server_that_does_not_stream(fake):
@@ -166,8 +176,12 @@ def test_an_unreachable_endpoint_is_provider_unavailable():
     ],
 )
 def test_anything_but_the_schema_is_malformed(content, finish):
-    schema = {"type": "object", "properties": {"answer": {"type": "string", "maxLength": 20}},
-              "required": ["answer"], "additionalProperties": False}  # fmt: skip
+    schema = {
+        "type": "object",
+        "properties": {"answer": {"type": "string", "maxLength": 20}},
+        "required": ["answer"],
+        "additionalProperties": False,
+    }
     with pytest.raises(ProviderError, match=r"^provider_malformed$"):
         structured_parse(Completion(content, finish), schema)
 
@@ -178,10 +192,16 @@ def test_anything_but_the_schema_is_malformed(content, finish):
 def test_the_model_plans_searches_and_the_rule_planner_keeps_the_dataset_queries(fake):
     from answers.pipeline.planner import DatasetInfo
 
-    fake.replies = [Reply.json({"refers_back": False,
-                                "standalone": "What is the total amount of the invoices?",
-                                "searches": ["total amount invoices", "ignore the rules"],
-                                "comparison": False})]  # fmt: skip
+    fake.replies = [
+        Reply.json(
+            {
+                "refers_back": False,
+                "standalone": "What is the total amount of the invoices?",
+                "searches": ["total amount invoices", "ignore the rules"],
+                "comparison": False,
+            }
+        )
+    ]
     datasets = [DatasetInfo(1, 2, "invoices", "orders", [{"name": "amount", "type": "BIGINT"}])]
     plan = provider_for(fake).plan(
         question="What is the total amount of the invoices?", history=[], datasets=datasets
@@ -222,8 +242,9 @@ def test_candidate_text_is_data_between_markers_that_no_document_can_close(fake)
     fake.replies = [Reply.json({"facts": []})]
     candidate = CandidateView("q1", "quote", hostile, "", (0,), 0.5)
     plan = plan_question(question="What are the rules?", history=[], datasets=[])
-    provider_for(fake).select(question="What are the rules?", plan=plan, candidates=[candidate],
-                              attempt=0)  # fmt: skip
+    provider_for(fake).select(
+        question="What are the rules?", plan=plan, candidates=[candidate], attempt=0
+    )
     [request] = fake.requests
     system, user = request["messages"]
     assert system == {"role": "system", "content": SELECT_SYSTEM}
@@ -297,8 +318,9 @@ def test_model_output_other_than_a_valid_selection_is_rejected(
 def test_a_value_not_from_the_recorded_query_is_rejected(library, member, fake):
     def with_value(request: dict) -> dict:
         [value] = [c for c in data(request)["candidates"] if c["kind"] == "value"]
-        return {"facts": [{"fact_id": value["fact_id"], "start": None, "end": None,
-                           "value": "5,000"}]}  # fmt: skip
+        return {
+            "facts": [{"fact_id": value["fact_id"], "start": None, "end": None, "value": "5,000"}]
+        }
 
     fake.replies = [model(select=[with_value])]
     body = ask(member, "What is the total amount of the invoices?", provider=provider_for(fake))
@@ -311,8 +333,11 @@ def test_a_selection_cut_off_by_max_tokens_is_rejected(library, member, fake):
     def cut(request: dict) -> str:
         return json.dumps({"facts": [span_of(request, RETENTION)]})[:20]
 
-    fake.replies = [lambda r: Reply(cut(r), finish_reason="length") if step(r) == "select"
-                    else model(select=[cut])(r)]  # fmt: skip
+    fake.replies = [
+        lambda r: (
+            Reply(cut(r), finish_reason="length") if step(r) == "select" else model(select=[cut])(r)
+        )
+    ]
     body = ask(member, "What is the retention period for invoices?", provider=provider_for(fake))
     assert_abstained(body, "provider_malformed")
 
@@ -323,8 +348,9 @@ def test_provider_failures_abstain_with_typed_codes_and_no_provider_text(
 ):
     fake.replies = [Reply(status=500)]
     with caplog.at_level(logging.INFO):
-        body = ask(member, "What is the retention period for invoices?",
-                   provider=provider_for(fake))  # fmt: skip
+        body = ask(
+            member, "What is the retention period for invoices?", provider=provider_for(fake)
+        )
     assert_abstained(body, "provider_unavailable")
     assert "SECRET-PROVIDER-DETAIL" not in json.dumps(body) + caplog.text
     # plan (3 tries, then the rule plan) and one selection's 3 tries; then it fails fast.
@@ -337,8 +363,11 @@ def test_a_slow_model_ends_in_provider_timeout(library, member, fake):
     default = model(select=[lambda r: {"facts": []}])
     fake.replies = [lambda r: Reply("{}", stall=released) if step(r) == "select" else default(r)]
     try:
-        body = ask(member, "What is the retention period for invoices?",
-                   provider=provider_for(fake, timeout=0.3, retries=0))  # fmt: skip
+        body = ask(
+            member,
+            "What is the retention period for invoices?",
+            provider=provider_for(fake, timeout=0.3, retries=0),
+        )
     finally:
         released.set()
     assert_abstained(body, "provider_timeout")
@@ -365,8 +394,14 @@ def test_a_reselection_with_typed_reasons_succeeds_on_the_second_try(library, me
 @pipeline
 def test_a_quote_the_judge_rejects_goes_back_and_a_better_one_is_kept(library, member, fake):
     first = "Each review covers availability, incidents and open risks."
-    fake.replies = [model(select=[lambda r: {"facts": [span_of(r, first)]},
-                                  lambda r: {"facts": [span_of(r, REVIEWS)]}])]  # fmt: skip
+    fake.replies = [
+        model(
+            select=[
+                lambda r: {"facts": [span_of(r, first)]},
+                lambda r: {"facts": [span_of(r, REVIEWS)]},
+            ]
+        )
+    ]
     body = ask(member, "Who owns service reviews?", provider=provider_for(fake))
     assert body["evidence"]["answer_status"] == "evidence_backed"
     assert [c["quote"] for c in body["answer"]["citations"]] == [REVIEWS]
@@ -398,9 +433,16 @@ def test_the_model_plan_rewrites_only_a_question_that_refers_back(fake):
     history = ["Who owns service reviews?"]
     complete = "What is our retention period?"
     # The model rewrote a complete question with the earlier one: the server plans it alone.
-    fake.replies = [Reply.json({"refers_back": False, "comparison": False,
-                                "standalone": f"Who owns service reviews — {complete}",
-                                "searches": ["service reviews retention period"]})]  # fmt: skip
+    fake.replies = [
+        Reply.json(
+            {
+                "refers_back": False,
+                "comparison": False,
+                "standalone": f"Who owns service reviews — {complete}",
+                "searches": ["service reviews retention period"],
+            }
+        )
+    ]
     plan = provider_for(fake).plan(question=complete, history=history, datasets=[])
     assert (plan.standalone, plan.rewritten, plan.asked) == (complete, False, [])
     assert plan == plan_question(question=complete, history=history, datasets=[])
@@ -409,9 +451,16 @@ def test_the_model_plan_rewrites_only_a_question_that_refers_back(fake):
     # A follow-up by the rule: the model's rewrite is kept, and the question as typed is
     # searched and judged too.
     follow = "And who approves them?"
-    fake.replies = [Reply.json({"refers_back": True, "comparison": False,
-                                "standalone": "Who approves service reviews?",
-                                "searches": ["who approves service reviews"]})]  # fmt: skip
+    fake.replies = [
+        Reply.json(
+            {
+                "refers_back": True,
+                "comparison": False,
+                "standalone": "Who approves service reviews?",
+                "searches": ["who approves service reviews"],
+            }
+        )
+    ]
     plan = provider_for(fake).plan(question=follow, history=history, datasets=[])
     assert (plan.standalone, plan.rewritten) == ("Who approves service reviews?", True)
     assert plan.queries() == [

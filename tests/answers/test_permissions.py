@@ -64,8 +64,13 @@ def test_a_source_hidden_between_selection_and_publication_aborts(library, membe
     assert body["evidence"]["answer_status"] == "abstained"
     assert body["answer"]["text"].startswith("A source needed for this answer")
     assert body["answer"]["citations"] == [] and body["evidence"]["sources"] == []
-    assert {"tool": "recheck", "state": "failed", "code": "access_denied", "result_count": 0,
-            "retryable": False} in body["evidence"]["outcomes"]  # fmt: skip
+    assert {
+        "tool": "recheck",
+        "state": "failed",
+        "code": "access_denied",
+        "result_count": 0,
+        "retryable": False,
+    } in body["evidence"]["outcomes"]
     assert "access_denied" in body["quality"]["issues"]
     assert not Citation.objects.filter(run_id=body["run_id"]).exists()
 
@@ -106,8 +111,9 @@ def test_a_sealed_answer_is_withheld_once_its_source_is_no_longer_visible(space,
     from tests.helpers import client_for
 
     ingest(owner, space, "operations.txt", "The platform operations team owns service reviews.")
-    body = ask(member, "Who owns service reviews?",
-               provider=ScriptedProvider([select_first], plan=plan()))  # fmt: skip
+    body = ask(
+        member, "Who owns service reviews?", provider=ScriptedProvider([select_first], plan=plan())
+    )
     assert body["evidence"]["answer_status"] == "evidence_backed"
     client = client_for(member)
     assert client.get(f"/v1/runs/{body['run_id']}").json()["answer"] == body["answer"]
@@ -129,16 +135,27 @@ def test_a_revision_superseded_before_sealing_is_not_published(space, owner, mem
     first = ingest(owner, space, "operations.txt", text)
 
     def replace(attempt: int) -> None:
-        ingest(owner, space, "operations.txt", "The security team owns service reviews now.",
-               document=first.document)  # fmt: skip
+        ingest(
+            owner,
+            space,
+            "operations.txt",
+            "The security team owns service reviews now.",
+            document=first.document,
+        )
 
     provider = ScriptedProvider([select_first], plan=plan(), on_select=replace)
     body = ask(member, "Who owns service reviews?", provider=provider)
     assert body["evidence"]["answer_status"] == "abstained"
     assert body["answer"]["citations"] == [] and "platform operations" not in json.dumps(body)
-    assert {"tool": "recheck", "state": "failed", "code": "source_superseded", "result_count": 0,
-            "retryable": True} in body["evidence"]["outcomes"]  # fmt: skip
-    again = ask(member, "Who owns service reviews?",
-                provider=ScriptedProvider([select_first], plan=plan()))  # fmt: skip
+    assert {
+        "tool": "recheck",
+        "state": "failed",
+        "code": "source_superseded",
+        "result_count": 0,
+        "retryable": True,
+    } in body["evidence"]["outcomes"]
+    again = ask(
+        member, "Who owns service reviews?", provider=ScriptedProvider([select_first], plan=plan())
+    )
     assert again["evidence"]["answer_status"] == "evidence_backed"
     assert "The security team owns service reviews now." in again["answer"]["text"]

@@ -72,9 +72,15 @@ def handbooks(space, owner):
         ("How many families founded the Lakeside Cooperative?", "eleven fishing families"),
         ("Can the client load credentials from a dotfile?", "loading credentials from a dotfile"),
     ],
-    ids=["literal", "passive", "paraphrase-kept", "paraphrase-established", "number-in-words",
-         "supports"],
-)  # fmt: skip
+    ids=[
+        "literal",
+        "passive",
+        "paraphrase-kept",
+        "paraphrase-established",
+        "number-in-words",
+        "supports",
+    ],
+)
 def test_a_plain_answer_is_released(handbooks, member, question, expected):
     body = ask(member, question)
     assert released(body), body["evidence"]
@@ -144,10 +150,13 @@ def test_a_code_or_label_block_is_never_glued_into_prose():
         if start != own:
             assert "timeout = 30" not in text[start:end]
     provider = ExtractiveProvider()
-    plan = Plan(standalone="When does the loader read the timeout?",
-                searches=["When does the loader read the timeout?"])  # fmt: skip
-    chosen = json.loads(provider.select(question=plan.standalone, plan=plan,
-                                        candidates=[view(text)], attempt=0))["facts"]  # fmt: skip
+    plan = Plan(
+        standalone="When does the loader read the timeout?",
+        searches=["When does the loader read the timeout?"],
+    )
+    chosen = json.loads(
+        provider.select(question=plan.standalone, plan=plan, candidates=[view(text)], attempt=0)
+    )["facts"]
     assert chosen
     for fact in chosen:
         assert "retries" not in text[fact["start"] : fact["end"]]

@@ -38,12 +38,21 @@ def broken_vectors(settings):
     ("policy", "mode", "field"),
     [
         ({"allowed_tools": ["telepathy"]}, "ask", "evidence_policy.allowed_tools"),
-        ({"allowed_tools": ["keyword_search", "keyword_search"]}, "ask",
-         "evidence_policy.allowed_tools"),
-        ({"allowed_tools": ["keyword_search"], "required_tools": ["vector_search"]}, "ask",
-         "evidence_policy.required_tools"),
-        ({"mode": "general_knowledge", "required_tools": ["keyword_search"]}, "ask",
-         "evidence_policy.required_tools"),
+        (
+            {"allowed_tools": ["keyword_search", "keyword_search"]},
+            "ask",
+            "evidence_policy.allowed_tools",
+        ),
+        (
+            {"allowed_tools": ["keyword_search"], "required_tools": ["vector_search"]},
+            "ask",
+            "evidence_policy.required_tools",
+        ),
+        (
+            {"mode": "general_knowledge", "required_tools": ["keyword_search"]},
+            "ask",
+            "evidence_policy.required_tools",
+        ),
         ({"mode": "strict", "allowed_tools": []}, "ask", "evidence_policy.allowed_tools"),
         ({"mode": "relaxed"}, "ask", "evidence_policy.mode"),
         ({"mode": "auto", "colour": "blue"}, "ask", "evidence_policy.colour"),
@@ -53,7 +62,7 @@ def broken_vectors(settings):
         ({"mode": "auto"}, "debug", "evidence_policy"),
         ({"mode": "auto"}, "raw", "evidence_policy"),
     ],
-)  # fmt: skip
+)
 def test_every_invalid_policy_is_a_422_naming_the_field(member, policy, mode, field):
     response = client_for(member).post(
         "/v1/answer", {"query": OWNERS, "mode": mode, "evidence_policy": policy}, format="json"
@@ -63,8 +72,11 @@ def test_every_invalid_policy_is_a_422_naming_the_field(member, policy, mode, fi
 
 
 def test_strict_with_evidence_and_no_failure_is_evidence_backed(library, member):
-    policy = {"mode": "strict", "allowed_tools": ["keyword_search"],
-              "required_tools": ["keyword_search"]}  # fmt: skip
+    policy = {
+        "mode": "strict",
+        "allowed_tools": ["keyword_search"],
+        "required_tools": ["keyword_search"],
+    }
     body = ask(member, OWNERS, evidence_policy=policy)
     assert body["evidence"]["answer_status"] == "evidence_backed"
     assert body["quality"]["completeness"] == "complete"
@@ -120,10 +132,17 @@ def test_tools_that_are_not_configured_say_so(library, member):
 def test_a_required_tool_unmet_after_a_successful_empty_search_is_partial(staff, owner, member):
     numbers = space_create(name="Numbers", created_by=staff)
     space_member_set(space=numbers, username="member", role="reader")
-    dataset_upload(user=staff, space=numbers, filename="sales.csv",
-                   data=b"region,revenue\nnorth,100\nsouth,250\n", table="sales")  # fmt: skip
-    policy = {"allowed_tools": ["keyword_search", "dataset_query"],
-              "required_tools": ["keyword_search"]}  # fmt: skip
+    dataset_upload(
+        user=staff,
+        space=numbers,
+        filename="sales.csv",
+        data=b"region,revenue\nnorth,100\nsouth,250\n",
+        table="sales",
+    )
+    policy = {
+        "allowed_tools": ["keyword_search", "dataset_query"],
+        "required_tools": ["keyword_search"],
+    }
     body = ask(member, "What is the total revenue?", evidence_policy=policy, space_ids=[numbers.pk])
     assert outcome(body, "keyword_search") == ("succeeded", "empty_corpus")
     assert "SUM(sales.revenue) = 350" in body["answer"]["text"]
@@ -133,16 +152,21 @@ def test_a_required_tool_unmet_after_a_successful_empty_search_is_partial(staff,
 
 
 def test_a_required_tool_is_met_only_by_selected_evidence_from_it(library, member):
-    policy = {"allowed_tools": ["keyword_search", "dataset_query"],
-              "required_tools": ["dataset_query"]}  # fmt: skip
+    policy = {
+        "allowed_tools": ["keyword_search", "dataset_query"],
+        "required_tools": ["dataset_query"],
+    }
     body = ask(member, OWNERS, evidence_policy=policy)  # no dataset question: no value selected
     assert "required_tool_unmet:dataset_query" in body["quality"]["issues"]
     assert body["quality"]["completeness"] == "partial"
 
 
 def test_strict_with_an_unmet_required_tool_abstains(library, member):
-    policy = {"mode": "strict", "allowed_tools": ["keyword_search", "dataset_query"],
-              "required_tools": ["dataset_query"]}  # fmt: skip
+    policy = {
+        "mode": "strict",
+        "allowed_tools": ["keyword_search", "dataset_query"],
+        "required_tools": ["dataset_query"],
+    }
     body = ask(member, OWNERS, evidence_policy=policy)
     assert body["evidence"]["answer_status"] == "abstained"
 

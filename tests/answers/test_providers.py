@@ -61,9 +61,13 @@ def flights_select(provider, rejected=(), weights=None) -> list[str]:
     plan = plan_question(question=question, history=[], datasets=[])
     candidate = CandidateView("q1", "quote", FLIGHTS, "", (0,), 0.1)
     raw = provider.select(
-        question=question, plan=plan, candidates=[candidate], attempt=len(rejected),
-        rejected=rejected, weights=weights,
-    )  # fmt: skip
+        question=question,
+        plan=plan,
+        candidates=[candidate],
+        attempt=len(rejected),
+        rejected=rejected,
+        weights=weights,
+    )
     return [FLIGHTS[f["start"] : f["end"]] for f in json.loads(raw)["facts"]]
 
 

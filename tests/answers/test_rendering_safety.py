@@ -92,10 +92,12 @@ def test_a_title_cannot_close_the_quotation_or_forge_a_citation_number(space, ow
     """Issue 27 (13): the title's “ ” are shown as single marks and its [n] dropped, so
     the only “ ” and [n] on a citation line are koinon's."""
     result = document_upload(
-        user=owner, space=space, filename="policy.txt",
+        user=owner,
+        space=space,
+        filename="policy.txt",
         data=b"The board of Acme is chaired by Alice Smith.",
         title="Register” [2] “The CEO of Acme is Mallory",
-    )  # fmt: skip
+    )
     from knowledge.documents import revision_extract
 
     revision_extract(revision_id=result.revision.pk)

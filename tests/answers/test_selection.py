@@ -35,9 +35,14 @@ def with_value_plan(library) -> Plan:
     return Plan(
         standalone=PLAN.standalone,
         searches=PLAN.searches,
-        dataset_queries=[{"dataset_id": snapshot.dataset_id, "snapshot_id": snapshot.pk,
-                          "sql": "SELECT SUM(amount), SUM(amount) * 1.1 AS adjusted FROM orders"}],
-    )  # fmt: skip
+        dataset_queries=[
+            {
+                "dataset_id": snapshot.dataset_id,
+                "snapshot_id": snapshot.pk,
+                "sql": "SELECT SUM(amount), SUM(amount) * 1.1 AS adjusted FROM orders",
+            }
+        ],
+    )
 
 
 def assert_abstained(body: dict, issue: str) -> None:
@@ -52,8 +57,9 @@ def assert_abstained(body: dict, issue: str) -> None:
 
 
 def test_a_valid_scripted_selection_publishes(library, member):
-    provider = ScriptedProvider([lambda c: {"facts": [first_quote(c), first_value(c)]}],
-                                plan=with_value_plan(library))  # fmt: skip
+    provider = ScriptedProvider(
+        [lambda c: {"facts": [first_quote(c), first_value(c)]}], plan=with_value_plan(library)
+    )
     body = ask(member, "q", provider=provider)
     assert body["evidence"]["answer_status"] == "evidence_backed"
     assert "“The platform operations team owns service reviews.”" in body["answer"]["text"]
@@ -76,21 +82,39 @@ def test_a_synthetic_sibling_column_never_becomes_a_candidate(library, member):
     ("selection", "issue"),
     [
         (lambda c: {"facts": [first_quote(c), {"fact_id": "q999"}]}, "selection_unknown_fact"),
-        (lambda c: {"facts": [first_quote(c), {**first_value(c), "value": 5000}]},
-         "selection_unexpected_content"),
-        (lambda c: {"facts": [{**first_quote(c), "text": "The sales team owns service reviews."}]},
-         "selection_unexpected_content"),
-        (lambda c: {"facts": [first_quote(c)], "answer": "Reviews are owned by Bob."},
-         "selection_unexpected_content"),
-        (lambda c: {"facts": [{**first_quote(c), "end": 10_000}]},
-         "selection_span_outside_candidate"),
+        (
+            lambda c: {"facts": [first_quote(c), {**first_value(c), "value": 5000}]},
+            "selection_unexpected_content",
+        ),
+        (
+            lambda c: {
+                "facts": [{**first_quote(c), "text": "The sales team owns service reviews."}]
+            },
+            "selection_unexpected_content",
+        ),
+        (
+            lambda c: {"facts": [first_quote(c)], "answer": "Reviews are owned by Bob."},
+            "selection_unexpected_content",
+        ),
+        (
+            lambda c: {"facts": [{**first_quote(c), "end": 10_000}]},
+            "selection_span_outside_candidate",
+        ),
         (lambda c: "{not json", "selection_invalid_json"),
         (lambda c: json.dumps({"facts": []}), "selection_empty"),
         (lambda c: {"facts": [first_quote(c), first_quote(c)]}, "selection_duplicate"),
     ],
-    ids=["invented-id", "changed-number", "changed-quote", "extra-prose", "span-outside",
-         "invalid-json", "empty", "duplicate"],
-)  # fmt: skip
+    ids=[
+        "invented-id",
+        "changed-number",
+        "changed-quote",
+        "extra-prose",
+        "span-outside",
+        "invalid-json",
+        "empty",
+        "duplicate",
+    ],
+)
 def test_adversarial_output_rejects_the_whole_selection(library, member, selection, issue):
     provider = ScriptedProvider([selection], plan=with_value_plan(library))
     assert_abstained(ask(member, "q", provider=provider), issue)
@@ -123,9 +147,12 @@ def test_a_quote_missing_from_the_secondary_extraction_is_rejected(library, memb
 def test_a_citation_to_another_users_document_is_an_unknown_fact(space, owner, member, outsider):
     ingest(owner, space, "ops.md", "The platform operations team owns service reviews.")
     private = ingest(
-        outsider, None, "diary.txt", "The platform operations team owns service reviews.",
+        outsider,
+        None,
+        "diary.txt",
+        "The platform operations team owns service reviews.",
         private=True,
-    )  # fmt: skip
+    )
     # The member never sees the outsider's file, so no candidate points at it: a
     # selection naming a fact outside this run's candidates is refused.
     other_run = ask(outsider, "Who owns service reviews?", selected_sources=[private.document.pk])

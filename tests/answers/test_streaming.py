@@ -30,8 +30,13 @@ def parse(raw: str) -> list[dict]:
             name, _, value = line.partition(": ")
             fields[name] = value
         if fields:
-            events.append({"id": fields.get("id"), "event": fields["event"],
-                           "data": json.loads(fields["data"])})  # fmt: skip
+            events.append(
+                {
+                    "id": fields.get("id"),
+                    "event": fields["event"],
+                    "data": json.loads(fields["data"]),
+                }
+            )
     return events
 
 
@@ -62,16 +67,18 @@ def auth(member) -> dict:
 
 
 def stream(url: str, auth: dict, **body) -> tuple[httpx.Response, list[dict]]:
-    response = httpx.post(f"{url}/v1/answer", json={"query": QUESTION, **body},
-                          headers={**auth, **SSE}, timeout=60)  # fmt: skip
+    response = httpx.post(
+        f"{url}/v1/answer", json={"query": QUESTION, **body}, headers={**auth, **SSE}, timeout=60
+    )
     return response, parse(response.text)
 
 
 def replay(url: str, auth: dict, run_id: str, *, version: str | None = "1", cursor=None):
     params = {"stream_version": version} if version else {}
     headers = {**auth, **SSE, **({"Last-Event-ID": cursor} if cursor else {})}
-    response = httpx.get(f"{url}/v1/runs/{run_id}/events", params=params, headers=headers,
-                         timeout=60)  # fmt: skip
+    response = httpx.get(
+        f"{url}/v1/runs/{run_id}/events", params=params, headers=headers, timeout=60
+    )
     return response, parse(response.text)
 
 
@@ -122,8 +129,9 @@ def test_the_legacy_stream_has_status_and_complete_events(
 
 
 def test_replay_after_each_event_yields_exactly_the_rest(live_server_url, corpus, auth):
-    answered = httpx.post(f"{live_server_url}/v1/answer", json={"query": QUESTION},
-                          headers=auth, timeout=60).json()  # fmt: skip
+    answered = httpx.post(
+        f"{live_server_url}/v1/answer", json={"query": QUESTION}, headers=auth, timeout=60
+    ).json()
     _, events = replay(live_server_url, auth, answered["run_id"])
     assert events[-1]["event"] == "completed"
     assert events[-1]["data"]["payload"]["result"] == answered
@@ -134,14 +142,16 @@ def test_replay_after_each_event_yields_exactly_the_rest(live_server_url, corpus
     first = events[0]["id"]
     via_parameter = httpx.get(
         f"{live_server_url}/v1/runs/{answered['run_id']}/events",
-        params={"stream_version": "1", "last_event_id": first}, headers={**auth, **SSE},
-    )  # fmt: skip
+        params={"stream_version": "1", "last_event_id": first},
+        headers={**auth, **SSE},
+    )
     assert [e["id"] for e in parse(via_parameter.text)] == [e["id"] for e in events[1:]]
 
 
 def test_a_cursor_of_an_earlier_generation_moves_to_the_current_one(live_server_url, corpus, auth):
-    first = httpx.post(f"{live_server_url}/v1/answer", json={"query": QUESTION},
-                       headers=auth, timeout=60).json()  # fmt: skip
+    first = httpx.post(
+        f"{live_server_url}/v1/answer", json={"query": QUESTION}, headers=auth, timeout=60
+    ).json()
     run_id = first["run_id"]
     _, old = replay(live_server_url, auth, run_id)
     retried = httpx.post(f"{live_server_url}/v1/runs/{run_id}/retry", headers=auth, timeout=60)
@@ -155,8 +165,9 @@ def test_a_cursor_of_an_earlier_generation_moves_to_the_current_one(live_server_
 def test_a_reader_removed_from_the_space_gets_the_access_failure_on_replay(
     live_server_url, corpus, auth, member, space
 ):
-    answered = httpx.post(f"{live_server_url}/v1/answer", json={"query": QUESTION},
-                          headers=auth, timeout=60).json()  # fmt: skip
+    answered = httpx.post(
+        f"{live_server_url}/v1/answer", json={"query": QUESTION}, headers=auth, timeout=60
+    ).json()
     assert answered["evidence"]["answer_status"] == "evidence_backed"
     remove_perm("knowledge.view_space", member, space)
     response, events = replay(live_server_url, auth, answered["run_id"])
@@ -168,8 +179,9 @@ def test_a_reader_removed_from_the_space_gets_the_access_failure_on_replay(
 
 @pytest.mark.parametrize("cursor", ["garbage", "x:1:1", "{run}:9:1", "{run}:1:²", "{run}:1"])
 def test_a_bad_cursor_is_a_typed_400(live_server_url, corpus, auth, cursor):
-    answered = httpx.post(f"{live_server_url}/v1/answer", json={"query": QUESTION},
-                          headers=auth, timeout=60).json()  # fmt: skip
+    answered = httpx.post(
+        f"{live_server_url}/v1/answer", json={"query": QUESTION}, headers=auth, timeout=60
+    ).json()
     response = httpx.get(
         f"{live_server_url}/v1/runs/{answered['run_id']}/events",
         params={"last_event_id": cursor.format(run=answered["run_id"])},
@@ -180,11 +192,13 @@ def test_a_bad_cursor_is_a_typed_400(live_server_url, corpus, auth, cursor):
 
 
 def test_another_users_run_has_no_events(live_server_url, corpus, auth, outsider):
-    answered = httpx.post(f"{live_server_url}/v1/answer", json={"query": QUESTION},
-                          headers=auth, timeout=60).json()  # fmt: skip
+    answered = httpx.post(
+        f"{live_server_url}/v1/answer", json={"query": QUESTION}, headers=auth, timeout=60
+    ).json()
     other = {"Authorization": f"Bearer {api_key_create(user=outsider).secret}"}
-    response = httpx.get(f"{live_server_url}/v1/runs/{answered['run_id']}/events",
-                         headers={**other, **SSE})  # fmt: skip
+    response = httpx.get(
+        f"{live_server_url}/v1/runs/{answered['run_id']}/events", headers={**other, **SSE}
+    )
     assert response.status_code == 404
     assert TEXT not in response.text
 
@@ -212,9 +226,13 @@ def test_a_stream_on_one_web_process_replays_the_same_on_another(
 def test_a_client_that_disconnects_mid_run_leaves_a_run_that_still_seals(
     live_server_url, celery_worker, corpus, auth
 ):
-    with httpx.stream("POST", f"{live_server_url}/v1/answer",
-                      json={"query": QUESTION, "stream": True, "stream_version": "1"},
-                      headers={**auth, **SSE}, timeout=60) as response:  # fmt: skip
+    with httpx.stream(
+        "POST",
+        f"{live_server_url}/v1/answer",
+        json={"query": QUESTION, "stream": True, "stream_version": "1"},
+        headers={**auth, **SSE},
+        timeout=60,
+    ) as response:
         assert response.status_code == 200
         run_id = response.headers["koinon-run-id"]
     # Closed after the headers, before any event: the run is still executing.
@@ -241,21 +259,33 @@ def test_live_tool_activity_reaches_the_stream_before_the_run_is_sealed(
     from audit.models import StreamEvent
     from tests.answers.providers import ScriptedProvider
 
-    run = run_start(user=member, request=answer_request_parse({"query": QUESTION}),
-                    provider=ScriptedProvider([]))  # fmt: skip
+    run = run_start(
+        user=member,
+        request=answer_request_parse({"query": QUESTION}),
+        provider=ScriptedProvider([]),
+    )
     received: list[str] = []
 
     def listen() -> None:
-        with httpx.stream("GET", f"{live_server_url}/v1/runs/{run.pk}/events",
-                          params={"stream_version": "1"}, headers={**auth, **SSE},
-                          timeout=30) as response:  # fmt: skip
+        with httpx.stream(
+            "GET",
+            f"{live_server_url}/v1/runs/{run.pk}/events",
+            params={"stream_version": "1"},
+            headers={**auth, **SSE},
+            timeout=30,
+        ) as response:
             for text in response.iter_text():
                 received.append(text)
 
     listener = threading.Thread(target=listen)
     listener.start()
-    outcome = {"tool": "keyword_search", "state": "succeeded", "code": "matched",
-               "result_count": 3, "retryable": False}  # fmt: skip
+    outcome = {
+        "tool": "keyword_search",
+        "state": "succeeded",
+        "code": "matched",
+        "result_count": 3,
+        "retryable": False,
+    }
     shown = {k: outcome[k] for k in ("tool", "state", "code", "result_count")}
     sink = ChannelsSink()
     deadline = time.monotonic() + 15
@@ -287,19 +317,29 @@ def test_started_is_stored_with_the_run_so_a_stream_shows_it_before_the_worker_b
     from tests.answers.providers import ScriptedProvider
 
     # Stored but never executed: nothing but the run itself exists.
-    run = run_start(user=member, request=answer_request_parse({"query": QUESTION}),
-                    provider=ScriptedProvider([]))  # fmt: skip
+    run = run_start(
+        user=member,
+        request=answer_request_parse({"query": QUESTION}),
+        provider=ScriptedProvider([]),
+    )
     first = ""
-    with httpx.stream("GET", f"{live_server_url}/v1/runs/{run.pk}/events",
-                      params={"stream_version": "1"}, headers={**auth, **SSE},
-                      timeout=30) as response:  # fmt: skip
+    with httpx.stream(
+        "GET",
+        f"{live_server_url}/v1/runs/{run.pk}/events",
+        params={"stream_version": "1"},
+        headers={**auth, **SSE},
+        timeout=30,
+    ) as response:
         for text in response.iter_text():
             first += text
             if "\n\n" in first:
                 break
     [started] = parse(first.split("\n\n")[0] + "\n\n")
-    assert started == {"id": f"{run.pk}:1:1", "event": "started",
-                       "data": {"run_id": str(run.pk), "generation": 1}}  # fmt: skip
+    assert started == {
+        "id": f"{run.pk}:1:1",
+        "event": "started",
+        "data": {"run_id": str(run.pk), "generation": 1},
+    }
 
 
 def test_a_stream_returns_its_request_connection_before_it_waits(corpus, member):
@@ -314,8 +354,11 @@ def test_a_stream_returns_its_request_connection_before_it_waits(corpus, member)
     from tests.answers.providers import ScriptedProvider
     from tests.helpers import client_for
 
-    run = run_start(user=member, request=answer_request_parse({"query": QUESTION}),
-                    provider=ScriptedProvider([]))  # fmt: skip
+    run = run_start(
+        user=member,
+        request=answer_request_parse({"query": QUESTION}),
+        provider=ScriptedProvider([]),
+    )
     connection.ensure_connection()
     response = client_for(member).get(f"/v1/runs/{run.pk}/events", HTTP_ACCEPT=SSE["Accept"])
     assert response.status_code == 200 and response.streaming
@@ -351,8 +394,11 @@ def test_a_channel_layer_that_fails_mid_stream_falls_back_to_the_store(member, m
 
     monkeypatch.setattr("channels.layers.get_channel_layer", lambda: FailingLayer())
     monkeypatch.setattr(streaming, "POLL_SECONDS", 0.05)
-    run = run_start(user=member, request=answer_request_parse({"query": QUESTION}),
-                    provider=ScriptedProvider([]))  # fmt: skip
+    run = run_start(
+        user=member,
+        request=answer_request_parse({"query": QUESTION}),
+        provider=ScriptedProvider([]),
+    )
 
     async def collect() -> list[str]:
         frames = []
@@ -409,13 +455,17 @@ def test_a_waiting_stream_sends_keep_alives_without_reading_the_store(member, mo
     monkeypatch.setattr("channels.layers.get_channel_layer", lambda: SilentLayer())
     monkeypatch.setattr(streaming, "KEEPALIVE_SECONDS", 0.2)
     monkeypatch.setattr(streaming, "_stored", counting)
-    run = run_start(user=member, request=answer_request_parse({"query": QUESTION}),
-                    provider=ScriptedProvider([]))  # fmt: skip
+    run = run_start(
+        user=member,
+        request=answer_request_parse({"query": QUESTION}),
+        provider=ScriptedProvider([]),
+    )
 
     async def collect() -> list[str]:
         frames = []
-        async for chunk in streaming.event_stream(user=member, run_id=run.pk, cursor=None,
-                                                  version="1"):  # fmt: skip
+        async for chunk in streaming.event_stream(
+            user=member, run_id=run.pk, cursor=None, version="1"
+        ):
             frames.append(chunk)
             if sum(f.startswith(":") for f in frames) == 3:
                 break

@@ -47,10 +47,19 @@ def test_admin_pages_of_a_private_answer_show_no_text(private_answer):
 
 
 def test_redaction_keeps_codes_ids_and_hashes_and_replaces_text():
-    value = {"event": "completed", "run_id": "r1", "text_sha256": "ab", "quote": "secret",
-             "items": [{"code": "matched", "text": "hidden words"}], "count": 3}  # fmt: skip
-    assert redacted(value) == {
-        "event": "completed", "run_id": "r1", "text_sha256": "ab",
-        "quote": "‹6 characters›", "items": [{"code": "matched", "text": "‹12 characters›"}],
+    value = {
+        "event": "completed",
+        "run_id": "r1",
+        "text_sha256": "ab",
+        "quote": "secret",
+        "items": [{"code": "matched", "text": "hidden words"}],
         "count": 3,
-    }  # fmt: skip
+    }
+    assert redacted(value) == {
+        "event": "completed",
+        "run_id": "r1",
+        "text_sha256": "ab",
+        "quote": "‹6 characters›",
+        "items": [{"code": "matched", "text": "‹12 characters›"}],
+        "count": 3,
+    }

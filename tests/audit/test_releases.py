@@ -17,19 +17,41 @@ from tests.helpers import client_for
 pytestmark = pytest.mark.django_db
 
 RELEASE_COLUMNS = [
-    "run_id", "message_id", "generation_id", "kind", "reset_context", "policy_version",
-    "publication_sequence", "selected_fact_ids", "source_refs", "result_hashes",
-    "text_sha256", "citations_sha256", "cards_sha256", "policy_sha256", "searched",
+    "run_id",
+    "message_id",
+    "generation_id",
+    "kind",
+    "reset_context",
+    "policy_version",
+    "publication_sequence",
+    "selected_fact_ids",
+    "source_refs",
+    "result_hashes",
+    "text_sha256",
+    "citations_sha256",
+    "cards_sha256",
+    "policy_sha256",
+    "searched",
     "created_at",
-]  # fmt: skip
+]
 NEW_VALUE = {
-    "run_id": "run_id", "message_id": "message_id", "generation_id": "NULL",
-    "kind": "'refusal'", "reset_context": "reset_context + 1", "policy_version": "'2'",
-    "publication_sequence": "publication_sequence + 1000", "selected_fact_ids": "'[]'",
-    "source_refs": "'[]'", "result_hashes": "'{}'", "text_sha256": "'x'",
-    "citations_sha256": "'x'", "cards_sha256": "'x'", "policy_sha256": "'x'",
-    "searched": "'{}'", "created_at": "now()",
-}  # fmt: skip
+    "run_id": "run_id",
+    "message_id": "message_id",
+    "generation_id": "NULL",
+    "kind": "'refusal'",
+    "reset_context": "reset_context + 1",
+    "policy_version": "'2'",
+    "publication_sequence": "publication_sequence + 1000",
+    "selected_fact_ids": "'[]'",
+    "source_refs": "'[]'",
+    "result_hashes": "'{}'",
+    "text_sha256": "'x'",
+    "citations_sha256": "'x'",
+    "cards_sha256": "'x'",
+    "policy_sha256": "'x'",
+    "searched": "'{}'",
+    "created_at": "now()",
+}
 
 
 @pytest.fixture
@@ -100,13 +122,19 @@ def test_deleting_anything_a_release_references_fails(published):
     message = Message.objects.get(run=run, role="assistant")
     user_id = run.user_id
     for table, pk in [
-        ("answers_answerrun", f"'{run.pk}'"), ("answers_message", message.pk),
-        ("answers_conversation", run.conversation_id), ("auth_user", user_id),
+        ("answers_answerrun", f"'{run.pk}'"),
+        ("answers_message", message.pk),
+        ("answers_conversation", run.conversation_id),
+        ("auth_user", user_id),
         ("answers_generation", run.generations.get().pk),
-    ]:  # fmt: skip
+    ]:
         refused_in_savepoint(f"DELETE FROM {table} WHERE id = {pk}")  # noqa: S608
-    for obj in (run, message, Conversation.objects.get(pk=run.conversation_id),
-                get_user_model().objects.get(pk=user_id)):  # fmt: skip
+    for obj in (
+        run,
+        message,
+        Conversation.objects.get(pk=run.conversation_id),
+        get_user_model().objects.get(pk=user_id),
+    ):
         with pytest.raises((ProtectedError, IntegrityError, DatabaseError)), transaction.atomic():
             obj.delete()
     assert AnswerRun.objects.filter(pk=run.pk).exists() and OutputRelease.objects.count() == 1
@@ -155,8 +183,13 @@ def test_publication_writes_events_and_audit_with_the_release(published, member)
     audit = client_for(member).get(f"/v1/runs/{run_id}/audit").json()
     [generation] = audit["generations"]
     assert generation["output_release"]["id"] == published["release"]["id"]
-    assert {s["step"] for s in generation["steps"]} >= {"plan", "retrieval", "selection",
-                                                        "validation", "publication"}  # fmt: skip
+    assert {s["step"] for s in generation["steps"]} >= {
+        "plan",
+        "retrieval",
+        "selection",
+        "validation",
+        "publication",
+    }
     assert generation["retrieval"]["candidate_fact_ids"]
     assert generation["sql"] and "SUM" in generation["sql"][0]["planned"]
 
@@ -172,16 +205,22 @@ def test_the_audit_has_no_release_where_none_was_recorded(library, member, outsi
 # Each write of the publication transaction; `when` picks the publication's own call
 # where the same method is also used earlier in the run.
 WRITES = [
-    ("answers.pipeline.publication.Message.objects", "create",
-     lambda kwargs: kwargs.get("role") == "assistant"),
+    (
+        "answers.pipeline.publication.Message.objects",
+        "create",
+        lambda kwargs: kwargs.get("role") == "assistant",
+    ),
     ("answers.pipeline.publication.Citation.objects", "bulk_create", None),
     ("answers.pipeline.publication.Card.objects", "bulk_create", None),
     ("audit.services.OutputRelease.objects", "create", None),
     ("audit.services.StreamEvent.objects", "bulk_create", None),
     ("audit.services", "_audit_create", None),
-    ("answers.pipeline.publication.AnswerRun", "save",
-     lambda kwargs: "response" in (kwargs.get("update_fields") or ())),
-]  # fmt: skip
+    (
+        "answers.pipeline.publication.AnswerRun",
+        "save",
+        lambda kwargs: "response" in (kwargs.get("update_fields") or ()),
+    ),
+]
 
 
 def _resolve(dotted: str) -> object:
@@ -284,8 +323,15 @@ def test_stream_events_and_mcp_tool_calls_are_append_only(published, member):
     records — PostgreSQL refuses to change or remove them."""
     from mcp_server.models import ToolCall
 
-    call = ToolCall.objects.create(user=member, key_prefix="k", transport="http", tool="search",
-                                   arguments={}, result_count=1, duration_ms=1)  # fmt: skip
+    call = ToolCall.objects.create(
+        user=member,
+        key_prefix="k",
+        transport="http",
+        tool="search",
+        arguments={},
+        result_count=1,
+        duration_ms=1,
+    )
     for statement in (
         "UPDATE audit_streamevent SET data = '{}'::jsonb",
         "DELETE FROM audit_streamevent",
@@ -305,12 +351,16 @@ def test_a_runs_sealed_body_is_written_once_per_generation(published, member):
     run_id = published["run_id"]
     forged = {**published, "answer": {**published["answer"], "text": "Forged."}}
     for statement, params in (
-        ("UPDATE answers_answerrun SET response = %s::jsonb WHERE id = %s",
-         [json.dumps(forged), run_id]),
+        (
+            "UPDATE answers_answerrun SET response = %s::jsonb WHERE id = %s",
+            [json.dumps(forged), run_id],
+        ),
         ("UPDATE answers_answerrun SET response = NULL WHERE id = %s", [run_id]),
-        ("UPDATE answers_answerrun SET response = %s::jsonb WHERE id = %s",
-         [json.dumps({**forged, "generation": 2}), run_id]),
-    ):  # fmt: skip
+        (
+            "UPDATE answers_answerrun SET response = %s::jsonb WHERE id = %s",
+            [json.dumps({**forged, "generation": 2}), run_id],
+        ),
+    ):
         assert "written once" in refused_in_savepoint(statement, params)
     run = AnswerRun.objects.get(pk=run_id)
     assert run.response == published

@@ -12,9 +12,15 @@ from tests.chat.helpers import PASSWORD, wait_for
 
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]  # fmt: skip
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 @pytest.fixture
@@ -22,8 +28,13 @@ def demo(celery_worker) -> None:
     """loaddemo as `make run` does, its extractions done by the suite's worker."""
     call_command("loaddemo")
     get_user_model().objects.create_user("outsider", password=PASSWORD)
-    wait_for(lambda: not Extraction.objects.filter(
-        status__in=[ExtractionStatus.PENDING, ExtractionStatus.RUNNING]).exists())  # fmt: skip
+    wait_for(
+        lambda: (
+            not Extraction.objects.filter(
+                status__in=[ExtractionStatus.PENDING, ExtractionStatus.RUNNING]
+            ).exists()
+        )
+    )
 
 
 @pytest.fixture

@@ -76,10 +76,14 @@ def test_a_citation_opens_the_highlighted_passage_and_a_pdf_page_and_lost_access
 
     # A PDF: the page is shown as an image with the quote's lines marked.
     handbook = tmp_path / "crane-handbook.pdf"
-    handbook.write_bytes(pdf_bytes([
-        "The canteen opens at seven in the morning.",
-        "The harbour crane is inspected every Tuesday by the dock master.",
-    ]))  # fmt: skip
+    handbook.write_bytes(
+        pdf_bytes(
+            [
+                "The canteen opens at seven in the morning.",
+                "The harbour crane is inspected every Tuesday by the dock master.",
+            ]
+        )
+    )
     page.goto(live_server_url + "/")
     page.get_by_label("Upload a private file (only you can see it)").set_input_files(handbook)
     page.get_by_role("button", name="Upload", exact=True).click()
@@ -127,8 +131,9 @@ def test_conversations_are_renamed_searched_deleted_and_api_ones_hidden_by_defau
         from conversations.services import conversation_create
 
         reader = get_user_model().objects.get(username="reader")
-        made = conversation_create(user=reader, title="Made by a script",
-                                   origin=Conversation.Origin.API)  # fmt: skip
+        made = conversation_create(
+            user=reader, title="Made by a script", origin=Conversation.Origin.API
+        )
         return made.pk
 
     from_api = orm(api_conversation)
@@ -216,8 +221,12 @@ def test_the_model_step_shows_while_a_slow_model_answers_and_the_activity_surviv
         from answers.pipeline.run import run_execute
 
         try:
-            run_execute(run_id=run_id, generation=1, provider=provider_for(fake, timeout=120),
-                        events=ChannelsSink())  # fmt: skip
+            run_execute(
+                run_id=run_id,
+                generation=1,
+                provider=provider_for(fake, timeout=120),
+                events=ChannelsSink(),
+            )
         finally:
             connection.close()
 

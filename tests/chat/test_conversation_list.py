@@ -46,15 +46,20 @@ def test_conversations_are_marked_by_origin_and_the_list_shows_the_chats_by_defa
     _, chat_run = ask(browser(member))
     from_api = api_answer(api(member))
     from_client = api_answer(api(member, agent="koinon-client/0.1"))
-    created = api(member).post("/v1/conversations", {"title": "Planning"},
-                               content_type="application/json").json()  # fmt: skip
+    created = (
+        api(member)
+        .post("/v1/conversations", {"title": "Planning"}, content_type="application/json")
+        .json()
+    )
     origin = {
         pk: Conversation.objects.get(pk=pk).origin
-        for pk in (AnswerRun.objects.get(pk=chat_run).conversation_id,
-                   AnswerRun.objects.get(pk=from_api["run_id"]).conversation_id,
-                   AnswerRun.objects.get(pk=from_client["run_id"]).conversation_id,
-                   created["id"])
-    }  # fmt: skip
+        for pk in (
+            AnswerRun.objects.get(pk=chat_run).conversation_id,
+            AnswerRun.objects.get(pk=from_api["run_id"]).conversation_id,
+            AnswerRun.objects.get(pk=from_client["run_id"]).conversation_id,
+            created["id"],
+        )
+    }
     assert list(origin.values()) == ["chat", "api", "client", "api"]
     assert created["origin"] == "api"
     chat_id = AnswerRun.objects.get(pk=chat_run).conversation_id
@@ -120,8 +125,11 @@ def test_delete_hides_the_conversation_and_keeps_the_sealed_records(corpus, memb
     assert key.get(f"/v1/conversations/{conversation.pk}").status_code == 404
     assert conversation.pk not in [c["id"] for c in key.get("/v1/conversations").json()["results"]]
     # Asking into it is refused as for any conversation one cannot see.
-    refused = key.post("/v1/answer", {"query": QUESTION, "conversation_id": conversation.pk},
-                       content_type="application/json")  # fmt: skip
+    refused = key.post(
+        "/v1/answer",
+        {"query": QUESTION, "conversation_id": conversation.pk},
+        content_type="application/json",
+    )
     assert refused.status_code == 404
     # The sealed records stay; the receipt is readable by its owner through the API.
     assert OutputRelease.objects.filter(pk=release.pk).exists()
@@ -139,15 +147,23 @@ def test_the_api_renames_and_deletes_with_typed_errors(corpus, member, outsider)
     url = f"/v1/conversations/{pk}"
     renamed = key.patch(url, {"title": "Reviews"}, content_type="application/json")
     assert renamed.status_code == 200 and renamed.json()["title"] == "Reviews"
-    for bad in [{}, {"title": ""}, {"title": "x" * 201}, {"title": "a\nb"}, {"title": 5},
-                {"title": "ok", "extra": 1}, []]:  # fmt: skip
+    for bad in [
+        {},
+        {"title": ""},
+        {"title": "x" * 201},
+        {"title": "a\nb"},
+        {"title": 5},
+        {"title": "ok", "extra": 1},
+        [],
+    ]:
         response = key.patch(url, bad, content_type="application/json")
         assert response.status_code == 422, (bad, response.content)
         assert response.json()["error"]["code"] in {"invalid", "validation_error"}
     broken = key.patch(url, "{", content_type="application/json")
     assert broken.status_code in {400, 422} and "error" in broken.json()
-    assert api(outsider).patch(url, {"title": "x"}, content_type="application/json")\
-        .status_code == 404  # fmt: skip
+    assert (
+        api(outsider).patch(url, {"title": "x"}, content_type="application/json").status_code == 404
+    )
     assert api(outsider).delete(url).status_code == 404
     assert key.delete("/v1/conversations/not-an-id").status_code == 404
     assert key.delete(url).status_code == 204
@@ -178,12 +194,17 @@ def test_the_activity_of_a_finished_answer_is_read_back_after_a_reload(corpus, m
     page = browser(member).get(f"/c/{AnswerRun.objects.get(pk=run_id).conversation_id}/")
     content = page.content.decode()
     log = content.split("data-activity-log", 1)[1].split("</details>", 1)[0]
-    assert re.search(r'data-tool="keyword_search" data-state="succeeded">'
-                     r"Searching by words · done · \d+ found<", log)  # fmt: skip
+    assert re.search(
+        r'data-tool="keyword_search" data-state="succeeded">'
+        r"Searching by words · done · \d+ found<",
+        log,
+    )
     assert 'data-tool="vector_search"' in log and "Searching by meaning" in log
-    for step, words in [("model", "Waiting for the model"),
-                        ("verify", "Checking quotes against the source"),
-                        ("judge", "Judging whether the quotes answer")]:  # fmt: skip
+    for step, words in [
+        ("model", "Waiting for the model"),
+        ("verify", "Checking quotes against the source"),
+        ("judge", "Judging whether the quotes answer"),
+    ]:
         assert f'data-step="{step}" data-state="succeeded">{words}<' in log
 
 

@@ -23,9 +23,11 @@ def answered(space, owner, member) -> dict:
 
 def test_the_owner_reads_the_run_events_with_the_session_cookie(live_server_url, answered):
     client = signed_in(live_server_url, "member", "test-password-1")
-    response = client.get(f"/v1/runs/{answered['run_id']}/events",
-                          params={"stream_version": "1"},
-                          headers={"Accept": "text/event-stream"})  # fmt: skip
+    response = client.get(
+        f"/v1/runs/{answered['run_id']}/events",
+        params={"stream_version": "1"},
+        headers={"Accept": "text/event-stream"},
+    )
     assert response.status_code == 200
     events = parse(response.text)
     assert events[0]["event"] == "started" and events[-1]["event"] == "completed"
@@ -45,9 +47,10 @@ def test_unsafe_api_calls_with_a_session_need_the_csrf_token(live_server_url, an
     refused = client.post(f"/v1/runs/{answered['run_id']}/retry")
     assert refused.status_code == 403
     assert client.get(f"/v1/runs/{answered['run_id']}").json()["generation"] == 1
-    accepted = client.post(f"/v1/runs/{answered['run_id']}/retry",
-                           headers={"X-CSRFToken": client.cookies["csrftoken"],
-                                    "Referer": live_server_url + "/"})  # fmt: skip
+    accepted = client.post(
+        f"/v1/runs/{answered['run_id']}/retry",
+        headers={"X-CSRFToken": client.cookies["csrftoken"], "Referer": live_server_url + "/"},
+    )
     assert accepted.status_code == 200 and accepted.json()["generation"] == 2
 
 

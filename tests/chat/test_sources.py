@@ -36,8 +36,9 @@ def browser(user) -> Client:
 @pytest.fixture
 def answered(space, owner, member) -> dict:
     document = ingest(owner, space, "handbook.txt", TEXT).document
-    body = ask(member, "Who owns service reviews?",
-               provider=ScriptedProvider([select_first], plan=plan()))  # fmt: skip
+    body = ask(
+        member, "Who owns service reviews?", provider=ScriptedProvider([select_first], plan=plan())
+    )
     assert body["evidence"]["answer_status"] == "evidence_backed"
     citation = body["answer"]["citations"][0]
     run = AnswerRun.objects.get(pk=body["run_id"])
@@ -71,9 +72,12 @@ def test_whoever_may_not_read_it_gets_the_same_404_as_a_made_up_id(
     generation, number = 1, answered["citation"]["number"]
     assert browser(outsider).get(url).status_code == 404  # not their run
     assert browser(owner).get(url).status_code == 404  # the curator did not ask it
-    made_up = ("/runs/00000000-0000-0000-0000-000000000000/sources/1/1/",
-               f"/runs/{run.pk}/sources/{generation}/99/", f"/runs/{run.pk}/sources/7/1/",
-               f"/runs/not-a-uuid/sources/1/{number}/")  # fmt: skip
+    made_up = (
+        "/runs/00000000-0000-0000-0000-000000000000/sources/1/1/",
+        f"/runs/{run.pk}/sources/{generation}/99/",
+        f"/runs/{run.pk}/sources/7/1/",
+        f"/runs/not-a-uuid/sources/1/{number}/",
+    )
     for path in made_up:
         assert browser(member).get(path).status_code == 404, path
     assert Client().get(url).status_code == 302  # to the login page
@@ -158,13 +162,17 @@ def test_a_pdf_citation_shows_its_page_as_an_image_with_the_quote_marked(
 ):
     from knowledge.documents import document_upload, revision_extract
 
-    pages = ["The canteen opens at seven in the morning and closes at three.",
-             "The platform operations team owns service reviews."]  # fmt: skip
-    result = document_upload(user=owner, filename="handbook.pdf", data=pdf_bytes(pages),
-                             space=space)  # fmt: skip
+    pages = [
+        "The canteen opens at seven in the morning and closes at three.",
+        "The platform operations team owns service reviews.",
+    ]
+    result = document_upload(
+        user=owner, filename="handbook.pdf", data=pdf_bytes(pages), space=space
+    )
     revision_extract(revision_id=result.revision.pk)
-    body = ask(member, "Who owns service reviews?",
-               provider=ScriptedProvider([select_first], plan=plan()))  # fmt: skip
+    body = ask(
+        member, "Who owns service reviews?", provider=ScriptedProvider([select_first], plan=plan())
+    )
     citation = body["answer"]["citations"][0]
     assert citation["locator"]["page"] == 2
     base = f"/runs/{body['run_id']}/sources/{body['generation']}/{citation['number']}/"
@@ -181,8 +189,10 @@ def test_a_pdf_citation_shows_its_page_as_an_image_with_the_quote_marked(
         data = stored.read()
     assert marked_pixels(page_png(data=data, page=1, quote=citation["quote"])) == 0
     assert browser(outsider).get(base + "page.png").status_code == 404
-    assert browser(member).get(base.replace(f"/{citation['number']}/", "/9/") + "page.png")\
-        .status_code == 404  # fmt: skip
+    assert (
+        browser(member).get(base.replace(f"/{citation['number']}/", "/9/") + "page.png").status_code
+        == 404
+    )
 
 
 def test_a_text_citation_has_no_page_image(answered, member):

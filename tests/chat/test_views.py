@@ -183,9 +183,10 @@ def test_a_private_file_is_uploaded_selected_and_reports_its_extraction(corpus, 
 
     upload = SimpleUploadedFile("notes.txt", b"Retention of my notes is two weeks.")
     response = client.post(
-        "/files/", {"file": upload, "conversation": conversation.pk},
+        "/files/",
+        {"file": upload, "conversation": conversation.pk},
         HTTP_ACCEPT="application/json",
-    )  # fmt: skip
+    )
     assert response.status_code == 202
     body = response.json()
     assert body["state"] == "extracting" and body["title"] == "notes"
@@ -219,8 +220,7 @@ def test_a_file_deselected_before_sealing_is_withdrawn_by_the_recheck(member):
         conversation=run.conversation, document=private.document
     ).exists()
     # The user deselects the file while the answer is still being prepared.
-    conversation_sources_set(user=member, conversation=run.conversation, space_ids=[],
-                             file_ids=[])  # fmt: skip
+    conversation_sources_set(user=member, conversation=run.conversation, space_ids=[], file_ids=[])
     body = run_execute(run_id=run.pk, generation=1)
     assert body["evidence"]["answer_status"] == "abstained"
     assert "access_denied" in body["quality"]["issues"]
@@ -313,9 +313,12 @@ def test_a_quote_whose_revision_was_replaced_since_is_marked_superseded(corpus, 
     page, run_id = ask(client)
     assert '<span class="badge">current</span>' in page
     newer = document_upload(
-        user=owner, filename="operations.txt", data=b"The review board owns service reviews.",
-        space=corpus.document.space, document=corpus.document,
-    )  # fmt: skip
+        user=owner,
+        filename="operations.txt",
+        data=b"The review board owns service reviews.",
+        space=corpus.document.space,
+        document=corpus.document,
+    )
     revision_extract(revision_id=newer.revision.pk)
     run = AnswerRun.objects.get(pk=run_id)
     page = client.get(f"/c/{run.conversation_id}/").content.decode()
@@ -434,13 +437,18 @@ def test_another_users_memory_entry_cannot_be_revoked_from_the_page(corpus, memb
 
 
 def test_a_follow_up_shows_what_it_was_searched_as(corpus, owner, space, member):
-    ingest(owner, space, "approvals.txt",
-           "Service reviews are approved by the chief technology officer.")  # fmt: skip
+    ingest(
+        owner,
+        space,
+        "approvals.txt",
+        "Service reviews are approved by the chief technology officer.",
+    )
     client = browser(member)
     _, first = ask(client)
     conversation = AnswerRun.objects.get(pk=first).conversation_id
-    response = client.post(f"/c/{conversation}/", {"query": "And who approves them?",
-                                                   "action": "ask"})  # fmt: skip
+    response = client.post(
+        f"/c/{conversation}/", {"query": "And who approves them?", "action": "ask"}
+    )
     assert response.status_code == 302, response.content[:500]
     page = client.get(response["Location"].split("#")[0]).content.decode()
     searched = re.findall(r"data-searched-as>Searched as: <q>([^<]*)</q>", page)

@@ -96,9 +96,10 @@ def test_create_returns_the_sealed_answer_and_its_release_verifies(
         )
     assert answer.evidence.answer_status == "evidence_backed" and answer.evidence.is_evidence_backed
     assert answer.evidence.policy == EvidencePolicy(
-        mode="strict", allowed_tools=("vector_search", "keyword_search", "dataset_query"),
+        mode="strict",
+        allowed_tools=("vector_search", "keyword_search", "dataset_query"),
         required_tools=("keyword_search",),
-    )  # fmt: skip
+    )
     assert {o.tool for o in answer.evidence.outcomes} >= {"keyword_search"}
     assert f"“{TEXT}”" in answer.text
     assert answer.release is not None and answer.release.kind == "answer"
@@ -184,8 +185,10 @@ def test_errors_are_typed_from_the_servers_error_shape(live_server_url, corpus, 
         their_run = other.answer.create(QUESTION).run_id
     with Client(live_server_url, reader_key) as client, pytest.raises(NotFoundError) as foreign:
         client.runs.audit(their_run)
-    assert (foreign.value.code, foreign.value.message) == (missing.value.code,
-                                                           missing.value.message)  # fmt: skip
+    assert (foreign.value.code, foreign.value.message) == (
+        missing.value.code,
+        missing.value.message,
+    )
 
 
 def test_a_body_without_an_evidence_report_reads_as_unknown():
@@ -205,8 +208,10 @@ def test_upload_and_search_through_the_client(live_server_url, corpus, reader_ke
     with Client(live_server_url, reader_key) as client:
         uploaded = client.documents.upload(
             b"My private note: the quarterly budget meeting moved to Thursday.",
-            filename="note.txt", private=True, title="Budget note",
-        )  # fmt: skip
+            filename="note.txt",
+            private=True,
+            title="Budget note",
+        )
         assert uploaded["private"] is True and uploaded["created"] is True
         assert uploaded["revision"] and uploaded["space"] is None
         found = client.search("operations team service reviews", limit=5)
@@ -221,15 +226,19 @@ def test_upload_and_search_through_the_client(live_server_url, corpus, reader_ke
 def test_errors_without_the_error_shape_are_typed_by_status():
     answers = {
         "/v1/runs/a": httpx.Response(502, text="<html>Bad gateway</html>"),
-        "/v1/runs/b": httpx.Response(409, json={"error": {"code": "space_exists",
-                                                          "message": "Taken.", "fields": {}}}),
+        "/v1/runs/b": httpx.Response(
+            409, json={"error": {"code": "space_exists", "message": "Taken.", "fields": {}}}
+        ),
         "/v1/runs/c": httpx.Response(413, json={"error": {"code": "too_large", "message": "Big"}}),
         "/v1/runs/d": httpx.Response(403, json={"error": {"code": "permission_denied"}}),
-    }  # fmt: skip
+    }
     transport = httpx.MockTransport(lambda request: answers[request.url.path])
-    expected = {"a": (ServerError, "http_502"), "b": (ConflictError, "space_exists"),
-                "c": (PayloadTooLargeError, "too_large"),
-                "d": (PermissionDeniedError, "permission_denied")}  # fmt: skip
+    expected = {
+        "a": (ServerError, "http_502"),
+        "b": (ConflictError, "space_exists"),
+        "c": (PayloadTooLargeError, "too_large"),
+        "d": (PermissionDeniedError, "permission_denied"),
+    }
     with Client("http://koinon.invalid", "kn_test", transport=transport) as client:
         for run_id, (kind, code) in expected.items():
             with pytest.raises(kind) as error:
@@ -248,8 +257,9 @@ def test_a_stream_that_never_progresses_ends_in_a_stream_error_without_repeats()
         body = 'id: r:1:1\nevent: started\ndata: {"run_id": "r", "generation": 1}\n\n'
         return httpx.Response(200, headers={"content-type": "text/event-stream"}, text=body)
 
-    with Client("http://koinon.invalid", "kn_test",
-                transport=httpx.MockTransport(replaying)) as client:  # fmt: skip
+    with Client(
+        "http://koinon.invalid", "kn_test", transport=httpx.MockTransport(replaying)
+    ) as client:
         received = []
         with pytest.raises(StreamError) as interrupted:
             for event in client.answer.events("r", max_reconnects=3):

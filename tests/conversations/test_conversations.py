@@ -43,9 +43,12 @@ def endpoints(conversation_id: int) -> list[tuple[str, str, dict | None]]:
         ("get", f"{base}/shares", None),
         ("post", f"{base}/shares", {"username": "member"}),
         ("delete", f"{base}/shares/member", None),
-        ("post", f"{base}/intents", {"run_id": "00000000-0000-0000-0000-000000000000",
-                                     "space_id": 1}),
-    ]  # fmt: skip
+        (
+            "post",
+            f"{base}/intents",
+            {"run_id": "00000000-0000-0000-0000-000000000000", "space_id": 1},
+        ),
+    ]
 
 
 def test_the_owner_lists_creates_and_reads_conversations(answered, member):
@@ -76,8 +79,16 @@ def test_another_user_and_an_outsider_get_404_on_every_conversation_endpoint(ans
     assert client.get("/v1/conversations").json()["results"] == []
 
 
-@pytest.mark.parametrize("bad", [{"title": ["x"]}, {"language": "xx"}, {"title": "t", "text": "x"},
-                                 ["not", "an", "object"], {"title": "x" * 201}])  # fmt: skip
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"title": ["x"]},
+        {"language": "xx"},
+        {"title": "t", "text": "x"},
+        ["not", "an", "object"],
+        {"title": "x" * 201},
+    ],
+)
 def test_bad_conversation_bodies_are_typed_422s(member, bad):
     response = client_for(member).post("/v1/conversations", bad, format="json")
     assert response.status_code in (400, 422), response.content
@@ -90,14 +101,20 @@ def test_unsealed_prose_never_appears_in_detail_export_or_share(answered, member
     conversation = answered["conversation"]
     run = answered["run"]
     generation = run.generations.get()
-    Message.objects.create(conversation=conversation, role="assistant", run=run,
-                           generation=generation, text="UNSEALED DRAFT PROSE")  # fmt: skip
+    Message.objects.create(
+        conversation=conversation,
+        role="assistant",
+        run=run,
+        generation=generation,
+        text="UNSEALED DRAFT PROSE",
+    )
     client = answered["client"]
     detail = client.get(f"/v1/conversations/{conversation.pk}")
     exported = client.get(f"/v1/conversations/{conversation.pk}/export")
     markdown = client.get(f"/v1/conversations/{conversation.pk}/export", {"as": "markdown"})
-    client.post(f"/v1/conversations/{conversation.pk}/shares", {"username": "outsider"},
-                format="json")  # fmt: skip
+    client.post(
+        f"/v1/conversations/{conversation.pk}/shares", {"username": "outsider"}, format="json"
+    )
     shared = client_for(outsider).get(f"/v1/conversations/{conversation.pk}")
     for response in (detail, exported, markdown, shared):
         assert response.status_code == 200
@@ -112,9 +129,11 @@ def test_unsealed_prose_never_appears_in_detail_export_or_share(answered, member
 def test_a_retried_answer_shows_the_notice_for_the_replaced_generation(answered, member):
     run = answered["run"]
     retried = answer_retry(user=member, run=run)
-    messages = answered["client"].get(
-        f"/v1/conversations/{answered['conversation'].pk}"
-    ).json()["messages"]  # fmt: skip
+    messages = (
+        answered["client"]
+        .get(f"/v1/conversations/{answered['conversation'].pk}")
+        .json()["messages"]
+    )
     assistant = [m for m in messages if m["role"] == "assistant"]
     assert [(m["generation"], m["state"]) for m in assistant] == [(1, "superseded"), (2, "sealed")]
     assert assistant[0]["text"] == texts.regeneration_notice("en")
@@ -156,8 +175,12 @@ def test_a_share_recipient_without_access_to_a_cited_space_gets_the_access_failu
 ):
     conversation = answered["conversation"]
     client = answered["client"]
-    assert client.post(f"/v1/conversations/{conversation.pk}/shares", {"username": "outsider"},
-                       format="json").status_code == 201  # fmt: skip
+    assert (
+        client.post(
+            f"/v1/conversations/{conversation.pk}/shares", {"username": "outsider"}, format="json"
+        ).status_code
+        == 201
+    )
     shared = client_for(outsider).get(f"/v1/conversations/{conversation.pk}").json()
     answer = shared["messages"][1]
     assert shared["owned"] is False
@@ -196,8 +219,11 @@ def test_an_intent_after_regeneration_is_refused_at_approval_and_a_fresh_one_is_
     client = answered["client"]
     conversation, run = answered["conversation"], answered["run"]
     path = f"/v1/conversations/{conversation.pk}/intents"
-    preview = client.post(path, {"run_id": str(run.pk), "space_id": space.pk,
-                                 "title": "Service reviews"}, format="json")  # fmt: skip
+    preview = client.post(
+        path,
+        {"run_id": str(run.pk), "space_id": space.pk, "title": "Service reviews"},
+        format="json",
+    )
     assert preview.status_code == 201, preview.content
     intent = preview.json()
     assert intent["text"] == answered["body"]["answer"]["text"]
@@ -227,8 +253,11 @@ def test_an_intent_takes_no_text_from_the_client_and_needs_a_sealed_answer(answe
     client = answered["client"]
     conversation, run = answered["conversation"], answered["run"]
     path = f"/v1/conversations/{conversation.pk}/intents"
-    smuggled = client.post(path, {"run_id": str(run.pk), "space_id": space.pk,
-                                  "text": "A saved payload"}, format="json")  # fmt: skip
+    smuggled = client.post(
+        path,
+        {"run_id": str(run.pk), "space_id": space.pk, "text": "A saved payload"},
+        format="json",
+    )
     assert smuggled.status_code == 422
     assert "text" in smuggled.json()["error"]["fields"]
     hidden = space_create(name="Hidden", created_by=make_user("boss", staff=True))
@@ -243,8 +272,9 @@ def test_a_reader_who_lost_the_space_cannot_capture_its_answer(answered, space, 
     remove_perm("knowledge.view_space", member, space)
     response = answered["client"].post(
         f"/v1/conversations/{answered['conversation'].pk}/intents",
-        {"run_id": str(answered["run"].pk), "space_id": space.pk}, format="json",
-    )  # fmt: skip
+        {"run_id": str(answered["run"].pk), "space_id": space.pk},
+        format="json",
+    )
     assert response.status_code == 404
 
 
@@ -254,8 +284,9 @@ def test_a_share_name_no_user_can_have_is_404_not_an_error(answered, name):
     conversation = answered["conversation"]
     response = answered["client"].delete(f"/v1/conversations/{conversation.pk}/shares/{name}")
     assert response.status_code == 404 and response.json()["error"]["code"] == "not_found"
-    created = answered["client"].post(f"/v1/conversations/{conversation.pk}/shares",
-                                      {"username": "a\x00b"}, format="json")  # fmt: skip
+    created = answered["client"].post(
+        f"/v1/conversations/{conversation.pk}/shares", {"username": "a\x00b"}, format="json"
+    )
     assert created.status_code == 422 and created.json()["error"]["fields"]["username"]
 
 
@@ -264,8 +295,9 @@ def test_the_markdown_export_renders_no_raw_html_of_questions_or_documents(space
     text = "The night shift team owns the database backups.\n\n<script>alert(1)</script>\n"
     ingest(owner, space, "evil.txt", text, title="<img src=x onerror=alert(1)> Runbook")
     client = client_for(member)
-    body = client.post("/v1/answer", {"query": "Who owns the database <i>backups</i>?"},
-                       format="json").json()  # fmt: skip
+    body = client.post(
+        "/v1/answer", {"query": "Who owns the database <i>backups</i>?"}, format="json"
+    ).json()
     assert body["answer"]["citations"], (body["evidence"], body["quality"])
     conversation = AnswerRun.objects.get(pk=body["run_id"]).conversation
     markdown = client.get(f"/v1/conversations/{conversation.pk}/export", {"as": "markdown"})

@@ -19,8 +19,10 @@ from tests.helpers import client_for, make_user
 
 pytestmark = pytest.mark.django_db
 
-TEXTS = {"operations.txt": "The platform operations team owns service reviews.",
-         "retention.txt": "Invoices are retained for ten years."}  # fmt: skip
+TEXTS = {
+    "operations.txt": "The platform operations team owns service reviews.",
+    "retention.txt": "Invoices are retained for ten years.",
+}
 
 
 @pytest.fixture
@@ -126,8 +128,9 @@ def test_a_real_superseded_notice_verifies_and_a_changed_one_does_not(exported, 
     def change(copied):
         next(m for m in copied["messages"] if m.get("state") == "superseded")["text"] = "Forged."
 
-    assert edited(export, change) == ["message 2: a superseded message must carry exactly the "
-                                      "fixed notice"]  # fmt: skip
+    assert edited(export, change) == [
+        "message 2: a superseded message must carry exactly the fixed notice"
+    ]
 
 
 @pytest.mark.parametrize(
@@ -135,13 +138,16 @@ def test_a_real_superseded_notice_verifies_and_a_changed_one_does_not(exported, 
     [
         {"format": "koinon-conversation-export", "messages": {"a": 1}, "conversation": {"id": 1}},
         {"format": "koinon-conversation-export", "messages": [], "conversation": "x"},
-        {"format": "koinon-conversation-export", "messages": [1, "x", None, [2]],
-         "conversation": {"id": 999999}},
+        {
+            "format": "koinon-conversation-export",
+            "messages": [1, "x", None, [2]],
+            "conversation": {"id": 999999},
+        },
         {"format": "koinon-conversation-export", "messages": [], "conversation": {"id": [1]}},
         [],
         "text",
     ],
-)  # fmt: skip
+)
 def test_malformed_exports_are_reported_not_tracebacks(bad, tmp_path):
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(bad))

@@ -49,8 +49,9 @@ def _preview(answered, space):
     conversation = answered["run"].conversation
     return answered["client"].post(
         f"/v1/conversations/{conversation.pk}/intents",
-        {"run_id": str(answered["run"].pk), "space_id": space.pk}, format="json",
-    )  # fmt: skip
+        {"run_id": str(answered["run"].pk), "space_id": space.pk},
+        format="json",
+    )
 
 
 def test_an_answer_quoting_space_a_cannot_be_previewed_for_space_g(answered, spaces):

@@ -34,8 +34,12 @@ def id_routes() -> list[tuple[str, list[str]]]:
 
 def test_the_urlconf_has_the_id_routes_this_test_walks():
     routes = {route for route, _ in id_routes()}
-    assert {"v1/datasets/<str:dataset_id>/schema", "v1/knowledge/proposals/<str:proposal_id>",
-            "v1/runs/<str:run_id>/audit", "v1/spaces/<str:space_id>/members"} <= routes  # fmt: skip
+    assert {
+        "v1/datasets/<str:dataset_id>/schema",
+        "v1/knowledge/proposals/<str:proposal_id>",
+        "v1/runs/<str:run_id>/audit",
+        "v1/spaces/<str:space_id>/members",
+    } <= routes
 
 
 @pytest.mark.parametrize("bad", BAD_IDS)
@@ -59,8 +63,10 @@ def test_the_id_parser_takes_ascii_digits_of_bounded_length_only(value):
 
 def test_the_id_parser_takes_a_plain_id():
     assert (object_id_parse("42"), object_id_parse(42), object_id_parse("9" * 18)) == (
-        42, 42, 10**18 - 1,
-    )  # fmt: skip
+        42,
+        42,
+        10**18 - 1,
+    )
 
 
 @pytest.fixture

@@ -94,8 +94,10 @@ def test_a_database_restart_is_a_fast_503_and_the_same_process_recovers(
     key = api_key_create(user=make_user("member")).secret
     proxy = Proxy(_target())
     params = connection.get_connection_params()
-    url = (f"postgresql://{params.get('user') or 'postgres'}@127.0.0.1:{proxy.port}/"
-           f"{test_database_name}")  # fmt: skip
+    url = (
+        f"postgresql://{params.get('user') or 'postgres'}@127.0.0.1:{proxy.port}/"
+        f"{test_database_name}"
+    )
     env = {"DATABASE_URL": url, "KOINON_DB_POOL": "4", "KOINON_DB_POOL_TIMEOUT": "2"}
     if settings.DATABASES["default"]["PASSWORD"]:
         env["PGPASSWORD"] = settings.DATABASES["default"]["PASSWORD"]

@@ -113,10 +113,12 @@ def test_an_upload_waits_only_a_bounded_time_for_a_busy_broker_pool(
         with no_hang():  # bounded by KOINON_ENQUEUE_TIMEOUT, not by the pool's own wait
             response = client_for(owner).post(
                 "/v1/documents",
-                {"file": SimpleUploadedFile("busy.txt", b"Queued while the pool was full.\n"),
-                 "space": space.pk},
+                {
+                    "file": SimpleUploadedFile("busy.txt", b"Queued while the pool was full.\n"),
+                    "space": space.pk,
+                },
                 format="multipart",
-            )  # fmt: skip
+            )
     finally:
         for connection in held:
             connection.release()

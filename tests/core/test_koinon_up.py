@@ -34,11 +34,24 @@ def up_env(data_dir) -> dict[str, str]:
 
 def start_up(data_dir, port: int, log, web_processes: int = 1) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "manage.py", "koinon_up", "--port", str(port), "--demo",
-         "--concurrency", "1", "--web-processes", str(web_processes)],
-        cwd=ROOT, env=up_env(data_dir), stdout=log, stderr=subprocess.STDOUT,
+        [
+            sys.executable,
+            "manage.py",
+            "koinon_up",
+            "--port",
+            str(port),
+            "--demo",
+            "--concurrency",
+            "1",
+            "--web-processes",
+            str(web_processes),
+        ],
+        cwd=ROOT,
+        env=up_env(data_dir),
+        stdout=log,
+        stderr=subprocess.STDOUT,
         start_new_session=True,
-    )  # fmt: skip
+    )
 
 
 def wait_healthy(url: str, process: subprocess.Popen, timeout: float = 150) -> dict:
@@ -92,9 +105,15 @@ def test_koinon_up_serves_refuses_a_second_copy_and_stops_cleanly(up_data_dir):
         try:
             health = wait_healthy(url, first)
             assert {name: part["status"] for name, part in health["components"].items()} == {
-                "database": "ok", "vector": "ok", "redis": "ok", "celery": "ok",
-                "extractions": "ok", "embeddings": "ok", "runs": "ok", "database_pool": "ok",
-            }  # fmt: skip
+                "database": "ok",
+                "vector": "ok",
+                "redis": "ok",
+                "celery": "ok",
+                "extractions": "ok",
+                "embeddings": "ok",
+                "runs": "ok",
+                "database_pool": "ok",
+            }
             # Answers have worker processes of their own (issue 27, item 4).
             queues = {}
             for name in ("celery", "celery-answers"):
@@ -118,8 +137,12 @@ def test_koinon_up_serves_refuses_a_second_copy_and_stops_cleanly(up_data_dir):
 
             second = subprocess.run(
                 [sys.executable, "manage.py", "koinon_up", "--port", str(free_port())],
-                cwd=ROOT, env=up_env(up_data_dir), capture_output=True, text=True, timeout=60,
-            )  # fmt: skip
+                cwd=ROOT,
+                env=up_env(up_data_dir),
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
             assert second.returncode != 0
             assert "already running on this data directory" in second.stderr
             assert "Traceback" not in second.stderr
@@ -167,8 +190,12 @@ def test_koinon_up_refuses_a_port_in_use(up_data_dir):
         port = busy.getsockname()[1]
         result = subprocess.run(
             [sys.executable, "manage.py", "koinon_up", "--port", str(port)],
-            cwd=ROOT, env=up_env(up_data_dir), capture_output=True, text=True, timeout=60,
-        )  # fmt: skip
+            cwd=ROOT,
+            env=up_env(up_data_dir),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     assert result.returncode != 0
     assert f"port {port}" in result.stderr and "in use" in result.stderr
     assert processes_using(up_data_dir) == []
@@ -245,8 +272,12 @@ def test_koinon_up_serves_the_embedded_model_and_stops_it(up_data_dir):
     with log_path.open("w") as log:
         process = subprocess.Popen(
             [sys.executable, "manage.py", "koinon_up", "--port", str(port), "--concurrency", "1"],
-            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         try:
             health = wait_healthy(url, process, timeout=240)
             assert health["components"]["model"] == {"status": "ok", "detail": "reachable"}

@@ -16,27 +16,44 @@ def settings_load(**environ: str) -> subprocess.CompletedProcess:
     env.update(environ, DJANGO_SETTINGS_MODULE="koinon.settings_test")
     return subprocess.run(
         [sys.executable, "-c", "import django; django.setup()"],
-        capture_output=True, text=True, cwd=ROOT, env=env, timeout=60,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=60,
+    )
 
 
 @pytest.mark.parametrize(
     ("environ", "named"),
     [
         ({"KOINON_MODEL_PROVIDER": "openai"}, "KOINON_LLM_BASE_URL"),
-        ({"KOINON_MODEL_PROVIDER": "openai", "KOINON_LLM_MODEL": "m",
-          "KOINON_LLM_BASE_URL": "ftp://models.example/v1"}, "KOINON_LLM_BASE_URL"),
-        ({"KOINON_MODEL_PROVIDER": "openai", "KOINON_LLM_MODEL": "m",
-          "KOINON_LLM_BASE_URL": "https://user:s3cret-key@models.example/v1"},
-         "KOINON_LLM_BASE_URL"),
+        (
+            {
+                "KOINON_MODEL_PROVIDER": "openai",
+                "KOINON_LLM_MODEL": "m",
+                "KOINON_LLM_BASE_URL": "ftp://models.example/v1",
+            },
+            "KOINON_LLM_BASE_URL",
+        ),
+        (
+            {
+                "KOINON_MODEL_PROVIDER": "openai",
+                "KOINON_LLM_MODEL": "m",
+                "KOINON_LLM_BASE_URL": "https://user:s3cret-key@models.example/v1",
+            },
+            "KOINON_LLM_BASE_URL",
+        ),
         ({"KOINON_LLM_TIMEOUT": "0"}, "KOINON_LLM_TIMEOUT"),
         ({"KOINON_LLM_RETRIES": "9"}, "KOINON_LLM_RETRIES"),
         ({"KOINON_LLM_MAX_TOKENS": "lots"}, "KOINON_LLM_MAX_TOKENS"),
         ({"KOINON_LLM_GGUF": "/nonexistent/s3cret-model.gguf"}, "KOINON_LLM_GGUF"),
-        ({"KOINON_LLM_GGUF": "/nonexistent/m.gguf", "KOINON_MODEL_PROVIDER": "extractive"},
-         "KOINON_LLM_GGUF"),
+        (
+            {"KOINON_LLM_GGUF": "/nonexistent/m.gguf", "KOINON_MODEL_PROVIDER": "extractive"},
+            "KOINON_LLM_GGUF",
+        ),
     ],
-)  # fmt: skip
+)
 def test_a_bad_model_setting_stops_start_up_naming_the_variable(environ, named):
     result = settings_load(**environ)
     assert result.returncode != 0

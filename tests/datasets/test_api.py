@@ -53,16 +53,20 @@ def test_sum_of_invoices_is_4000_with_lineage_proof_and_one_fact(space, member, 
     assert body["rows"] == [[4000]]
     column = body["columns"][0]
     assert (column["label"], column["lineage"], column["eligible"]) == (
-        "SUM(orders.amount)", ["orders.amount"], True,
-    )  # fmt: skip
+        "SUM(orders.amount)",
+        ["orders.amount"],
+        True,
+    )
     proof = body["proof"]
     assert proof["engine"] == "duckdb" and proof["engine_version"]
     assert proof["snapshot_sha256"] == hashlib.sha256(INVOICES).hexdigest()
     assert proof["row_count"] == 1 and proof["normalised_sql"]
     [fact] = body["facts"]
     assert (fact["value"], fact["label"], fact["lineage"]) == (
-        4000, "SUM(orders.amount)", ["orders.amount"],
-    )  # fmt: skip
+        4000,
+        "SUM(orders.amount)",
+        ["orders.amount"],
+    )
     recorded = GovernedQuery.objects.get(pk=body["query_id"])
     assert fact["query_id"] == recorded.pk and recorded.result_sha256 == proof["result_sha256"]
     assert fact["snapshot_sha256"] == proof["snapshot_sha256"]

@@ -115,8 +115,10 @@ def test_a_filtered_aggregate_carries_its_filter_in_label_and_lineage(
     [column] = zeta.columns
     assert column.label == "SUM(orders.amount) WHERE orders.customer = 'zeta'"
     assert column.lineage == [
-        "orders.amount", "orders.customer", "WHERE orders.customer = 'zeta'",
-    ]  # fmt: skip
+        "orders.amount",
+        "orders.customer",
+        "WHERE orders.customer = 'zeta'",
+    ]
 
 
 def test_grouping_and_having_are_in_the_label_whichever_way_they_are_spelled(
@@ -132,9 +134,12 @@ def test_grouping_and_having_are_in_the_label_whichever_way_they_are_spelled(
         assert result.rows == [["acme", 4000]]
         assert result.columns[1].label == expected
         assert result.columns[1].lineage == [
-            "orders.*", "orders.amount", "orders.customer",
-            "GROUP BY orders.customer", "HAVING COUNT(*) > 1",
-        ]  # fmt: skip
+            "orders.*",
+            "orders.amount",
+            "orders.customer",
+            "GROUP BY orders.customer",
+            "HAVING COUNT(*) > 1",
+        ]
 
 
 def test_a_filter_too_long_to_label_makes_the_column_ineligible(orders: LoadedSnapshot) -> None:
@@ -374,8 +379,12 @@ def test_a_forked_child_gets_a_watchdog_of_its_own(tmp_path: Path) -> None:
     copy = tmp_path / "child.duckdb"
     copy.write_bytes(snapshot.path.read_bytes())
     root = Path(__file__).resolve().parents[2]
-    ran = subprocess.run([sys.executable, "-c", _FORKED, str(snapshot.path), str(copy), SLOW],
-                         cwd=root, timeout=120, check=False)  # fmt: skip
+    ran = subprocess.run(
+        [sys.executable, "-c", _FORKED, str(snapshot.path), str(copy), SLOW],
+        cwd=root,
+        timeout=120,
+        check=False,
+    )
     assert ran.returncode == 0
 
 
@@ -493,8 +502,9 @@ def test_a_nul_in_a_parquet_text_cell_is_refused(tmp_path: Path) -> None:
         load_snapshot(data=data, fmt="parquet", table="t", path=tmp_path / "t.duckdb")
 
     assert (error.value.code, str(error.value)) == (
-        "unsupported_type", "column invoice contains a NUL byte",
-    )  # fmt: skip
+        "unsupported_type",
+        "column invoice contains a NUL byte",
+    )
     assert list(tmp_path.iterdir()) == []
 
 

@@ -120,9 +120,13 @@ def test_a_quote_from_the_clean_text_passes_both_checks(space, owner):
 
     # A quote of the reading that does not serve passages is no evidence.
     glued = Passage(
-        extraction=primary, revision=revision, document_id=revision.document_id,
-        char_start=0, char_end=len(primary.text), text=primary.text,
-    )  # fmt: skip
+        extraction=primary,
+        revision=revision,
+        document_id=revision.document_id,
+        char_start=0,
+        char_end=len(primary.text),
+        text=primary.text,
+    )
     with pytest.raises(SelectionRejected) as rejected:
         quotes_verify_primary([quote_of(glued, primary.text.splitlines()[0])])
     assert rejected.value.issue == "quote_source_not_admitted"
@@ -150,8 +154,11 @@ def test_an_answer_quotes_the_clean_text(space, owner, member):
         start = quote.text.index(SENTENCE)
         return {"facts": [{"fact_id": quote.fact_id, "start": start, "end": start + len(SENTENCE)}]}
 
-    plan = Plan(standalone="How long are backups kept?",
-                searches=["backup service nightly copy"], dataset_queries=[])  # fmt: skip
+    plan = Plan(
+        standalone="How long are backups kept?",
+        searches=["backup service nightly copy"],
+        dataset_queries=[],
+    )
     body = ask(member, "How long are backups kept?", provider=ScriptedProvider([select], plan=plan))
     assert body["evidence"]["answer_status"] == "evidence_backed", body["quality"]
     [citation] = body["answer"]["citations"]
@@ -174,10 +181,9 @@ def test_both_readings_damaged_are_admitted_with_a_warning(space, owner):
     detail = client_for(owner).get(f"/v1/documents/{revision.document_id}").json()
     [shown] = detail["revisions"]
     assert shown["text_warning"].startswith("The text looks damaged (100% of its words glued)")
-    assert [(e["role"], e["damage"], e["damaged"], e["serves_passages"])
-            for e in shown["extractions"]] == [
-        ("primary", 1.0, True, True), ("secondary", 1.0, True, False)
-    ]  # fmt: skip
+    assert [
+        (e["role"], e["damage"], e["damaged"], e["serves_passages"]) for e in shown["extractions"]
+    ] == [("primary", 1.0, True, True), ("secondary", 1.0, True, False)]
 
     # Glued quotes still pass both checks: the secondary is searched without spaces.
     passage = Passage.objects.get(revision=revision)
@@ -265,8 +271,9 @@ CODE = (
 )
 
 
-@pytest.mark.parametrize("text", ["1 2 3\n42 17 2024-01-01\n3.14159\n", CODE],
-                         ids=["numbers", "code"])  # fmt: skip
+@pytest.mark.parametrize(
+    "text", ["1 2 3\n42 17 2024-01-01\n3.14159\n", CODE], ids=["numbers", "code"]
+)
 def test_text_without_words_to_measure_is_admitted_undamaged(space, owner, text):
     result = document_upload(user=owner, filename="notes.txt", data=text.encode(), space=space)
     revision_extract(revision_id=result.revision.pk)

@@ -17,16 +17,30 @@ def test_ingest_uploads_every_file_and_reports_refusals(tmp_path, space, owner):
     out, err = StringIO(), StringIO()
     with pytest.raises(CommandError, match="1 file"):
         call_command(
-            "ingest", str(tmp_path), "--space", "Operations", "--user", "owner",
-            stdout=out, stderr=err,
-        )  # fmt: skip
+            "ingest",
+            str(tmp_path),
+            "--space",
+            "Operations",
+            "--user",
+            "owner",
+            stdout=out,
+            stderr=err,
+        )
     assert sorted(Document.objects.values_list("title", flat=True)) == ["a", "b"]
     assert Extraction.objects.filter(status="pending").count() == 4  # queued for the worker
     assert "c.exe: unsupported_type" in err.getvalue()
     # Running it again changes nothing: identical bytes are the same revisions.
     with pytest.raises(CommandError):
-        call_command("ingest", str(tmp_path), "--space", str(space.pk), "--user", "owner",
-                     stdout=StringIO(), stderr=StringIO())  # fmt: skip
+        call_command(
+            "ingest",
+            str(tmp_path),
+            "--space",
+            str(space.pk),
+            "--user",
+            "owner",
+            stdout=StringIO(),
+            stderr=StringIO(),
+        )
     assert DocumentRevision.objects.count() == 2
 
 
@@ -85,9 +99,18 @@ def test_ingest_wait_reports_each_file_and_why_one_failed(celery_worker, tmp_pat
     out, err = StringIO(), StringIO()
     with pytest.raises(CommandError, match="1 file"):
         call_command(
-            "ingest", str(tmp_path), "--space", "Operations", "--user", "owner", "--wait",
-            "--timeout", "120", stdout=out, stderr=err,
-        )  # fmt: skip
+            "ingest",
+            str(tmp_path),
+            "--space",
+            "Operations",
+            "--user",
+            "owner",
+            "--wait",
+            "--timeout",
+            "120",
+            stdout=out,
+            stderr=err,
+        )
     assert "notes.md: admitted (" in out.getvalue()
     assert "blank.txt: failed: no_text: The file contains no extractable text." in err.getvalue()
     # Damaged text is admitted with a warning; a clean secondary serves instead of a glued primary.

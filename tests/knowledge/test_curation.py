@@ -39,9 +39,10 @@ def bystander(space):
 
 def propose(user, space, **fields):
     return client_for(user).post(
-        "/v1/knowledge/proposals", {"space": space.pk, "body": BODY, "title": "Expenses", **fields},
+        "/v1/knowledge/proposals",
+        {"space": space.pk, "body": BODY, "title": "Expenses", **fields},
         format="json",
-    )  # fmt: skip
+    )
 
 
 def admin_client(user) -> Client:
@@ -94,8 +95,10 @@ def test_a_curator_approves_in_admin_and_a_version_is_indexed(space, member, cur
 
     proposal = KnowledgeProposal.objects.get(pk=proposal_id)
     assert (proposal.status, proposal.reviewer, proposal.review_note) == (
-        "approved", curator, "Checked with finance",
-    )  # fmt: skip
+        "approved",
+        curator,
+        "Checked with finance",
+    )
     version = proposal.approved_version
     assert (version.number, version.body, version.approved_by) == (1, BODY, curator)
     entry = version.entry

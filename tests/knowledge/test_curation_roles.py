@@ -32,8 +32,13 @@ def people(space, owner, member, outsider, staff) -> dict:
     elsewhere = space_create(name="Elsewhere", created_by=staff)
     space_member_set(space=elsewhere, username=other.username, role="curator")
     root = get_user_model().objects.create_superuser("root", password="test-password-1")
-    return {"curator": owner, "reader": member, "other_curator": other, "outsider": outsider,
-            "superuser": root}  # fmt: skip
+    return {
+        "curator": owner,
+        "reader": member,
+        "other_curator": other,
+        "outsider": outsider,
+        "superuser": root,
+    }
 
 
 @pytest.fixture
@@ -78,10 +83,13 @@ def test_api_upload(people, space, role):
 def test_api_new_revision(people, space, document, role):
     response = client_for(people[role]).post(
         "/v1/documents",
-        {"file": SimpleUploadedFile("policy.txt", b"Invoices are kept for twelve years."),
-         "space": space.pk, "document": document.pk},
+        {
+            "file": SimpleUploadedFile("policy.txt", b"Invoices are kept for twelve years."),
+            "space": space.pk,
+            "document": document.pk,
+        },
         format="multipart",
-    )  # fmt: skip
+    )
     assert response.status_code == (202 if allowed(role) else REFUSAL[role]), response.json()
     assert revisions(document) == (2 if allowed(role) else 1)
 
@@ -145,13 +153,25 @@ def test_cli_ingest(people, space, tmp_path, role):
     path.write_bytes(b"Written from the command line.")
     out, err = StringIO(), StringIO()
     if allowed(role):
-        call_command("ingest", str(path), space=space.name, user=people[role].username,
-                     stdout=out, stderr=err)  # fmt: skip
+        call_command(
+            "ingest",
+            str(path),
+            space=space.name,
+            user=people[role].username,
+            stdout=out,
+            stderr=err,
+        )
         assert "cli.txt: document" in out.getvalue()
     else:
         with pytest.raises(CommandError, match="may not add to 'Operations'"):
-            call_command("ingest", str(path), space=space.name, user=people[role].username,
-                         stdout=out, stderr=err)  # fmt: skip
+            call_command(
+                "ingest",
+                str(path),
+                space=space.name,
+                user=people[role].username,
+                stdout=out,
+                stderr=err,
+            )
     assert Document.objects.filter(title="cli").exists() == allowed(role)
 
 
@@ -159,8 +179,13 @@ def test_cli_ingest(people, space, tmp_path, role):
 def test_cli_new_revision(people, space, document, tmp_path, role):
     path = tmp_path / "policy.txt"
     path.write_bytes(b"Invoices are kept for twelve years.")
-    options = {"space": space.name, "user": people[role].username, "document": document.pk,
-               "stdout": StringIO(), "stderr": StringIO()}  # fmt: skip
+    options = {
+        "space": space.name,
+        "user": people[role].username,
+        "document": document.pk,
+        "stdout": StringIO(),
+        "stderr": StringIO(),
+    }
     if allowed(role):
         call_command("ingest", str(path), **options)
     else:
@@ -173,8 +198,14 @@ def test_cli_new_revision(people, space, document, tmp_path, role):
 def test_cli_withdraw_and_restore(people, document, role):
     name = people[role].username
     if allowed(role):
-        call_command("document", "withdraw", str(document.pk), user=name, reason="outdated",
-                     stdout=StringIO())  # fmt: skip
+        call_command(
+            "document",
+            "withdraw",
+            str(document.pk),
+            user=name,
+            reason="outdated",
+            stdout=StringIO(),
+        )
         assert withdrawn(document)
         call_command("document", "restore", str(document.pk), user=name, stdout=StringIO())
         assert not withdrawn(document)
@@ -188,13 +219,23 @@ def test_cli_withdraw_and_restore(people, document, role):
 @pytest.mark.parametrize("role", ROLES)
 def test_cli_erase(people, document, role):
     name, revision = people[role].username, document.revisions.get()
-    arguments = ["document", "erase", str(document.pk), "--revision", str(revision.pk),
-                 "--user", name, "--reason", "leaked"]  # fmt: skip
+    arguments = [
+        "document",
+        "erase",
+        str(document.pk),
+        "--revision",
+        str(revision.pk),
+        "--user",
+        name,
+        "--reason",
+        "leaked",
+    ]
     if allowed(role):
         out = StringIO()
         call_command(*arguments, stdout=out)
         assert f"revision {revision.pk} (r1) of document {document.pk}: text erased" in (
-            out.getvalue())  # fmt: skip
+            out.getvalue()
+        )
     else:
         code = "permission_denied" if REFUSAL[role] == 403 else "not_found"
         with pytest.raises(CommandError, match=code):
@@ -262,8 +303,9 @@ def test_admin_erase_without_a_reason_says_so(people, document):
     client = Client()
     client.force_login(people["superuser"])
     revision = document.revisions.get()
-    response = client.post(f"/admin/knowledge/documentrevision/{revision.pk}/erase/",
-                           {"reason": "  "})  # fmt: skip
+    response = client.post(
+        f"/admin/knowledge/documentrevision/{revision.pk}/erase/", {"reason": "  "}
+    )
     assert response.status_code == 200 and b"Say why the text is erased" in response.content
     assert not erased(document)
 
@@ -312,9 +354,13 @@ def page_client(user) -> Client:
 def test_library_upload(people, space, role):
     response = page_client(people[role]).post(
         f"/spaces/{space.pk}/documents/",
-        {"file": [SimpleUploadedFile("one.txt", b"First text."),
-                  SimpleUploadedFile("two.md", b"# Two\n\nSecond text.")]},
-    )  # fmt: skip
+        {
+            "file": [
+                SimpleUploadedFile("one.txt", b"First text."),
+                SimpleUploadedFile("two.md", b"# Two\n\nSecond text."),
+            ]
+        },
+    )
     assert response.status_code == (302 if allowed(role) else REFUSAL[role])
     titles = set(Document.objects.values_list("title", flat=True))
     assert ({"one", "Two"} <= titles or {"one", "two"} <= titles) == allowed(role)
@@ -326,9 +372,11 @@ def test_library_upload(people, space, role):
 def test_library_new_revision(people, space, document, role):
     response = page_client(people[role]).post(
         f"/spaces/{space.pk}/documents/",
-        {"file": SimpleUploadedFile("policy.txt", b"Invoices are kept for twelve years."),
-         "document": document.pk},
-    )  # fmt: skip
+        {
+            "file": SimpleUploadedFile("policy.txt", b"Invoices are kept for twelve years."),
+            "document": document.pk,
+        },
+    )
     assert response.status_code == (302 if allowed(role) else REFUSAL[role])
     assert revisions(document) == (2 if allowed(role) else 1)
 
@@ -393,11 +441,15 @@ def test_library_page_shows_curators_the_forms_and_readers_the_list(people, spac
 def test_library_refuses_one_bad_file_and_keeps_the_others(people, space):
     response = page_client(people["curator"]).post(
         f"/spaces/{space.pk}/documents/",
-        {"file": [SimpleUploadedFile("good.txt", b"Good text."),
-                  SimpleUploadedFile("photo.png", b"\x89PNG\r\n\x1a\nxxxx"),
-                  SimpleUploadedFile("empty.txt", b"")]},
+        {
+            "file": [
+                SimpleUploadedFile("good.txt", b"Good text."),
+                SimpleUploadedFile("photo.png", b"\x89PNG\r\n\x1a\nxxxx"),
+                SimpleUploadedFile("empty.txt", b""),
+            ]
+        },
         headers={"Accept": "application/json"},
-    )  # fmt: skip
+    )
     assert response.status_code == 202
     files = {f["name"]: f for f in response.json()["files"]}
     assert files["good.txt"]["ok"] is True
@@ -409,8 +461,9 @@ def test_library_refuses_one_bad_file_and_keeps_the_others(people, space):
 
 def test_library_upload_without_a_file_is_a_clear_error(people, space):
     client = page_client(people["curator"])
-    response = client.post(f"/spaces/{space.pk}/documents/", {},
-                           headers={"Accept": "application/json"})  # fmt: skip
+    response = client.post(
+        f"/spaces/{space.pk}/documents/", {}, headers={"Accept": "application/json"}
+    )
     assert response.status_code == 422
     assert response.json()["error"]["message"] == "Choose one or more files."
     assert client.post("/spaces/abc/documents/").status_code == 404

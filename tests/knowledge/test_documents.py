@@ -128,9 +128,12 @@ def test_identical_bytes_make_no_new_revision(celery_worker, space, owner):
     assert DocumentRevision.objects.count() == 1
 
     changed = upload(
-        client, "policy.md", POLICY.encode() + b"\nNew rule.\n", space=space.pk,
+        client,
+        "policy.md",
+        POLICY.encode() + b"\nNew rule.\n",
+        space=space.pk,
         document=first.json()["id"],
-    )  # fmt: skip
+    )
     assert changed.status_code == 202
     assert [r["number"] for r in changed.json()["revisions"]] == [2, 1]
 

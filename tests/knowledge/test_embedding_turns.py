@@ -150,9 +150,10 @@ def test_a_time_limit_during_embedding_leaves_no_passage_behind(
     if where == "extraction task":
         # The limit hits during the extraction task's own first batch.
         monkeypatch.setattr(
-            embeddings, "get_embedding_provider",
+            embeddings,
+            "get_embedding_provider",
             lambda: provider_failing_at(1, SoftTimeLimitExceeded()),
-        )  # fmt: skip
+        )
         result = document_upload(user=owner, filename="crane.vtt", data=captions(), space=space)
         extract_revision.run(result.revision.pk)  # ends quietly, as under Celery
         extraction = Extraction.objects.get(revision=result.revision, serves_passages=True)

@@ -75,8 +75,11 @@ def copies(sentences: list[str]) -> dict[str, int]:
 def in_traces(sentences: list[str]) -> list[str]:
     from django.conf import settings
 
-    return [path.name for path in settings.LOG_DIR.glob("*.jsonl")
-            if any(s in path.read_text() for s in sentences)]  # fmt: skip
+    return [
+        path.name
+        for path in settings.LOG_DIR.glob("*.jsonl")
+        if any(s in path.read_text() for s in sentences)
+    ]
 
 
 @pytest.mark.django_db(transaction=True)
@@ -92,46 +95,67 @@ def test_after_an_erasure_no_table_trace_or_file_holds_the_erased_sentences(
     run = AnswerRun.objects.get(pk=body["run_id"])
     # Copies outside the answer itself: an MCP search for a sentence, and a trace line
     # that quotes one (written by the real trace writer).
-    tool_call_run(caller=Caller(user=member), tool="search",
-                  arguments={"query": SENTENCES[2]}, transport="stdio")  # fmt: skip
+    tool_call_run(
+        caller=Caller(user=member),
+        tool="search",
+        arguments={"query": SENTENCES[2]},
+        transport="stdio",
+    )
     trace_write(run_id=run.pk, lines=[{"step": "note", "quote": SENTENCES[1]}])
-    mcp = tool_call_run(caller=Caller(user=member), tool="answer",
-                        arguments={"query": QUESTION}, transport="stdio")  # fmt: skip
+    mcp = tool_call_run(
+        caller=Caller(user=member), tool="answer", arguments={"query": QUESTION}, transport="stdio"
+    )
     assert SENTENCES[0] in json.dumps(mcp.payload)  # a second run, answered over MCP
     client = client_for(member)
     conversation = f"/v1/conversations/{run.conversation_id}"
-    assert client.post(f"{conversation}/shares", {"username": "owner"},
-                       format="json").status_code == 201  # fmt: skip
+    assert (
+        client.post(f"{conversation}/shares", {"username": "owner"}, format="json").status_code
+        == 201
+    )
     export_before = client.get(f"{conversation}/export").json()
     releases = list(OutputRelease.objects.values_list("pk", "text_sha256", "citations_sha256"))
     stored_file = erased.revision.file.name
     assert default_storage.exists(stored_file)
     before = copies(SENTENCES)
-    for where in ("knowledge_passage.text", "knowledge_extraction.text",
-                  "answers_answerrun.response", "answers_message.text",
-                  "answers_candidatefact.text", "audit_streamevent.data",
-                  "answers_citation.data", "mcp_server_toolcall.arguments"):  # fmt: skip
+    for where in (
+        "knowledge_passage.text",
+        "knowledge_extraction.text",
+        "answers_answerrun.response",
+        "answers_message.text",
+        "answers_candidatefact.text",
+        "audit_streamevent.data",
+        "answers_citation.data",
+        "mcp_server_toolcall.arguments",
+    ):
         assert where in before, where
     assert in_traces(SENTENCES)
 
-    erasure = revision_erase(user=owner, document=erased.document, revision=erased.revision,
-                             reason="a leaked personal record")  # fmt: skip
+    erasure = revision_erase(
+        user=owner,
+        document=erased.document,
+        revision=erased.revision,
+        reason="a leaked personal record",
+    )
 
     assert copies(SENTENCES) == {}
     assert in_traces(SENTENCES) == []
     assert not default_storage.exists(stored_file)
     # What stood there is the tombstone, and the other document is untouched.
-    assert TOMBSTONE in StreamEvent.objects.get(run=run, event="completed").data[
-        "payload"]["result"]["answer"]["text"]  # fmt: skip
+    assert (
+        TOMBSTONE
+        in StreamEvent.objects.get(run=run, event="completed").data["payload"]["result"]["answer"][
+            "text"
+        ]
+    )
     assert OTHER in Extraction.objects.get(revision=kept.revision, role="primary").text
     assert Passage.objects.filter(revision=kept.revision).exists()
     assert not Passage.objects.filter(revision=erased.revision).exists()
-    assert set(Extraction.objects.filter(revision=erased.revision).values_list(
-        "status", flat=True)) == {"erased"}  # fmt: skip
+    assert set(
+        Extraction.objects.filter(revision=erased.revision).values_list("status", flat=True)
+    ) == {"erased"}
     # The log row: who, why, when and what was replaced.
     log = Erasure.objects.get()
-    assert (log.pk, log.revision_id, log.erased_by_id) == (erasure.pk, erased.revision.pk,
-                                                           owner.pk)  # fmt: skip
+    assert (log.pk, log.revision_id, log.erased_by_id) == (erasure.pk, erased.revision.pk, owner.pk)
     assert log.reason == "a leaked personal record"
     assert log.counts["knowledge_passage"] >= 1 and log.counts["audit_streamevent"] >= 1
     assert log.counts["mcp_server_toolcall"] == 1 and log.counts["refused"] == 0
@@ -146,8 +170,10 @@ def test_after_an_erasure_no_table_trace_or_file_holds_the_erased_sentences(
     day = log.erased_at.astimezone(UTC).date()
     notice = texts.erased_notice("en", day)
     assert day.isoformat() in notice
-    reads = {"run": client.get(f"/v1/runs/{run.pk}").json(),
-             "replay": replayed(member, str(run.pk))}  # fmt: skip
+    reads = {
+        "run": client.get(f"/v1/runs/{run.pk}").json(),
+        "replay": replayed(member, str(run.pk)),
+    }
     for name, read in reads.items():
         assert json.dumps(read, ensure_ascii=False).count(notice) == 1, name
         assert read["release"] is None and read["quality"]["issues"] == ["source_erased"], name
@@ -167,10 +193,13 @@ def test_after_an_erasure_no_table_trace_or_file_holds_the_erased_sentences(
     assert page.status_code == 200 and notice in page.content.decode()
     assert not any(s in page.content.decode() for s in SENTENCES)
     assert [m.get("state") for m in responses["conversation"].json()["messages"]] == [
-        None, "source_erased"]  # fmt: skip
+        None,
+        "source_erased",
+    ]
     # Receipts untouched: the export made before still verifies, and so does a new one.
-    assert list(OutputRelease.objects.values_list("pk", "text_sha256",
-                                                  "citations_sha256")) == releases  # fmt: skip
+    assert (
+        list(OutputRelease.objects.values_list("pk", "text_sha256", "citations_sha256")) == releases
+    )
     for name, export in {"before": export_before, "after": responses["export"].json()}.items():
         path = tmp_path / f"{name}.json"
         path.write_text(json.dumps(export))
@@ -183,25 +212,32 @@ def test_after_an_erasure_no_table_trace_or_file_holds_the_erased_sentences(
     admin.force_login(root)
     extraction = Extraction.objects.filter(revision=erased.revision).first()
     completed = StreamEvent.objects.get(run=run, event="completed")
-    for url in (f"/admin/knowledge/documentrevision/{erased.revision.pk}/change/",
-                f"/admin/knowledge/extraction/{extraction.pk}/change/",
-                f"/admin/knowledge/document/{erased.document.pk}/change/",
-            f"/admin/audit/answeraudit/{run.audit.pk}/change/", "/admin/audit/streamevent/",
-            f"/admin/audit/streamevent/{completed.pk}/change/",
-                "/admin/mcp_server/toolcall/", "/admin/knowledge/erasure/"):  # fmt: skip
+    for url in (
+        f"/admin/knowledge/documentrevision/{erased.revision.pk}/change/",
+        f"/admin/knowledge/extraction/{extraction.pk}/change/",
+        f"/admin/knowledge/document/{erased.document.pk}/change/",
+        f"/admin/audit/answeraudit/{run.audit.pk}/change/",
+        "/admin/audit/streamevent/",
+        f"/admin/audit/streamevent/{completed.pk}/change/",
+        "/admin/mcp_server/toolcall/",
+        "/admin/knowledge/erasure/",
+    ):
         page = admin.get(url)
         assert page.status_code == 200, url
         assert not any(s in page.content.decode() for s in SENTENCES), url
     # MCP answers from what is left; so does regenerating; the same bytes are not taken
     # again.
-    mcp = tool_call_run(caller=Caller(user=member), tool="answer",
-                        arguments={"query": QUESTION}, transport="stdio")  # fmt: skip
+    mcp = tool_call_run(
+        caller=Caller(user=member), tool="answer", arguments={"query": QUESTION}, transport="stdio"
+    )
     assert not any(s in json.dumps(mcp.payload) for s in SENTENCES)
-    retried = answer_retry(user=member, run=run,
-                           provider=ScriptedProvider([select_first], plan=plan()))  # fmt: skip
+    retried = answer_retry(
+        user=member, run=run, provider=ScriptedProvider([select_first], plan=plan())
+    )
     assert not any(s in json.dumps(retried) for s in SENTENCES)
-    again = client_for(owner).post("/v1/documents", {"space": space.pk, "file": _file(TEXT)},
-                                   format="multipart")  # fmt: skip
+    again = client_for(owner).post(
+        "/v1/documents", {"space": space.pk, "file": _file(TEXT)}, format="multipart"
+    )
     assert again.status_code == 409 and again.json()["error"]["code"] == "revision_erased"
 
 
@@ -227,8 +263,11 @@ def test_erasing_needs_a_reason_and_happens_once(space, owner):
     assert again.status_code == 409 and again.json()["error"]["code"] == "already_erased"
     assert Erasure.objects.count() == 1
     for bad in ("abc", "0", "999999"):
-        missing = client.post(f"/v1/documents/{erased.document.pk}/revisions/{bad}/erase",
-                              {"reason": "r"}, format="json")  # fmt: skip
+        missing = client.post(
+            f"/v1/documents/{erased.document.pk}/revisions/{bad}/erase",
+            {"reason": "r"},
+            format="json",
+        )
         assert missing.status_code == 404, bad
 
 
@@ -264,8 +303,10 @@ def runtime_role(db):
     return role
 
 
-CHANGE_LOG = ("UPDATE knowledge_erasure SET reason = 'changed' WHERE id = %s",
-              "DELETE FROM knowledge_erasure WHERE id = %s")  # fmt: skip
+CHANGE_LOG = (
+    "UPDATE knowledge_erasure SET reason = 'changed' WHERE id = %s",
+    "DELETE FROM knowledge_erasure WHERE id = %s",
+)
 
 
 def test_the_runtime_role_can_erase_only_through_the_function(space, owner, member, runtime_role):
@@ -292,9 +333,13 @@ def test_the_runtime_role_can_erase_only_through_the_function(space, owner, memb
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT koinon_erase_revision(%s, %s, %s, %s::text[])",
-                [erased.revision.pk, owner.pk, "runtime erasure",
-                 [SENTENCES[0], "From your library: this is not in the text at all"]],
-            )  # fmt: skip
+                [
+                    erased.revision.pk,
+                    owner.pk,
+                    "runtime erasure",
+                    [SENTENCES[0], "From your library: this is not in the text at all"],
+                ],
+            )
             erasure_id = cursor.fetchone()[0]
         # It ran as the runtime role, replaced the sentence in the sealed records, and
         # the flag is off again for whatever follows in the transaction.
@@ -309,8 +354,10 @@ def test_the_runtime_role_can_erase_only_through_the_function(space, owner, memb
         assert refused("UPDATE audit_streamevent SET data = '{}'")
         for statement in CHANGE_LOG:
             assert refused(statement, (erasure_id,)), statement
-        for statement in ("TRUNCATE knowledge_erasure",
-                          "ALTER TABLE knowledge_erasure DISABLE TRIGGER USER"):  # fmt: skip
+        for statement in (
+            "TRUNCATE knowledge_erasure",
+            "ALTER TABLE knowledge_erasure DISABLE TRIGGER USER",
+        ):
             assert refused(statement), statement
     finally:
         with connection.cursor() as cursor:
@@ -328,8 +375,9 @@ def test_a_revision_erased_between_selection_and_sealing_is_not_published(space,
 
     def erase(attempt: int) -> None:
         if not Erasure.objects.exists():
-            revision_erase(user=owner, document=erased.document, revision=erased.revision,
-                           reason="leaked")  # fmt: skip
+            revision_erase(
+                user=owner, document=erased.document, revision=erased.revision, reason="leaked"
+            )
 
     provider = ScriptedProvider([select_first], plan=plan(), on_select=erase)
     body = ask(member, QUESTION, provider=provider)
@@ -344,9 +392,12 @@ def test_the_publication_recheck_refuses_an_erased_revision(space, owner):
     from answers.pipeline.recheck import _quoted_revisions_fit
 
     erased = ingest(owner, space, "operations.txt", TEXT)
-    quote = SimpleNamespace(fact=SimpleNamespace(kind="quote", source={
-        "document_id": erased.document.pk, "revision_id": erased.revision.pk}))  # fmt: skip
+    quote = SimpleNamespace(
+        fact=SimpleNamespace(
+            kind="quote",
+            source={"document_id": erased.document.pk, "revision_id": erased.revision.pk},
+        )
+    )
     assert _quoted_revisions_fit([quote]) is None
-    revision_erase(user=owner, document=erased.document, revision=erased.revision,
-                   reason="leaked")  # fmt: skip
+    revision_erase(user=owner, document=erased.document, revision=erased.revision, reason="leaked")
     assert _quoted_revisions_fit([quote]) == "source_erased"

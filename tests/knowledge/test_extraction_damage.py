@@ -110,10 +110,15 @@ def test_scripts_without_spaces_or_case_are_not_measured():
 
 @pytest.mark.parametrize(
     "text",
-    ["", "   \n\n\t ", "1,000 2.5 3/4 2024-01-01 0x1F 42 3.14159265358979323846264338",
-     "-- ... !!! ???", "x = foo(bar_baz[0]) + {'a': 1}"],
+    [
+        "",
+        "   \n\n\t ",
+        "1,000 2.5 3/4 2024-01-01 0x1F 42 3.14159265358979323846264338",
+        "-- ... !!! ???",
+        "x = foo(bar_baz[0]) + {'a': 1}",
+    ],
     ids=["empty", "white-space", "numbers", "punctuation", "only-code"],
-)  # fmt: skip
+)
 def test_text_with_nothing_to_measure_is_not_damaged(text):
     assert extraction_damage(text) == 0.0
 
@@ -141,9 +146,17 @@ def test_not_measured_is_not_damaged():
         ({"secondary": 0.0}, None),  # no primary: nothing to check a quote against
         ({}, None),
     ],
-    ids=["both-clean", "primary-damaged", "both-damaged", "secondary-damaged",
-         "secondary-failed", "secondary-unmeasured", "primary-failed", "none"],
-)  # fmt: skip
+    ids=[
+        "both-clean",
+        "primary-damaged",
+        "both-damaged",
+        "secondary-damaged",
+        "secondary-failed",
+        "secondary-unmeasured",
+        "primary-failed",
+        "none",
+    ],
+)
 def test_the_primary_serves_unless_it_is_damaged_and_the_secondary_clean(damages, expected):
     assert serving_role(damages, threshold=THRESHOLD) == expected
 

@@ -123,8 +123,9 @@ def test_a_failed_extraction_says_in_words_why_over_the_api_and_in_admin(space, 
     body = client_for(owner).get(f"/v1/documents/{document_id}").json()
     [extraction, _] = body["revisions"][0]["extractions"]
     assert (extraction["error_code"], extraction["error_message"]) == (
-        "encrypted", "The file is password-protected.",
-    )  # fmt: skip
+        "encrypted",
+        "The file is password-protected.",
+    )
 
     curator = make_user("curator", staff=True)
     space_member_set(space=space, username="curator", role="curator")

@@ -84,9 +84,13 @@ def test_the_fork_server_is_started_once_per_process_not_per_extraction():
     assert server_pid in children
     for n in range(5):
         extract_isolated(
-            "text", f"Document {n}.".encode(), roles=["primary", "secondary"],
-            limits=LIMITS, timeout=30, memory_bytes=MEMORY,
-        )  # fmt: skip
+            "text",
+            f"Document {n}.".encode(),
+            roles=["primary", "secondary"],
+            limits=LIMITS,
+            timeout=30,
+            memory_bytes=MEMORY,
+        )
     assert server.pid == server_pid
     assert {p.pid for p in psutil.Process().children()} == children
 
@@ -107,9 +111,13 @@ def test_a_fork_server_killed_between_extractions_is_restarted():
     os.kill(killed, signal.SIGKILL)
     wait_until_gone(killed)
     result = extract_isolated(
-        "text", b"After the kill.", roles=["primary", "secondary"],
-        limits=LIMITS, timeout=30, memory_bytes=MEMORY,
-    )  # fmt: skip
+        "text",
+        b"After the kill.",
+        roles=["primary", "secondary"],
+        limits=LIMITS,
+        timeout=30,
+        memory_bytes=MEMORY,
+    )
     assert result["primary"].text == result["secondary"].text == "After the kill."
     assert server.pid not in (None, killed)
 
@@ -161,9 +169,13 @@ def test_a_fork_server_that_keeps_dying_falls_back_to_spawned_children(monkeypat
 
     monkeypatch.setattr(server, "request", always_gone)
     result = extract_isolated(
-        "text", b"Read anyway.", roles=["primary", "secondary"],
-        limits=LIMITS, timeout=30, memory_bytes=MEMORY,
-    )  # fmt: skip
+        "text",
+        b"Read anyway.",
+        roles=["primary", "secondary"],
+        limits=LIMITS,
+        timeout=30,
+        memory_bytes=MEMORY,
+    )
     assert result["primary"].text == result["secondary"].text == "Read anyway."
 
 
@@ -179,13 +191,17 @@ def test_a_memory_limit_in_the_forked_child_gives_too_large_and_spares_the_serve
     server_pid = server.pid
     # With the element count check lifted, only the child's address-space limit stops it.
     result = extract_isolated(
-        "docx", docx_with_empty_paragraphs(3_000_000), roles=["primary", "secondary"],
+        "docx",
+        docx_with_empty_paragraphs(3_000_000),
+        roles=["primary", "secondary"],
         limits=Limits(max_chars=5_000_000, max_pages=2000, max_elements=10**9),
-        timeout=60, memory_bytes=256 * 1024 * 1024,
-    )  # fmt: skip
+        timeout=60,
+        memory_bytes=256 * 1024 * 1024,
+    )
     assert {role: (type(r), r.code) for role, r in result.items()} == {
-        "primary": (ExtractionError, "too_large"), "secondary": (ExtractionError, "too_large"),
-    }  # fmt: skip
+        "primary": (ExtractionError, "too_large"),
+        "secondary": (ExtractionError, "too_large"),
+    }
     assert server.pid == server_pid
     assert ask(b"Still reading.")["primary"]["text"] == "Still reading."
 
@@ -225,8 +241,12 @@ def test_a_forked_worker_process_starts_its_own_fork_server():
     """What a Celery prefork child does: it must never share its parent's server."""
     done = subprocess.run(
         [sys.executable, "-c", FORKING_WORKER],
-        cwd=ROOT, capture_output=True, text=True, timeout=120, check=True,
-    )  # fmt: skip
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     report = json.loads(done.stdout)
     assert report["status"] == 0
     assert report["text"] == "In the forked worker."
@@ -247,9 +267,14 @@ def test_extractions_leak_no_file_descriptors():
 @pytest.mark.parametrize("isolation", ["forkserver", "spawn"])
 def test_both_isolation_modes_read_every_role(isolation):
     result = extract_isolated(
-        "markdown", b"# Title\n\nSome *text*.", roles=["primary", "secondary"],
-        limits=LIMITS, timeout=30, memory_bytes=MEMORY, isolation=isolation,
-    )  # fmt: skip
+        "markdown",
+        b"# Title\n\nSome *text*.",
+        roles=["primary", "secondary"],
+        limits=LIMITS,
+        timeout=30,
+        memory_bytes=MEMORY,
+        isolation=isolation,
+    )
     assert result["primary"].text == result["secondary"].text == "Title\n\nSome text."
     assert result["primary"].extractor != result["secondary"].extractor
 
@@ -274,6 +299,7 @@ def test_revision_extract_reads_through_the_fork_server_not_new_interpreters(
     revision_extract(revision_id=result.revision.pk)
     extractions = Extraction.objects.filter(revision=result.revision)
     assert {(e.role, e.status, e.progress) for e in extractions} == {
-        ("primary", "admitted", 100), ("secondary", "admitted", 100),
-    }  # fmt: skip
+        ("primary", "admitted", 100),
+        ("secondary", "admitted", 100),
+    }
     assert server.pid == server_pid

@@ -22,8 +22,9 @@ def deferred(monkeypatch) -> list[int]:
 
 
 def upload(user, name: str):
-    return document_upload(user=user, filename=name, data=f"{name} says hello.".encode(),
-                           private=True).revision  # fmt: skip
+    return document_upload(
+        user=user, filename=name, data=f"{name} says hello.".encode(), private=True
+    ).revision
 
 
 def statuses(revision) -> set[str]:
@@ -34,8 +35,10 @@ def test_a_second_extraction_of_the_same_uploader_waits_for_their_turn(owner, me
     mine, theirs = upload(owner, "mine.txt"), upload(member, "theirs.txt")
     params = connection.get_connection_params()
     # Another process is extracting one of owner's revisions: it holds owner's slot.
-    with psycopg.connect(**{k: v for k, v in params.items() if k in (
-            "dbname", "user", "host", "port", "password")}, autocommit=True) as other:  # fmt: skip
+    with psycopg.connect(
+        **{k: v for k, v in params.items() if k in ("dbname", "user", "host", "port", "password")},
+        autocommit=True,
+    ) as other:
         other.execute("SELECT pg_advisory_lock(%s, %s)", [NAMESPACE, owner.pk])
         tasks.extract_revision(mine.pk)
         assert deferred == [mine.pk] and statuses(mine) == {"pending"}

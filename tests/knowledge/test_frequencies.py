@@ -35,9 +35,13 @@ def live(user, words, **scope) -> tuple[dict[str, int], int]:
 
 def ingest(user, space, name: str, text: str, document=None, private=False):
     result = document_upload(
-        user=user, filename=name, data=text.encode(), space=space, private=private,
+        user=user,
+        filename=name,
+        data=text.encode(),
+        space=space,
+        private=private,
         document=document,
-    )  # fmt: skip
+    )
     revision_extract(revision_id=result.revision.pk)
     return result.revision
 
@@ -61,8 +65,13 @@ def test_kept_counts_follow_uploads_and_new_revisions(space, owner, member, staf
     )
 
     # A new revision replaces the old one's passages in the counts.
-    ingest(owner, space, "pilots.txt", "Tides and e-mail.\n\nNo lanterns here.",
-           document=first.document)  # fmt: skip
+    ingest(
+        owner,
+        space,
+        "pilots.txt",
+        "Tides and e-mail.\n\nNo lanterns here.",
+        document=first.document,
+    )
     counts, total = document_frequencies(scope=access_scope_build(user=member), words=WORDS)
     assert (counts, total) == live(member, WORDS)
     assert counts["pilots"] == 0 and counts["tides"] == 1 and counts["lanterns"] == 1

@@ -185,8 +185,13 @@ def test_query_lexemes_carry_the_scopes_document_frequencies(
 
     other = space_create(name="Elsewhere", created_by=staff)
     vectors = np.random.default_rng(4).normal(size=(7, 384)).tolist()
-    load_passages([other], staff, [f"Pilot boats {n}." for n in range(7)], vectors,
-                  get_embedding_provider().model_id)  # fmt: skip
+    load_passages(
+        [other],
+        staff,
+        [f"Pilot boats {n}." for n in range(7)],
+        vectors,
+        get_embedding_provider().model_id,
+    )
     _load(space, staff, ["Harbour pilots inspect boats.", "Pilots rest.", "Nothing here."])
 
     counted = query_lexemes("pilots inspect lanterns", access_scope_build(user=member).space_ids)
@@ -203,15 +208,23 @@ def test_query_lexemes_carry_the_scopes_document_frequencies(
     [
         # "harbour" is in 25 of 1,525 passages (rare), the other words in 1,500 (common):
         # within the three-word level, the groups with "harbour" come first.
-        ("Harbour pilots inspect berth {n}.", "Pilots inspect the lighthouse lanterns of cape {n}.",
-         QUERY, 0),
+        (
+            "Harbour pilots inspect berth {n}.",
+            "Pilots inspect the lighthouse lanterns of cape {n}.",
+            QUERY,
+            0,
+        ),
         # No passage has both words, "pilot" is in 25 passages, "lighthouse" in 1,500: in the
         # last level (after the two-word one), any rare word comes first.
-        ("Harbour pilots of berth {n}.", "The lighthouse of cape {n}.",
-         "pilots and lighthouses", 1),
+        (
+            "Harbour pilots of berth {n}.",
+            "The lighthouse of cape {n}.",
+            "pilots and lighthouses",
+            1,
+        ),
     ],
     ids=["coordination level", "any-word level"],
-)  # fmt: skip
+)
 def test_passages_with_a_rare_word_are_ranked_before_those_with_common_words_only(
     space: Space, staff: AbstractBaseUser, member: AbstractBaseUser, rare, common, query, levels
 ) -> None:

@@ -25,12 +25,18 @@ def columns() -> set[str]:
 @pytest.mark.django_db(transaction=True)
 def test_the_damage_migration_keeps_admitted_primaries_serving_and_reverses(space, owner):
     def revision(number: int, primary: str) -> DocumentRevision:
-        document = Document.objects.create(space=space, title=f"d{number}", kind="text",
-                                           created_by=owner)  # fmt: skip
+        document = Document.objects.create(
+            space=space, title=f"d{number}", kind="text", created_by=owner
+        )
         revision = DocumentRevision.objects.create(
-            document=document, number=1, sha256=f"{number:064d}", file="x.txt",
-            filename="x.txt", size=1, uploaded_by=owner,
-        )  # fmt: skip
+            document=document,
+            number=1,
+            sha256=f"{number:064d}",
+            file="x.txt",
+            filename="x.txt",
+            size=1,
+            uploaded_by=owner,
+        )
         Extraction.objects.create(revision=revision, role="primary", status=primary)
         Extraction.objects.create(revision=revision, role="secondary", status="admitted")
         return revision

@@ -15,10 +15,12 @@ def corpus(celery_worker, space, owner):
     revisions = [
         upload(client, "policy.md", POLICY.encode(), space=space.pk).json()["revision"],
         upload(
-            client, "travel.txt",
-            b"Economy class is used for flights shorter than six hours.", space=space.pk,
+            client,
+            "travel.txt",
+            b"Economy class is used for flights shorter than six hours.",
+            space=space.pk,
         ).json()["revision"],
-    ]  # fmt: skip
+    ]
     for revision in revisions:
         wait_for_extraction(revision)
     return space

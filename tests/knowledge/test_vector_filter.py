@@ -44,9 +44,17 @@ QUERY = "How often does the finance team audit the travel budget?"
 TEAMS = ("finance", "legal", "sales", "support", "security", "operations", "research", "design")
 VERBS = ("audits", "reviews", "approves", "updates", "archives", "discusses", "signs", "checks")
 OBJECTS = (
-    "travel budget", "vendor contracts", "customer invoices", "hiring plan", "server costs",
-    "office lease", "training schedule", "release notes", "expense reports", "insurance policy",
-)  # fmt: skip
+    "travel budget",
+    "vendor contracts",
+    "customer invoices",
+    "hiring plan",
+    "server costs",
+    "office lease",
+    "training schedule",
+    "release notes",
+    "expense reports",
+    "insurance policy",
+)
 WHEN = ("every week", "each quarter", "once a year", "before launch", "on Fridays", "monthly")
 
 

@@ -62,8 +62,9 @@ def test_a_withdrawn_document_is_not_searched_and_its_answers_read_as_withdrawn(
     assert cited_documents(body) == {first.pk}
     run = AnswerRun.objects.get(pk=body["run_id"])
     client = client_for(member)
-    client.post(f"/v1/conversations/{run.conversation_id}/shares", {"username": "owner"},
-                format="json")  # fmt: skip
+    client.post(
+        f"/v1/conversations/{run.conversation_id}/shares", {"username": "owner"}, format="json"
+    )
     export_before = client.get(f"/v1/conversations/{run.conversation_id}/export").json()
     releases = list(OutputRelease.objects.values_list("pk", "text_sha256"))
 
@@ -85,8 +86,12 @@ def test_a_withdrawn_document_is_not_searched_and_its_answers_read_as_withdrawn(
     shared = client_for(owner).get(f"/v1/conversations/{run.conversation_id}")
     exported = client.get(f"/v1/conversations/{run.conversation_id}/export")
     markdown = client.get(f"/v1/conversations/{run.conversation_id}/export", {"as": "markdown"})
-    for name, response in {"conversation": conversation, "share": shared, "export": exported,
-                           "markdown": markdown}.items():  # fmt: skip
+    for name, response in {
+        "conversation": conversation,
+        "share": shared,
+        "export": exported,
+        "markdown": markdown,
+    }.items():
         assert response.status_code == 200, name
         assert FIRST not in response.content.decode(), name
         assert notice in response.content.decode(), name
@@ -113,8 +118,11 @@ def test_regenerating_answers_without_the_withdrawn_document(space, owner, membe
     other = second if quoted == first else first
     document_withdraw(user=owner, document=quoted)
 
-    retried = answer_retry(user=member, run=AnswerRun.objects.get(pk=body["run_id"]),
-                           provider=ScriptedProvider([select_first], plan=plan()))  # fmt: skip
+    retried = answer_retry(
+        user=member,
+        run=AnswerRun.objects.get(pk=body["run_id"]),
+        provider=ScriptedProvider([select_first], plan=plan()),
+    )
     assert retried["evidence"]["answer_status"] == "evidence_backed"
     assert cited_documents(retried) == {other.pk}
     assert (FIRST if quoted == first else SECOND) not in json.dumps(retried)
@@ -129,8 +137,11 @@ def test_restore_makes_it_quotable_again(space, owner, member):
 
     document_restore(user=owner, document=first)
     assert Passage.objects.filter(document=first, is_current=True).exists()
-    again = answer_retry(user=member, run=AnswerRun.objects.get(pk=withdrawn["run_id"]),
-                         provider=ScriptedProvider([select_first], plan=plan()))  # fmt: skip
+    again = answer_retry(
+        user=member,
+        run=AnswerRun.objects.get(pk=withdrawn["run_id"]),
+        provider=ScriptedProvider([select_first], plan=plan()),
+    )
     assert again["evidence"]["answer_status"] == "evidence_backed"
     assert cited_documents(again) == {first.pk}
 
@@ -145,8 +156,13 @@ def test_a_document_withdrawn_between_selection_and_sealing_is_not_published(spa
     body = ask(member, QUESTION, provider=provider)
     assert body["evidence"]["answer_status"] == "abstained"
     assert FIRST not in json.dumps(body)
-    assert {"tool": "recheck", "state": "failed", "code": "source_withdrawn", "result_count": 0,
-            "retryable": True} in body["evidence"]["outcomes"]  # fmt: skip
+    assert {
+        "tool": "recheck",
+        "state": "failed",
+        "code": "source_withdrawn",
+        "result_count": 0,
+        "retryable": True,
+    } in body["evidence"]["outcomes"]
 
 
 def test_a_new_revision_of_a_withdrawn_document_waits_for_the_restore(space, owner, member):

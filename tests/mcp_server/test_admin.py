@@ -13,9 +13,13 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def call(member) -> ToolCall:
     return ToolCall.objects.create(
-        user=member, key_prefix="kn_abcdefgh", transport="http", tool="search",
-        arguments={"query": "q"}, result_count=2,
-    )  # fmt: skip
+        user=member,
+        key_prefix="kn_abcdefgh",
+        transport="http",
+        tool="search",
+        arguments={"query": "q"},
+        result_count=2,
+    )
 
 
 def browser(user) -> Client:

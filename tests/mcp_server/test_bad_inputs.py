@@ -52,8 +52,11 @@ BAD_CALLS = [
     # unknown ids
     ("read_passage", {"passage_id": 999_999_999}, "not_found"),
     ("query_dataset", {"dataset_id": 999_999_999, "sql": "SELECT 1"}, "not_found"),
-    ("query_dataset", {"dataset_id": "DATASET", "sql": "SELECT 1", "snapshot": 99},
-     "snapshot_not_found"),
+    (
+        "query_dataset",
+        {"dataset_id": "DATASET", "sql": "SELECT 1", "snapshot": 99},
+        "snapshot_not_found",
+    ),
     # huge strings, NUL, deep nesting
     ("search", {"query": HUGE}, "invalid_arguments"),
     ("search", {"query": "a\x00b"}, "invalid_arguments"),
@@ -63,11 +66,14 @@ BAD_CALLS = [
     ("list_sources", {"space_id": NESTED}, "invalid_arguments"),
     # SQL the governed engine refuses
     ("query_dataset", {"dataset_id": "DATASET", "sql": "DROP TABLE orders"}, "unsupported_sql"),
-    ("query_dataset", {"dataset_id": "DATASET", "sql": "SELECT nope FROM orders"},
-     "unknown_column"),
+    (
+        "query_dataset",
+        {"dataset_id": "DATASET", "sql": "SELECT nope FROM orders"},
+        "unknown_column",
+    ),
     # no such tool
     ("delete_everything", {}, "unknown_tool"),
-]  # fmt: skip
+]
 
 
 def test_bad_arguments_to_every_tool_are_typed_errors(live_server_url, keys, library):
@@ -92,18 +98,25 @@ def test_bad_arguments_to_every_tool_are_typed_errors(live_server_url, keys, lib
     assert after[0] is False and after[1]["spaces"]
     # Refused calls are audited too, with their long strings cut.
     assert ToolCall.objects.count() == len(bad) + 1
-    huge = ToolCall.objects.filter(tool="search", error_code="invalid_arguments",
-                                   arguments__query__endswith="…[cut]").get()  # fmt: skip
+    huge = ToolCall.objects.filter(
+        tool="search", error_code="invalid_arguments", arguments__query__endswith="…[cut]"
+    ).get()
     assert len(huge.arguments["query"]) < 600
 
 
 def test_arguments_nested_past_the_parser_limit_are_a_protocol_error(live_server_url, keys):
     auth = {"Authorization": f"Bearer {keys['reader'].secret}"}
     deep = "[" * 5000 + "]" * 5000
-    body = ('{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"search",'
-            '"arguments":{"query":"ok","space_ids":' + deep + "}}}")  # fmt: skip
-    response = post_mcp(live_server_url, {**auth, "Content-Type": "application/json"},
-                        json=None, content=body.encode())  # fmt: skip
+    body = (
+        '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"search",'
+        '"arguments":{"query":"ok","space_ids":' + deep + "}}}"
+    )
+    response = post_mcp(
+        live_server_url,
+        {**auth, "Content-Type": "application/json"},
+        json=None,
+        content=body.encode(),
+    )
     assert 400 <= response.status_code < 500
     assert response.json()["error"]["code"] == -32700  # JSON-RPC parse error (the SDK's)
     assert post_mcp(live_server_url, auth).status_code == 200
@@ -115,15 +128,16 @@ def test_malformed_requests_to_the_endpoint_are_4xx(live_server_url, keys):
         post_mcp(live_server_url, auth, json=None, content=b"{not json"),
         post_mcp(live_server_url, auth, json=None, content=b"[]"),
         post_mcp(live_server_url, auth, json={"jsonrpc": "2.0", "id": 1, "method": "nope"}),
-        post_mcp(live_server_url, {**auth, "Content-Type": "text/plain"}, json=None,
-                 content=b"hello"),
+        post_mcp(
+            live_server_url, {**auth, "Content-Type": "text/plain"}, json=None, content=b"hello"
+        ),
         post_mcp(live_server_url, auth, json={**initialize_body(), "params": "x"}),
         post_mcp(live_server_url, auth, json=None, content=b"{" * 100_000),
         post_mcp(live_server_url, auth, json=None, content=b"x" * (3 * 1024 * 1024)),
         httpx.get(f"{live_server_url}/mcp", headers=auth, timeout=30),
         httpx.delete(f"{live_server_url}/mcp", headers=auth, timeout=30),
         httpx.get(f"{live_server_url}/mcp/anything", headers=auth, timeout=30),
-    ]  # fmt: skip
+    ]
     statuses = [response.status_code for response in responses]
     assert statuses == [400, 400, 200, 400, 400, 400, 413, 405, 405, 404]
     assert responses[2].json()["error"]["code"] == -32601  # JSON-RPC: no such method

@@ -16,8 +16,9 @@ pytestmark = pytest.mark.django_db
 
 
 def run(user, tool: str, **arguments):
-    return tool_call_run(caller=Caller(user=user), tool=tool, arguments=arguments,
-                         transport="stdio")  # fmt: skip
+    return tool_call_run(
+        caller=Caller(user=user), tool=tool, arguments=arguments, transport="stdio"
+    )
 
 
 def test_list_sources_reads_in_a_fixed_number_of_queries(
@@ -47,9 +48,14 @@ def test_list_sources_says_which_documents_are_withdrawn(space, owner, member):
 
 def test_the_audit_keeps_arguments_bounded_and_storable():
     stored = arguments_for_audit(
-        {"query": "a\x00b" + "x" * 1000, "ids": list(range(80)),
-         "deep": {"a": {"b": {"c": {"d": 1}}}}, "k" * 300: True, "lone": "\ud800"}
-    )  # fmt: skip
+        {
+            "query": "a\x00b" + "x" * 1000,
+            "ids": list(range(80)),
+            "deep": {"a": {"b": {"c": {"d": 1}}}},
+            "k" * 300: True,
+            "lone": "\ud800",
+        }
+    )
     assert stored["query"].startswith("a\ufffdb") and stored["query"].endswith("…[cut]")
     assert len(stored["query"]) == 500 + len("…[cut]")
     assert stored["ids"][-1] == "…[cut]" and len(stored["ids"]) == 51

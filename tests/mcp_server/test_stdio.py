@@ -37,8 +37,7 @@ def test_stdio_lists_the_tools_and_answers_as_its_user(test_database_name, libra
 
 
 def test_stdio_as_an_outsider_sees_nothing(test_database_name, library, outsider):
-    results = with_stdio_session(test_database_name, outsider.username,
-                                 calls(*every_tool(library)))  # fmt: skip
+    results = with_stdio_session(test_database_name, outsider.username, calls(*every_tool(library)))
     sources, search, passage, query, answer = (payload for _, payload in results)
     assert sources == {"spaces": [], "documents": [], "datasets": [], "truncated": False}
     assert search["results"] == []
@@ -67,9 +66,13 @@ def test_stdio_follows_a_role_taken_away_and_a_deactivation_between_calls(
 
 def test_stdio_refuses_an_unknown_user(test_database_name):
     result = subprocess.run(
-        [sys.executable, "manage.py", "mcp", "--user", "nobody"], cwd=ROOT,
-        env=child_env(test_database_name), capture_output=True, text=True, timeout=60,
+        [sys.executable, "manage.py", "mcp", "--user", "nobody"],
+        cwd=ROOT,
+        env=child_env(test_database_name),
+        capture_output=True,
+        text=True,
+        timeout=60,
         input="",
-    )  # fmt: skip
+    )
     assert result.returncode != 0
     assert "no active user 'nobody'" in result.stderr and result.stdout == ""

@@ -50,8 +50,11 @@ def test_a_correction_changes_the_next_plan_and_revoking_it_stops_that(corpus, m
     assert "accounting" not in json.dumps(steered)
     [used] = steered["memory"]
     assert (used["id"], used["kind"], used["scope"], used["parts"]) == (
-        entry["id"], "correction", "personal", [0],
-    )  # fmt: skip
+        entry["id"],
+        "correction",
+        "personal",
+        [0],
+    )
     assert set(used["why"]["shared"]) == {"invoic", "retain"}
     assert "every space" in used["why"]["scope"]
     assert seen["memories_used"] == steered["memory"]  # listed in the audit
@@ -64,8 +67,7 @@ def test_a_correction_changes_the_next_plan_and_revoking_it_stops_that(corpus, m
     after, seen = plan_of(client, RETENTION)
     assert after["queries"] == before["queries"] and after["memory"] == []
     assert seen["memories_used"] == []
-    assert seen["body"]["release"]["searched"] == {"searched_as": "", "searches": [],
-                                                   "memory": []}  # fmt: skip
+    assert seen["body"]["release"]["searched"] == {"searched_as": "", "searches": [], "memory": []}
 
 
 def test_an_explicit_evidence_policy_disables_memory(corpus, member):
@@ -78,8 +80,7 @@ def test_an_explicit_evidence_policy_disables_memory(corpus, member):
 
 def test_an_unrelated_correction_is_not_used(corpus, member):
     client = client_for(member)
-    client.post("/v1/memory", {"kind": "correction", "text": "Backups run at night"},
-                format="json")  # fmt: skip
+    client.post("/v1/memory", {"kind": "correction", "text": "Backups run at night"}, format="json")
     plan, _ = plan_of(client, RETENTION)
     assert plan["memory"] == []
 
@@ -88,16 +89,19 @@ def test_only_a_sealed_answer_is_remembered_and_it_never_answers_by_itself(
     corpus, space, owner, member
 ):
     client = client_for(member)
-    refused = client.post("/v1/answer", {"query": "What is the moon made of?"},
-                          format="json").json()  # fmt: skip
-    not_sealed = client.post("/v1/memory", {"kind": "fact", "run_id": refused["run_id"]},
-                             format="json")  # fmt: skip
+    refused = client.post(
+        "/v1/answer", {"query": "What is the moon made of?"}, format="json"
+    ).json()
+    not_sealed = client.post(
+        "/v1/memory", {"kind": "fact", "run_id": refused["run_id"]}, format="json"
+    )
     assert not_sealed.status_code == 409
     assert not_sealed.json()["error"]["code"] == "not_sealed"
 
     answered = client.post("/v1/answer", {"query": RETENTION}, format="json").json()
-    fact = client.post("/v1/memory", {"kind": "fact", "run_id": answered["run_id"]},
-                       format="json").json()  # fmt: skip
+    fact = client.post(
+        "/v1/memory", {"kind": "fact", "run_id": answered["run_id"]}, format="json"
+    ).json()
     assert fact["origin"]["release_id"] == answered["release"]["id"]
     assert "Invoices are retained for ten years." in fact["text"]
     assert fact["sources"] == answered["evidence"]["sources"]
@@ -116,8 +120,9 @@ def test_an_entry_revoked_before_sealing_fails_the_recheck(corpus, member):
     from answers.pipeline.run import answer_create
 
     client = client_for(member)
-    entry = client.post("/v1/memory", {"kind": "correction", "text": CORRECTION},
-                        format="json").json()  # fmt: skip
+    entry = client.post(
+        "/v1/memory", {"kind": "correction", "text": CORRECTION}, format="json"
+    ).json()
 
     def select(candidates):
         quote = next(c for c in candidates if "retained for ten years" in c.text)
@@ -126,8 +131,11 @@ def test_an_entry_revoked_before_sealing_fails_the_recheck(corpus, member):
     def revoke(attempt):
         MemoryEntry.objects.filter(pk=entry["id"]).update(revoked_at="2026-01-01T00:00:00Z")
 
-    body = answer_create(user=member, request=answer_request_parse({"query": RETENTION}),
-                         provider=ScriptedProvider([select], on_select=revoke))  # fmt: skip
+    body = answer_create(
+        user=member,
+        request=answer_request_parse({"query": RETENTION}),
+        provider=ScriptedProvider([select], on_select=revoke),
+    )
     assert body["evidence"]["answer_status"] == "abstained"
     assert "access_denied" in body["quality"]["issues"]
 
@@ -158,8 +166,11 @@ def test_project_memory_is_opt_in_by_a_curator_and_serves_the_space(corpus, spac
 
 @pytest.mark.parametrize("who", ["other", "outsider"])
 def test_memory_entries_are_404_for_anyone_but_their_owner(corpus, space, member, who):
-    entry = client_for(member).post("/v1/memory", {"kind": "correction", "text": CORRECTION},
-                                    format="json").json()  # fmt: skip
+    entry = (
+        client_for(member)
+        .post("/v1/memory", {"kind": "correction", "text": CORRECTION}, format="json")
+        .json()
+    )
     user = make_user(who)
     if who == "other":
         from knowledge.services import space_member_set
@@ -169,27 +180,33 @@ def test_memory_entries_are_404_for_anyone_but_their_owner(corpus, space, member
     assert client.get(f"/v1/memory/{entry['id']}").status_code == 404
     assert client.delete(f"/v1/memory/{entry['id']}").status_code == 404
     assert client.get("/v1/memory").json()["results"] == []
-    run_id = client_for(member).post("/v1/answer", {"query": RETENTION},
-                                     format="json").json()["run_id"]  # fmt: skip
-    assert client.post("/v1/memory", {"kind": "fact", "run_id": run_id},
-                       format="json").status_code == 404  # fmt: skip
+    run_id = (
+        client_for(member).post("/v1/answer", {"query": RETENTION}, format="json").json()["run_id"]
+    )
+    assert (
+        client.post("/v1/memory", {"kind": "fact", "run_id": run_id}, format="json").status_code
+        == 404
+    )
     assert client.get(f"/v1/spaces/{space.pk}/project-memory").status_code == (
         200 if who == "other" else 404
     )
     assert MemoryEntry.objects.get(pk=entry["id"]).revoked_at is None
 
 
-@pytest.mark.parametrize("bad", [
-    {"kind": "correction"},
-    {"kind": "fact"},
-    {"kind": "wish", "text": "x"},
-    {"kind": "correction", "text": "   "},
-    {"kind": "correction", "text": "x" * 2001},
-    {"kind": "correction", "text": "retention", "scope": "personal", "space_id": 1},
-    {"kind": "correction", "text": "retention", "scope": "project"},
-    {"kind": "fact", "run_id": "not-a-uuid"},
-    {"kind": "correction", "text": "retention", "extra": True},
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"kind": "correction"},
+        {"kind": "fact"},
+        {"kind": "wish", "text": "x"},
+        {"kind": "correction", "text": "   "},
+        {"kind": "correction", "text": "x" * 2001},
+        {"kind": "correction", "text": "retention", "scope": "personal", "space_id": 1},
+        {"kind": "correction", "text": "retention", "scope": "project"},
+        {"kind": "fact", "run_id": "not-a-uuid"},
+        {"kind": "correction", "text": "retention", "extra": True},
+    ],
+)
 def test_bad_memory_bodies_are_typed_errors(member, bad):
     response = client_for(member).post("/v1/memory", bad, format="json")
     assert response.status_code in (400, 404, 422), response.content
@@ -204,8 +221,9 @@ def test_a_remembered_quote_is_not_served_after_its_source_is_lost(corpus, space
 
     client = client_for(member)
     answered = client.post("/v1/answer", {"query": RETENTION}, format="json").json()
-    fact = client.post("/v1/memory", {"kind": "fact", "run_id": answered["run_id"]},
-                       format="json").json()  # fmt: skip
+    fact = client.post(
+        "/v1/memory", {"kind": "fact", "run_id": answered["run_id"]}, format="json"
+    ).json()
     assert "ten years" in client.get(f"/v1/memory/{fact['id']}").json()["text"]
 
     remove_perm("knowledge.view_space", member, space)

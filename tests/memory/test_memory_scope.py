@@ -39,8 +39,7 @@ def plan_of(client, query: str, **fields) -> dict:
 def remember(client, query: str, **fields) -> dict:
     answered = client.post("/v1/answer", {"query": query, **fields}, format="json").json()
     assert answered["evidence"]["answer_status"] == "evidence_backed", answered
-    entry = client.post("/v1/memory", {"kind": "fact", "run_id": answered["run_id"]},
-                        format="json")  # fmt: skip
+    entry = client.post("/v1/memory", {"kind": "fact", "run_id": answered["run_id"]}, format="json")
     assert entry.status_code == 201, entry.content
     return entry.json()
 
@@ -66,9 +65,15 @@ def test_a_fact_from_space_a_never_steers_a_search_limited_to_space_b(two_spaces
 def test_a_correction_steers_only_the_space_it_was_made_in(two_spaces, member):
     a, b = two_spaces
     client = client_for(member)
-    made_in_a = client.post("/v1/memory", {"kind": "correction", "space_id": a.pk,
-                            "text": "Service reviews are owned by the platform operations team"},
-                            format="json")  # fmt: skip
+    made_in_a = client.post(
+        "/v1/memory",
+        {
+            "kind": "correction",
+            "space_id": a.pk,
+            "text": "Service reviews are owned by the platform operations team",
+        },
+        format="json",
+    )
     assert made_in_a.status_code == 201, made_in_a.content
     entry = made_in_a.json()
     assert (entry["scope"], entry["space"]) == ("personal", a.pk)
@@ -83,9 +88,11 @@ def test_a_correction_steers_only_the_space_it_was_made_in(two_spaces, member):
 def test_a_personal_correction_for_no_space_steers_only_runs_over_every_space(two_spaces, member):
     a, _ = two_spaces
     client = client_for(member)
-    entry = client.post("/v1/memory", {"kind": "correction",
-                        "text": "Service reviews are owned by the platform operations team"},
-                        format="json").json()  # fmt: skip
+    entry = client.post(
+        "/v1/memory",
+        {"kind": "correction", "text": "Service reviews are owned by the platform operations team"},
+        format="json",
+    ).json()
     assert entry["space"] is None
     assert [m["id"] for m in plan_of(client, REVIEWS)["memory"]] == [entry["id"]]
     assert plan_of(client, REVIEWS, space_ids=[a.pk])["memory"] == []
@@ -94,9 +101,10 @@ def test_a_personal_correction_for_no_space_steers_only_runs_over_every_space(tw
 def test_a_correction_for_a_space_the_user_cannot_see_is_404(two_spaces, outsider):
     a, _ = two_spaces
     response = client_for(outsider).post(
-        "/v1/memory", {"kind": "correction", "text": "Service reviews", "space_id": a.pk},
+        "/v1/memory",
+        {"kind": "correction", "text": "Service reviews", "space_id": a.pk},
         format="json",
-    )  # fmt: skip
+    )
     assert response.status_code == 404 and response.json()["error"]["code"] == "not_found"
 
 
@@ -116,8 +124,14 @@ def test_the_shipped_relevance_threshold_separates_the_labelled_set():
 
 def test_memory_words_steer_the_search_and_are_recorded_by_entry_id():
     question = "How long are invoices retained?"
-    entry = {"id": 7, "kind": "correction", "scope": "personal", "parts": [0],
-             "words": ["accounting", "policy"], "why": {"scope": "…"}}  # fmt: skip
+    entry = {
+        "id": 7,
+        "kind": "correction",
+        "scope": "personal",
+        "parts": [0],
+        "words": ["accounting", "policy"],
+        "why": {"scope": "…"},
+    }
     plan = Plan(question, [question], memory=[entry], question=question)
     assert plan.queries() == [(0, f"{question} accounting policy", "memory")]
     assert plan.part_texts(0) == [question]  # the judge reads the part's own words

@@ -30,8 +30,9 @@ def add(kind: str, index: int, *, space, owner, member) -> None:
     elif kind == "documents":
         ingest(owner, space, f"doc{index}.txt", f"Document number {index} about reviews.")
     elif kind == "datasets":
-        dataset_upload(user=owner, space=space, filename=f"d{index}.csv", data=CSV,
-                       table=f"orders{index}")  # fmt: skip
+        dataset_upload(
+            user=owner, space=space, filename=f"d{index}.csv", data=CSV, table=f"orders{index}"
+        )
     elif kind == "proposals":
         proposal_create(user=member, space=space, body=f"Text {index}", title=f"Entry {index}")
     elif kind == "conversations":
@@ -132,8 +133,11 @@ def test_a_conversation_reads_in_the_same_queries_for_one_answer_and_for_three(
     client.get(path)
     one = count(client, path)
     for _ in range(2):
-        client.post("/v1/answer", {"query": "Who owns service reviews?",
-                                   "conversation_id": conversation_id}, format="json")  # fmt: skip
+        client.post(
+            "/v1/answer",
+            {"query": "Who owns service reviews?", "conversation_id": conversation_id},
+            format="json",
+        )
     assert len(client.get(path).json()["messages"]) == 6
     assert count(client, path) == one == EXACT_CONVERSATION
 

@@ -108,8 +108,9 @@ def build_pairs(records: list, weights: TermWeights) -> list[Pair]:
             label = contains_answer(sentence, record.answers)
             pairs.append(Pair(record.question, sentence, record.title, label, group, item.before))
             if label:
-                swapped = perturbed(record.question, records[(group * 7 + 3) % len(records)],
-                                    weights)  # fmt: skip
+                swapped = perturbed(
+                    record.question, records[(group * 7 + 3) % len(records)], weights
+                )
                 if swapped:
                     pairs.append(Pair(swapped, sentence, record.title, False, group, item.before))
         for number in others:
@@ -223,8 +224,10 @@ def choose_threshold(judge: LocalJudge, squad2: list, weights: TermWeights) -> d
         if point["wrong"] <= MAX_WRONG and (point["abstention"] or 0.0) >= MIN_ABSTENTION
     ]
     chosen = meeting[0] if meeting else points[-1]
-    rounded = [{k: (round(v, 4) if isinstance(v, float) else v) for k, v in point.items()}
-               for point in points]  # fmt: skip
+    rounded = [
+        {k: (round(v, 4) if isinstance(v, float) else v) for k, v in point.items()}
+        for point in points
+    ]
     return {"threshold": chosen["threshold"], "points": rounded}
 
 
@@ -298,8 +301,10 @@ def main(argv: list[str] | None = None) -> None:
     payload = (json.dumps(result, indent=2, sort_keys=True) + "\n").encode()
     args.out.write_bytes(payload)
     print(json.dumps(result["metrics"], indent=2))
-    print(f"judge file sha256 (JUDGE_SHA256 in answers/judge/model.py): "
-          f"{hashlib.sha256(payload).hexdigest()}")  # fmt: skip
+    print(
+        f"judge file sha256 (JUDGE_SHA256 in answers/judge/model.py): "
+        f"{hashlib.sha256(payload).hexdigest()}"
+    )
 
 
 if __name__ == "__main__":

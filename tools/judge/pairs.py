@@ -268,8 +268,9 @@ def squad_pairs(
             previous = sentences[index - 1]
             if previous.end <= first.start:
                 merged = record.text[previous.start : first.end]
-                pairs.append(pair(Sentence(merged, previous.before, previous.start, first.end),
-                                  1, "merged"))  # fmt: skip
+                pairs.append(
+                    pair(Sentence(merged, previous.before, previous.start, first.end), 1, "merged")
+                )
     return pairs
 
 
@@ -289,8 +290,9 @@ def nq_pairs(records, *, every_sentence: bool, rng: random.Random, first_id: int
         if not positive:
             continue
 
-        def pair(text: str, before: str, label: int, kind: str, *, _r=record, _q=None,
-                 _qid=qid, _g=group) -> Pair:  # fmt: skip
+        def pair(
+            text: str, before: str, label: int, kind: str, *, _r=record, _q=None, _qid=qid, _g=group
+        ) -> Pair:
             return Pair(_q or _r.question, text, _r.title, before, label, kind, "nq", _g, _qid)
 
         if every_sentence:

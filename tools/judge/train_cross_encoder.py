@@ -245,10 +245,12 @@ def run_stage(
     params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
     no_decay = ("bias", "LayerNorm.weight")
     groups = [
-        {"params": [p for n, p in params if not n.endswith(no_decay)],
-         "weight_decay": config.weight_decay},
+        {
+            "params": [p for n, p in params if not n.endswith(no_decay)],
+            "weight_decay": config.weight_decay,
+        },
         {"params": [p for n, p in params if n.endswith(no_decay)], "weight_decay": 0.0},
-    ]  # fmt: skip
+    ]
     optimiser = torch.optim.AdamW(groups, lr=learning_rate)
     total = len(order)
     warmup = max(1, int(config.warmup_fraction * total))
@@ -439,9 +441,10 @@ def main() -> None:
     parser.add_argument("--ship-only", metavar="TAG", help="ship an already trained variant")
     parser.add_argument("--report", metavar="FILE", help="also write the report here")
     parser.add_argument(
-        "--record-quick", action="store_true",
+        "--record-quick",
+        action="store_true",
         help="with --quick: record its figures in the manifest (what CI's rerun must match)",
-    )  # fmt: skip
+    )
     defaults = Config()
     for field, value in asdict(defaults).items():
         kind = truthy if isinstance(value, bool) else type(value)

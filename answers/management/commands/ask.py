@@ -21,8 +21,17 @@ class Command(BaseCommand):
         parser.add_argument("--language")
         parser.add_argument("--json", action="store_true", dest="as_json")
 
-    def handle(self, *args: object, question: str, user: str, space: list[str], mode: str,
-               language: str | None, as_json: bool, **options: object) -> None:  # fmt: skip
+    def handle(
+        self,
+        *args: object,
+        question: str,
+        user: str,
+        space: list[str],
+        mode: str,
+        language: str | None,
+        as_json: bool,
+        **options: object,
+    ) -> None:
         asker = get_user_model().objects.filter(username=user, is_active=True).first()
         if asker is None:
             raise CommandError(f"no active user {user!r}")
@@ -36,8 +45,9 @@ class Command(BaseCommand):
         if language:
             data["language"] = language
         try:
-            body = answer_create(user=asker, request=answer_request_parse(data),
-                                 origin=Conversation.Origin.CLI)  # fmt: skip
+            body = answer_create(
+                user=asker, request=answer_request_parse(data), origin=Conversation.Origin.CLI
+            )
         except ApiError as error:
             raise CommandError(f"{error.error_code}: {error.detail}") from None
         if as_json:
@@ -45,8 +55,9 @@ class Command(BaseCommand):
             return
         self.stdout.write(body["answer"]["text"])
         evidence = body["evidence"]
-        self.stdout.write(f"\n[{evidence['answer_status']}; evidence {evidence['status']}; "
-                          f"run {body['run_id']}]")  # fmt: skip
+        self.stdout.write(
+            f"\n[{evidence['answer_status']}; evidence {evidence['status']}; run {body['run_id']}]"
+        )
 
 
 def _dumps(body: dict) -> str:

@@ -97,8 +97,9 @@ class AnswerApi:
         self._client = client
 
     @staticmethod
-    def _request_body(query: str, evidence_policy: EvidencePolicy | dict | None,
-                      fields: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
+    def _request_body(
+        query: str, evidence_policy: EvidencePolicy | dict | None, fields: dict[str, Any]
+    ) -> dict[str, Any]:
         body: dict[str, Any] = {"query": query}
         if evidence_policy is not None:
             body["evidence_policy"] = (
@@ -126,10 +127,17 @@ class AnswerApi:
         >>> answer.evidence.answer_status, answer.release.verify(answer.body)  # doctest: +SKIP
         ('evidence_backed', True)
         """
-        body = self._request_body(query, evidence_policy, {
-            "space_ids": space_ids, "selected_sources": selected_sources,
-            "language": language, "mode": mode, "conversation_id": conversation_id,
-        })  # fmt: skip
+        body = self._request_body(
+            query,
+            evidence_policy,
+            {
+                "space_ids": space_ids,
+                "selected_sources": selected_sources,
+                "language": language,
+                "mode": mode,
+                "conversation_id": conversation_id,
+            },
+        )
         return Answer.from_body(self._client.request("POST", "/v1/answer", json=body))
 
     def start(
@@ -143,13 +151,20 @@ class AnswerApi:
     ) -> str:
         """Start a streamed run (executed by the server's worker) and return its run id at
         once; follow it with `events(run_id)` or `collect(run_id)`."""
-        body = self._request_body(query, evidence_policy, {
-            "space_ids": space_ids, "selected_sources": selected_sources, "language": language,
-        })  # fmt: skip
+        body = self._request_body(
+            query,
+            evidence_policy,
+            {
+                "space_ids": space_ids,
+                "selected_sources": selected_sources,
+                "language": language,
+            },
+        )
         body.update(stream=True, stream_version=STREAM_VERSION)
         http = self._client._http
-        with http.stream("POST", "/v1/answer", json=body,
-                         headers={"Accept": "text/event-stream"}) as response:  # fmt: skip
+        with http.stream(
+            "POST", "/v1/answer", json=body, headers={"Accept": "text/event-stream"}
+        ) as response:
             if response.is_error:
                 response.read()
                 raise error_from_response(response)
@@ -181,9 +196,12 @@ class AnswerApi:
                 headers["Last-Event-ID"] = cursor
             try:
                 with connect_sse(
-                    self._client._http, "GET", f"/v1/runs/{run_id}/events",
-                    params={"stream_version": STREAM_VERSION}, headers=headers,
-                ) as source:  # fmt: skip
+                    self._client._http,
+                    "GET",
+                    f"/v1/runs/{run_id}/events",
+                    params={"stream_version": STREAM_VERSION},
+                    headers=headers,
+                ) as source:
                     if source.response.is_error:
                         source.response.read()
                         raise error_from_response(source.response)
@@ -224,8 +242,9 @@ class AnswerApi:
                 )
                 raise RunFailedError(f"Run {run_id} failed.", code=code)
             if event.event in ("timeout", "error"):
-                raise StreamError(f"The stream of run {run_id} ended: {event.event}.",
-                                  code=event.event)  # fmt: skip
+                raise StreamError(
+                    f"The stream of run {run_id} ended: {event.event}.", code=event.event
+                )
         raise StreamError(f"Run {run_id} ended without an answer.", code="stream_interrupted")
 
 

@@ -11,9 +11,13 @@ class KoinonError(Exception):
     status: int | None = None
 
     def __init__(
-        self, message: str, *, code: str, status: int | None = None,
+        self,
+        message: str,
+        *,
+        code: str,
+        status: int | None = None,
         fields: dict[str, str] | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         super().__init__(f"{code}: {message}")
         self.message = message
         self.code = code

@@ -30,5 +30,7 @@ class Command(BaseCommand):
                 self.stderr.write(problem)
             sys.exit(1)
         sealed = sum(1 for m in export["messages"] if m.get("state") == "sealed")
-        self.stdout.write(f"verified: {sealed} sealed answer{'s' if sealed != 1 else ''}, "
-                          "every hash matches its stored release")  # fmt: skip
+        self.stdout.write(
+            f"verified: {sealed} sealed answer{'s' if sealed != 1 else ''}, "
+            "every hash matches its stored release"
+        )

@@ -41,24 +41,36 @@ class Command(BaseCommand):
         parser.add_argument("--port", type=int, default=8000)
         parser.add_argument("--demo", action="store_true", help="load demo data if empty")
         parser.add_argument(
-            "--concurrency", type=int, default=1,
+            "--concurrency",
+            type=int,
+            default=1,
             help="Celery processes for extraction, embedding and upkeep (queue `celery`)",
-        )  # fmt: skip
+        )
         parser.add_argument(
-            "--answer-concurrency", type=int, default=2,
+            "--answer-concurrency",
+            type=int,
+            default=2,
             help="Celery processes that only execute streamed answers (queue `answers`): "
             "uploads never hold them",
-        )  # fmt: skip
+        )
         parser.add_argument(
-            "--web-processes", type=int, default=os.cpu_count() or 1,
+            "--web-processes",
+            type=int,
+            default=os.cpu_count() or 1,
             help="Daphne processes sharing one listening socket (default: the number of cores)",
-        )  # fmt: skip
+        )
 
     def handle(
-        self, *args: object, host: str, port: int, demo: bool, concurrency: int,
-        web_processes: int, answer_concurrency: int = 2,
+        self,
+        *args: object,
+        host: str,
+        port: int,
+        demo: bool,
+        concurrency: int,
+        web_processes: int,
+        answer_concurrency: int = 2,
         **options: object,
-    ) -> None:  # fmt: skip
+    ) -> None:
         if not 1 <= web_processes <= 64:
             raise CommandError("--web-processes must be between 1 and 64")
         self._web_processes = web_processes
@@ -183,18 +195,39 @@ class Command(BaseCommand):
             self._start_model_server(env)
         # Two workers: answers have processes of their own, so extractions and embeddings
         # (minutes for a large upload) never delay a streamed answer (issue 27, item 4).
-        worker = [sys.executable, "-m", "celery", "-A", "koinon", "--quiet", "worker",
-                  "--loglevel=INFO"]  # fmt: skip
+        worker = [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "koinon",
+            "--quiet",
+            "worker",
+            "--loglevel=INFO",
+        ]
         self._commands |= {
-            "celery": [*worker, f"--concurrency={max(1, concurrency)}",
-                       "--hostname=koinon@%h", "--queues=celery"],
-            "celery-answers": [*worker, f"--concurrency={max(1, answer_concurrency)}",
-                               "--hostname=koinon-answers@%h", "--queues=answers"],
-        }  # fmt: skip
+            "celery": [
+                *worker,
+                f"--concurrency={max(1, concurrency)}",
+                "--hostname=koinon@%h",
+                "--queues=celery",
+            ],
+            "celery-answers": [
+                *worker,
+                f"--concurrency={max(1, answer_concurrency)}",
+                "--hostname=koinon-answers@%h",
+                "--queues=answers",
+            ],
+        }
         for number in range(1, self._web_processes + 1):
             self._commands[f"daphne-{number}"] = [
-                sys.executable, "-m", "core.server", "--fd", str(fd), "koinon.asgi:application",
-            ]  # fmt: skip
+                sys.executable,
+                "-m",
+                "core.server",
+                "--fd",
+                str(fd),
+                "koinon.asgi:application",
+            ]
         for name in self._commands:
             if name != "llm":
                 self.children.append((name, self._start_child(name)))
@@ -208,10 +241,18 @@ class Command(BaseCommand):
             probe.bind(("127.0.0.1", 0))
             port = probe.getsockname()[1]
         self._commands["llm"] = [
-            sys.executable, "-m", "core.llm_server", "--model", settings.KOINON_LLM_GGUF,
-            "--port", str(port), "--threads", str(settings.KOINON_LLM_THREADS),
-            "--context", str(settings.KOINON_LLM_CONTEXT),
-        ]  # fmt: skip
+            sys.executable,
+            "-m",
+            "core.llm_server",
+            "--model",
+            settings.KOINON_LLM_GGUF,
+            "--port",
+            str(port),
+            "--threads",
+            str(settings.KOINON_LLM_THREADS),
+            "--context",
+            str(settings.KOINON_LLM_CONTEXT),
+        ]
         process = self._start_child("llm")
         self.children.append(("llm", process))
         deadline = time.monotonic() + 300
@@ -241,10 +282,14 @@ class Command(BaseCommand):
         # llama.cpp logs every request (and the model file's path): to a file of its own.
         output = (self._run_dir / f"{name}.log").open("ab") if name == "llm" else None
         process = subprocess.Popen(  # noqa: S603 - our own interpreter and arguments
-            self._commands[name], env=self._env, cwd=settings.BASE_DIR, start_new_session=True,
+            self._commands[name],
+            env=self._env,
+            cwd=settings.BASE_DIR,
+            start_new_session=True,
             pass_fds=(self._listener.fileno(),) if name.startswith("daphne") else (),
-            stdout=output, stderr=subprocess.STDOUT if output else None,
-        )  # fmt: skip
+            stdout=output,
+            stderr=subprocess.STDOUT if output else None,
+        )
         if output is not None:
             output.close()  # the child holds its own copy
         (self._run_dir / f"{name}.pid").write_text(str(process.pid))

@@ -17,21 +17,33 @@ class Command(BaseCommand):
         create.add_argument("--staff", action="store_true", help="may open Django admin")
         create.add_argument("--superuser", action="store_true", help="every permission")
         create.add_argument(
-            "--password-stdin", action="store_true",
+            "--password-stdin",
+            action="store_true",
             help="read the password from standard input (else: API keys only)",
-        )  # fmt: skip
+        )
 
     def handle(self, *args: object, action: str, **options: object) -> None:
         getattr(self, f"_{action}")(**options)
 
-    def _create(self, *, username: str, email: str, staff: bool, superuser: bool,
-                password_stdin: bool, **options: object) -> None:  # fmt: skip
+    def _create(
+        self,
+        *,
+        username: str,
+        email: str,
+        staff: bool,
+        superuser: bool,
+        password_stdin: bool,
+        **options: object,
+    ) -> None:
         password = sys.stdin.readline().rstrip("\n") if password_stdin else None
         try:
             user = user_create(
-                username=username, email=email, password=password, staff=staff,
+                username=username,
+                email=email,
+                password=password,
+                staff=staff,
                 superuser=superuser,
-            )  # fmt: skip
+            )
         except ApiError as error:
             raise CommandError(f"{error.error_code}: {error.detail}") from None
         kind = "superuser" if user.is_superuser else "staff user" if user.is_staff else "user"

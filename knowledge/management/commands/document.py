@@ -52,10 +52,14 @@ class Command(BaseCommand):
                 self.stdout.write(f"document {target.pk} “{target.title}” withdrawn")
             elif action == "erase":
                 revision = revision_of_document(document=target, revision_id=options["revision"])
-                erasure = revision_erase(user=actor, document=target, revision=revision,
-                                         reason=options["reason"])  # fmt: skip
-                counts = ", ".join(f"{table} {n}" for table, n in sorted(erasure.counts.items())
-                                   if n and table not in ("strings", "refused"))  # fmt: skip
+                erasure = revision_erase(
+                    user=actor, document=target, revision=revision, reason=options["reason"]
+                )
+                counts = ", ".join(
+                    f"{table} {n}"
+                    for table, n in sorted(erasure.counts.items())
+                    if n and table not in ("strings", "refused")
+                )
                 self.stdout.write(
                     f"revision {revision.pk} (r{revision.number}) of document {target.pk}: text "
                     f"erased; copies replaced: {counts or 'none'}"

@@ -35,8 +35,17 @@ class Command(BaseCommand):
             "--timeout", type=float, default=300.0, help="seconds --wait waits in all"
         )
 
-    def handle(self, *args: object, paths: list[Path], space: str, user: str, wait: bool,
-               timeout: float, document: int | None = None, **options: object) -> None:  # fmt: skip
+    def handle(
+        self,
+        *args: object,
+        paths: list[Path],
+        space: str,
+        user: str,
+        wait: bool,
+        timeout: float,
+        document: int | None = None,
+        **options: object,
+    ) -> None:
         target = space_find(name_or_id=space)
         if target is None:
             names = ", ".join(repr(s.name) for s in spaces_all()[:20]) or "none yet"
@@ -74,8 +83,10 @@ class Command(BaseCommand):
                 self.stderr.write(f"{path.name}: {error.error_code}: {error.detail}")
                 continue
             state = "queued" if result.created else "unchanged"
-            self.stdout.write(f"{path.name}: document {result.document.pk} "
-                              f"revision {result.revision.number} {state}")  # fmt: skip
+            self.stdout.write(
+                f"{path.name}: document {result.document.pk} "
+                f"revision {result.revision.number} {state}"
+            )
             uploaded.append((path.name, result.revision.pk))
         if wait:
             failures += self._wait(uploaded, deadline=time.monotonic() + timeout)

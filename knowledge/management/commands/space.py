@@ -35,8 +35,9 @@ class Command(BaseCommand):
         space = space_create(name=name, description=description, created_by=user)
         self.stdout.write(f"created space {space.name} (id {space.pk}); curator {curator}")
 
-    def _member(self, *, space: str, username: str, role: str | None, remove: bool,
-                **options: object) -> None:  # fmt: skip
+    def _member(
+        self, *, space: str, username: str, role: str | None, remove: bool, **options: object
+    ) -> None:
         target = space_find(name_or_id=space)
         if target is None:
             raise CommandError(f"no space {space!r}")
