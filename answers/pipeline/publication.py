@@ -32,9 +32,8 @@ class Publication:
     model_called: bool = False
     selected_fact_ids: list[str] = field(default_factory=list)
     outcomes: list[dict[str, Any]] = field(default_factory=list)
-    events: list[tuple[str, dict[str, Any]]] = field(
-        default_factory=list
-    )  # the stream's, after started
+    # The stream's, after started.
+    events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     steps: list[dict[str, Any]] = field(default_factory=list)
     sql: list[dict[str, Any]] = field(default_factory=list)
     # The permission recheck, run first inside the publication transaction: None to go
