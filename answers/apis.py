@@ -16,8 +16,8 @@ from rest_framework.views import APIView
 from answers.boundary import sealed_answer_read
 from answers.models import Conversation
 from answers.pipeline.events import STEPS
+from answers.pipeline.lifecycle import answer_create, answer_retry, answer_stream_start
 from answers.pipeline.request import answer_request_parse
-from answers.pipeline.run import answer_create, answer_retry, answer_stream_start
 from answers.selectors import run_audit, run_get_for_user
 from answers.serializers import AnswerInput, AnswerOutput, AuditOutput
 from answers.streaming import (

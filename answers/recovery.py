@@ -63,7 +63,7 @@ def runs_recover(*, now: datetime | None = None, alive: object = _ASK_REDIS) -> 
     """One sweep: returns {"queued": [...], "failed": [...]} as "run:generation" keys.
     `alive`: the live workers' hostnames (None: unknown); by default read from Redis."""
     from answers.pipeline.events import ChannelsSink
-    from answers.pipeline.run import run_fail
+    from answers.pipeline.lifecycle import run_fail
     from answers.tasks import run_execute_task
     from core.queue import QueueUnavailable, task_enqueue
 

@@ -9,7 +9,7 @@ def run_execute_task(self: Task, run_id: str, generation: int) -> None:
     """Execute a stored run in the worker (streamed answers). A failure is recorded on
     the run by run_execute itself (status, `failed` event); nothing to raise here."""
     from answers.pipeline.events import ChannelsSink
-    from answers.pipeline.run import AlreadyExecuted, RunFailed, run_execute
+    from answers.pipeline.lifecycle import AlreadyExecuted, RunFailed, run_execute
 
     # A delivered-again task (acks_late) finds its generation taken: nothing to do.
     with contextlib.suppress(RunFailed, AlreadyExecuted):

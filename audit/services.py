@@ -5,7 +5,7 @@ Called only from inside the publication transaction (answers.pipeline.publicatio
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -29,7 +29,7 @@ def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def body_hashes(body: dict) -> dict[str, str]:
+def body_hashes(body: Mapping[str, Any]) -> dict[str, str]:
     """The four release hashes, recomputable by a client from the response body."""
     answer = body["answer"]
     return {
@@ -47,7 +47,7 @@ def release_record(
     generation_id: int | None,
     kind: str,
     reset_context: int,
-    body: dict,
+    body: Mapping[str, Any],
     selected_fact_ids: list[str],
     source_refs: list[dict],
     result_hashes: dict,
@@ -140,7 +140,7 @@ def _events_append(*, run_id: UUID, generation: int, events: list[tuple[str, dic
 
 
 def stream_events_record(
-    *, run_id: UUID, generation: int, body: dict, events: list[tuple[str, dict]]
+    *, run_id: UUID, generation: int, body: Mapping[str, Any], events: list[tuple[str, dict]]
 ) -> None:
     """The events a stream will replay after `started`: the run's steps and tool
     activity as they were streamed live, then completed."""

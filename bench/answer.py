@@ -65,8 +65,8 @@ from common.stats import percentile  # noqa: E402
 from django.contrib.auth.models import AbstractBaseUser  # noqa: E402
 
 from answers.models import CandidateFact  # noqa: E402
+from answers.pipeline.lifecycle import answer_create  # noqa: E402
 from answers.pipeline.request import answer_request_parse  # noqa: E402
-from answers.pipeline.run import answer_create  # noqa: E402
 from answers.pipeline.validation import (  # noqa: E402
     SelectedFact,
     SelectionRejected,
@@ -84,7 +84,7 @@ SEED = 20240501  # bench/retrieval.py's seed
 PASSAGES_PER_FILLER_DOCUMENT = 50
 STEPS = ("plan", "retrieval", "selection", "validation", "recheck", "rendering", "publication")
 # A rejected selection is traced as a "validation" step timed from the selection's start
-# (answers.pipeline.steps.select_step): kept apart so that "validation" is the check of
+# (answers.pipeline.selection.select_step): kept apart so that "validation" is the check of
 # accepted selections.
 REJECTED = "validation rejected"
 BATCH_SIZES = (1, 10, 100)
@@ -350,9 +350,9 @@ def ask_with(user: AbstractBaseUser, question: Question, provider: object) -> Pr
 
 
 def compare_providers(user: AbstractBaseUser, questions: list[Question], model_url: str) -> None:
-    from answers.pipeline.llm import ChatClient
-    from answers.pipeline.openai_provider import OpenAIProvider
-    from answers.pipeline.providers import ExtractiveProvider
+    from answers.pipeline.providers.extractive import ExtractiveProvider
+    from answers.pipeline.providers.llm import ChatClient
+    from answers.pipeline.providers.openai import OpenAIProvider
 
     def local_model() -> OpenAIProvider:
         client = ChatClient(base_url=model_url, model="local", timeout=120.0, retries=1)

@@ -57,10 +57,11 @@ from common.services import embedded_services, recreate_database  # noqa: E402
 from django.test import override_settings  # noqa: E402
 
 from answers.judge.lexical import TermWeights  # noqa: E402
+from answers.pipeline.lifecycle import answer_create  # noqa: E402
 from answers.pipeline.planner import DatasetInfo, Plan, content_words, plan_question  # noqa: E402
-from answers.pipeline.providers import CandidateView, ExtractiveProvider  # noqa: E402
+from answers.pipeline.providers.base import CandidateView  # noqa: E402
+from answers.pipeline.providers.extractive import ExtractiveProvider  # noqa: E402
 from answers.pipeline.request import answer_request_parse  # noqa: E402
-from answers.pipeline.run import answer_create  # noqa: E402
 from knowledge.documents import document_upload, revision_extract  # noqa: E402
 from knowledge.models import Document, Extraction  # noqa: E402
 from knowledge.sentences import is_label  # noqa: E402
@@ -471,8 +472,8 @@ def run_openai(postgres, args: argparse.Namespace, url: str) -> None:
     the extractive one at the default threshold, on a deterministic sample of each corpus.
     The model is tiny: the figures say what the contract costs and keeps, not what a real
     model would reach."""
-    from answers.pipeline.llm import ChatClient
-    from answers.pipeline.openai_provider import OpenAIProvider
+    from answers.pipeline.providers.llm import ChatClient
+    from answers.pipeline.providers.openai import OpenAIProvider
 
     def local_model() -> OpenAIProvider:
         return OpenAIProvider(

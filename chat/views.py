@@ -19,8 +19,8 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from answers.models import Conversation
+from answers.pipeline.lifecycle import RunFailed, answer_create, answer_retry, answer_stream_start
 from answers.pipeline.request import answer_request_parse
-from answers.pipeline.run import RunFailed, answer_create, answer_retry, answer_stream_start
 from answers.pipeline.texts import LANGUAGES
 from answers.selectors import (
     conversation_get_for_user,
@@ -127,11 +127,10 @@ def _ask(request: HttpRequest, form: AskForm, conversation: Conversation | None)
         run = answer_stream_start(
             user=request_user(request), request=answer_request, origin=Conversation.Origin.CHAT
         )
-        run_id = run.pk
         target = reverse("chat:conversation", args=[run.conversation_id])
-        return redirect(f"{target}?live={run_id}#run-{run_id}")
+        return redirect(f"{target}?live={run.pk}#run-{run.pk}")
     try:
-        run_id = answer_create(
+        run_id: object = answer_create(
             user=request_user(request), request=answer_request, origin=Conversation.Origin.CHAT
         )["run_id"]
     except RunFailed as failed:

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import combinations
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 from django.conf import settings
 from django.core.exceptions import EmptyResultSet
@@ -31,16 +31,38 @@ RETRIEVAL_TOOLS = (VECTOR_SEARCH, KEYWORD_SEARCH)
 RRF_K = 60
 
 
+OutcomeState = Literal["succeeded", "failed"]
+
+
 @dataclass(frozen=True)
 class ToolOutcome:
+    """One tool's outcome (SPEC §5 outcome codes: matched, empty_corpus, no_relevant_hit,
+    embedding_*, timeout, not_configured, …)."""
+
     tool: str
-    state: str  # succeeded | failed
-    code: str  # matched | empty_corpus | no_relevant_hit | embedding_* | timeout
+    state: OutcomeState
+    code: str
     result_count: int = 0
     retryable: bool = False
 
-    def as_dict(self) -> dict:
-        return self.__dict__.copy()
+    def as_dict(self) -> "OutcomeRecord":
+        return {
+            "tool": self.tool,
+            "state": self.state,
+            "code": self.code,
+            "result_count": self.result_count,
+            "retryable": self.retryable,
+        }
+
+
+class OutcomeRecord(TypedDict):
+    """A tool outcome as a body, the audit and a stream event carry it."""
+
+    tool: str
+    state: OutcomeState
+    code: str
+    result_count: int
+    retryable: bool
 
 
 @dataclass

@@ -380,8 +380,8 @@ ANSWER_MODES = ("ask", "quick", "pro", "deep")
 def answer_run(caller: Caller, values: dict) -> ToolResult:
     from answers.boundary import sealed_answer_read
     from answers.models import Conversation
+    from answers.pipeline.lifecycle import answer_create
     from answers.pipeline.request import answer_request_parse
-    from answers.pipeline.run import answer_create
     from answers.selectors import run_get_for_user
 
     args = arguments_parse(ANSWER, values)

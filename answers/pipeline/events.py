@@ -11,6 +11,7 @@ only, never the answer.
 """
 
 import logging
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from asgiref.sync import async_to_sync
@@ -21,7 +22,7 @@ TOOL_FIELDS = ("tool", "state", "code", "result_count")
 STEPS = ("model", "verify", "judge")
 
 
-def tool_event(outcome: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+def tool_event(outcome: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
     return "tool", {key: outcome[key] for key in TOOL_FIELDS}
 
 

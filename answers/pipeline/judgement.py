@@ -19,7 +19,7 @@ from answers.judge.features import JudgeItem
 from answers.judge.lexical import TermWeights
 from answers.models import CandidateFact
 from answers.pipeline.planner import Plan
-from answers.pipeline.providers import ModelProvider, Rejection, context_line, sentence_before
+from answers.pipeline.providers.base import ModelProvider, Rejection, context_line, sentence_before
 from answers.pipeline.validation import SelectedFact
 
 

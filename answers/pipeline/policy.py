@@ -1,9 +1,16 @@
 """Evidence policies (SPEC §5): parsing, validation and judging the outcome."""
 
+from __future__ import annotations
+
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.errors import UnprocessableError
+
+if TYPE_CHECKING:  # the vocabulary; contracts imports the request, which imports this module
+    from collections.abc import Sequence
+
+    from answers.pipeline.contracts import AnswerStatus, Completeness, EvidenceStatus, Outcome
 
 TOOL_NAMES = (
     "vector_search",
@@ -118,9 +125,9 @@ class Judgement:
     """What the evidence allows: publish the selection, or which fixed text instead."""
 
     publish: bool
-    evidence_status: str
-    answer_status: str
-    completeness: str
+    evidence_status: EvidenceStatus
+    answer_status: AnswerStatus
+    completeness: Completeness
     explanation: str | None = None  # insufficient_evidence | access_failure | unsupported
     issues: list[str] = field(default_factory=list)
 
@@ -135,7 +142,7 @@ class Judgement:
 def policy_judge(
     *,
     policy: EvidencePolicy,
-    outcomes: list[dict[str, Any]],
+    outcomes: Sequence[Outcome],
     selected_tools: list[set[str]],
     unanswered_parts: int = 0,
 ) -> Judgement:
@@ -166,7 +173,7 @@ def policy_judge(
             explanation = (
                 "access_failure" if failed and not has_evidence else "insufficient_evidence"
             )
-            status = "unavailable" if failed else "absent"
+            status: EvidenceStatus = "unavailable" if failed else "absent"
             return Judgement(False, status, "abstained", "none", explanation, issues)
         if unanswered_parts:
             return Judgement(True, "partial", "partial", "partial", None, issues)

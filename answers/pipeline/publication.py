@@ -10,6 +10,7 @@ from typing import Any
 from django.db import transaction
 
 from answers.models import AnswerRun, CandidateFact, Card, Citation, Generation, Message
+from answers.pipeline.contracts import AnswerBody, Outcome
 from audit.services import (
     audit_record,
     release_record,
@@ -25,17 +26,21 @@ class Publication:
     run: AnswerRun
     generation: Generation
     text: str
-    body: dict[str, Any]
+    body: AnswerBody
     citations: list[dict[str, Any]]
     cards: list[dict[str, Any]]
     kind: str | None = None  # "answer" | "refusal"; None: inspection output, no release
     model_called: bool = False
     selected_fact_ids: list[str] = field(default_factory=list)
-    outcomes: list[dict[str, Any]] = field(default_factory=list)
+    outcomes: list[Outcome] = field(default_factory=list)
     # The stream's, after started.
     events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     steps: list[dict[str, Any]] = field(default_factory=list)
     sql: list[dict[str, Any]] = field(default_factory=list)
+    # Every round's plan (agent mode broadens the first, which the run stores).
+    plans: list[dict[str, Any]] = field(default_factory=list)
+    # The selection attempts of this execution, added to the generation's count here.
+    attempts: int = 0
     # The permission recheck, run first inside the publication transaction: None to go
     # ahead, else a typed code that cancels the whole publication.
     recheck: Callable[[], str | None] | None = None
@@ -146,10 +151,12 @@ def answer_publish(publication: Publication) -> Message:
                 "candidate_fact_ids": sorted(facts),
             },
             "sql": publication.sql,
+            "plans": publication.plans,
             "release_id": body["release"]["id"] if body["release"] else None,
         },
     )
     generation.status = "published"
+    generation.attempts += publication.attempts
     generation.save(update_fields=["status", "attempts"])
     run.response = body
     run.status = AnswerRun.Status.PUBLISHED

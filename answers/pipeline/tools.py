@@ -7,18 +7,20 @@ from typing import Any
 from django.db.models import QuerySet
 
 from answers.models import AnswerRun, CandidateFact
+from answers.pipeline.contracts import Outcome, outcome
 from answers.pipeline.planner import DatasetInfo, Plan, searches_for
 from answers.pipeline.policy import IMPLEMENTED_TOOLS, EvidencePolicy
-from answers.pipeline.providers import CandidateView
+from answers.pipeline.providers.base import CandidateView
 from answers.pipeline.restrictions import Restriction, restrictions_named, restrictions_unmet
 from core.errors import ApiError
 from datasets.models import Dataset, DatasetSnapshot
 from datasets.selectors import datasets_in_scope, snapshot_in_scope
 from datasets.services import governed_query_facts, governed_query_run, snapshot_dictionary
 from knowledge.models import Document, Extraction, ExtractionStatus
-from knowledge.retrieval import RETRIEVAL_TOOLS, retrieve
+from knowledge.retrieval import RETRIEVAL_TOOLS, OutcomeState, retrieve
 from knowledge.scope import AccessScope
 
+DATASET_QUERY = "dataset_query"
 DEPTH = {"quick": 3, "ask": 5, "agent": 5, "pro": 8, "deep": 12, "debug": 5, "raw": 10, "plan": 0}
 
 
@@ -55,13 +57,13 @@ def _sha(payload: object) -> str:
 
 def run_tools(
     *, run: AnswerRun, scope: AccessScope, plan: Plan, policy: EvidencePolicy, mode: str
-) -> tuple[list[CandidateFact], list[dict[str, Any]]]:
+) -> tuple[list[CandidateFact], list[Outcome]]:
     """Run every allowed tool for the plan; record candidates with stable fact ids.
 
     Returns (candidates, outcomes). Several outcomes per tool are kept (one per search):
     a later success never erases an earlier failure.
     """
-    outcomes: list[dict[str, Any]] = []
+    outcomes: list[Outcome] = []
     retrieval_tools = tuple(t for t in RETRIEVAL_TOOLS if t in policy.allowed_tools)
     passages: dict[int, dict[str, Any]] = {}
     if retrieval_tools:
@@ -132,76 +134,39 @@ def run_tools(
         outcomes += dataset_outcomes
     for tool in policy.allowed_tools:
         if tool not in IMPLEMENTED_TOOLS:
-            outcomes.append(
-                {
-                    "tool": tool,
-                    "state": "failed",
-                    "code": "not_configured",
-                    "result_count": 0,
-                    "retryable": False,
-                }
-            )
+            outcomes.append(outcome(tool, "failed", "not_configured"))
     CandidateFact.objects.bulk_create(facts)
     return facts, outcomes
 
 
 def _dataset_tool(
     *, run: AnswerRun, scope: AccessScope, plan: Plan, first_number: int
-) -> tuple[list[CandidateFact], list[dict[str, Any]]]:
+) -> tuple[list[CandidateFact], list[Outcome]]:
     if not plan.dataset_queries:
         queryable = _queryable_datasets(scope=scope).exists()
         code = "no_relevant_hit" if queryable else "empty_corpus"
-        return [], [
-            {
-                "tool": "dataset_query",
-                "state": "succeeded",
-                "code": code,
-                "result_count": 0,
-                "retryable": False,
-            }
-        ]
+        return [], [outcome(DATASET_QUERY, "succeeded", code)]
     facts: list[CandidateFact] = []
-    outcomes: list[dict[str, Any]] = []
+    outcomes: list[Outcome] = []
     for planned in plan.dataset_queries:
         # The plan is a provider's output: its snapshot id is read within the scope
         # (missing and hidden alike: nothing found).
         snapshot = snapshot_in_scope(scope=scope, snapshot_id=planned.get("snapshot_id"))
         if snapshot is None:
-            outcomes.append(
-                {
-                    "tool": "dataset_query",
-                    "state": "succeeded",
-                    "code": "no_relevant_hit",
-                    "result_count": 0,
-                    "retryable": False,
-                }
-            )
+            outcomes.append(outcome(DATASET_QUERY, "succeeded", "no_relevant_hit"))
             continue
         unmet = [r.as_dict() for r in restrictions_missing(plan, planned, dataset_info(snapshot))]
         try:
             query = governed_query_run(scope=scope, snapshot=snapshot, sql=planned["sql"])
         except ApiError as error:
             code = "timeout" if error.error_code == "timeout" else "no_relevant_hit"
-            outcomes.append(
-                {
-                    "tool": "dataset_query",
-                    "state": "failed" if code == "timeout" else "succeeded",
-                    "code": code,
-                    "result_count": 0,
-                    "retryable": code == "timeout",
-                }
-            )
+            timed_out = code == "timeout"
+            state: OutcomeState = "failed" if timed_out else "succeeded"
+            outcomes.append(outcome(DATASET_QUERY, state, code, retryable=timed_out))
             continue
         cells = governed_query_facts(query)
-        outcomes.append(
-            {
-                "tool": "dataset_query",
-                "state": "succeeded",
-                "code": "matched" if cells else "no_relevant_hit",
-                "result_count": len(cells),
-                "retryable": False,
-            }
-        )
+        code = "matched" if cells else "no_relevant_hit"
+        outcomes.append(outcome(DATASET_QUERY, "succeeded", code, len(cells)))
         for cell in cells:
             number = first_number + len(facts)
             source = {

@@ -162,7 +162,7 @@ class FakeModelServer:
 
     def data_of(self, request_number: int = -1) -> dict:
         """The JSON object a request carried between the data markers."""
-        from answers.pipeline.openai_provider import DATA_CLOSE, DATA_OPEN
+        from answers.pipeline.providers.openai import DATA_CLOSE, DATA_OPEN
 
         content = self.requests[request_number]["messages"][1]["content"]
         assert content.startswith(DATA_OPEN) and content.endswith(DATA_CLOSE)

@@ -28,8 +28,8 @@ def ingest(user, space, filename: str, text: str, **fields):
 
 
 def ask(user, query: str, *, provider=None, api_key=None, **fields) -> dict:
+    from answers.pipeline.lifecycle import answer_create
     from answers.pipeline.request import answer_request_parse
-    from answers.pipeline.run import answer_create
 
     request = answer_request_parse({"query": query, **fields})
     return answer_create(user=user, request=request, provider=provider, api_key=api_key)

@@ -8,7 +8,7 @@ from rest_framework.test import APIClient
 
 from answers.models import AnswerRun, Card, Citation, Message
 from answers.pipeline import publication
-from answers.pipeline.run import RunFailed
+from answers.pipeline.lifecycle import RunFailed
 from audit.models import AnswerAudit
 from core.services import api_key_create, api_key_revoke
 from tests.answers.helpers import MIXED_QUESTION, ask

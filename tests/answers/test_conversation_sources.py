@@ -4,8 +4,8 @@ import pytest
 from django.db import IntegrityError, transaction
 
 from answers.models import Conversation, ConversationSource
+from answers.pipeline.lifecycle import run_start
 from answers.pipeline.request import answer_request_parse
-from answers.pipeline.run import run_start
 from answers.selectors import conversation_selection
 from answers.services import conversation_sources_set
 from knowledge.documents import document_upload

@@ -5,7 +5,7 @@ import pytest
 
 from answers.models import AnswerRun
 from answers.pipeline.planner import Plan, plan_question, standalone_question
-from answers.pipeline.providers import ExtractiveProvider
+from answers.pipeline.providers.extractive import ExtractiveProvider
 from audit.models import AnswerAudit, OutputRelease
 from tests.answers.helpers import ask, ingest
 

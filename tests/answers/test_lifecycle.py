@@ -4,8 +4,8 @@ every failure ends the run `failed` with a typed reason (issue 11)."""
 import pytest
 
 from answers.models import AnswerRun, Message
+from answers.pipeline.lifecycle import RunFailed, run_execute, run_start
 from answers.pipeline.request import answer_request_parse
-from answers.pipeline.run import RunFailed, run_execute, run_start
 from audit.models import OutputRelease, StreamEvent
 from tests.answers.helpers import ingest
 from tests.answers.providers import ScriptedProvider
@@ -43,7 +43,7 @@ def test_a_provider_exception_in_plan_ends_the_run_failed_with_a_typed_reason(me
 
 
 def test_the_answer_api_maps_a_failed_run_to_a_typed_503(member, monkeypatch):
-    from answers.pipeline import run as run_module
+    from answers.pipeline import lifecycle as run_module
 
     monkeypatch.setattr(run_module, "get_model_provider", lambda: PlanExplodes([]))
     response = client_for(member).post("/v1/answer", {"query": "Who owns it?"}, format="json")
@@ -80,7 +80,7 @@ def test_run_execute_answers_from_the_stored_request(space, owner, member):
 def test_a_generation_executes_once_a_task_delivered_again_changes_nothing(space, owner, member):
     """acks_late redelivers a task whose worker went away: the generation it names is
     taken already, so the second execution writes nothing (one release, one answer)."""
-    from answers.pipeline.run import AlreadyExecuted
+    from answers.pipeline.lifecycle import AlreadyExecuted
     from answers.tasks import run_execute_task
 
     ingest(owner, space, "operations.txt", "The platform operations team owns service reviews.")
@@ -104,7 +104,7 @@ def test_a_generation_whose_execution_was_lost_ends_failed_not_running(member):
     """A worker that died mid-run leaves the generation `executing`; the task delivered
     again ends it `failed` (worker_lost) with a failed event, so nothing stays running."""
     from answers.models import Generation
-    from answers.pipeline.run import AlreadyExecuted
+    from answers.pipeline.lifecycle import AlreadyExecuted
 
     run = run_start(
         user=member,

@@ -9,11 +9,11 @@ import pytest
 from answers.judge.features import JudgeItem
 from answers.judge.lexical import TermWeights
 from answers.models import CandidateFact
-from answers.pipeline.llm import ChatClient
-from answers.pipeline.openai_provider import OpenAIProvider
 from answers.pipeline.planner import plan_question
-from answers.pipeline.providers import CandidateView
-from answers.pipeline.structured import conforms
+from answers.pipeline.providers.base import CandidateView
+from answers.pipeline.providers.llm import ChatClient
+from answers.pipeline.providers.openai import OpenAIProvider
+from answers.pipeline.providers.structured import conforms
 from answers.pipeline.texts import explanation
 from answers.pipeline.validation import SelectionRejected, selection_parse
 from knowledge.models import Extraction

@@ -10,11 +10,11 @@ from collections.abc import Callable
 import pytest
 
 from answers.models import AnswerRun, Citation
-from answers.pipeline.llm import ChatClient, Completion, ProviderError
-from answers.pipeline.openai_provider import DATA_CLOSE, DATA_OPEN, SELECT_SYSTEM, OpenAIProvider
 from answers.pipeline.planner import plan_question
-from answers.pipeline.providers import CandidateView
-from answers.pipeline.structured import structured_parse
+from answers.pipeline.providers.base import CandidateView
+from answers.pipeline.providers.llm import ChatClient, Completion, ProviderError
+from answers.pipeline.providers.openai import DATA_CLOSE, DATA_OPEN, SELECT_SYSTEM, OpenAIProvider
+from answers.pipeline.providers.structured import structured_parse
 from answers.pipeline.texts import explanation
 from tests.answers.fake_llm import FakeModelServer, Reply, Script
 from tests.answers.helpers import ask, ingest

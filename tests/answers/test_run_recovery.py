@@ -13,8 +13,8 @@ from django.utils import timezone
 
 from answers.health import check_runs
 from answers.models import AnswerRun, Generation
+from answers.pipeline.lifecycle import run_start
 from answers.pipeline.request import answer_request_parse
-from answers.pipeline.run import run_start
 from answers.recovery import runs_recover
 from audit.models import StreamEvent
 from tests.answers.helpers import ingest

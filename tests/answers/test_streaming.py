@@ -254,8 +254,8 @@ def test_live_tool_activity_reaches_the_stream_before_the_run_is_sealed(
     import time
 
     from answers.pipeline.events import ChannelsSink, tool_event
+    from answers.pipeline.lifecycle import run_fail, run_start
     from answers.pipeline.request import answer_request_parse
-    from answers.pipeline.run import run_fail, run_start
     from audit.models import StreamEvent
     from tests.answers.providers import ScriptedProvider
 
@@ -312,8 +312,8 @@ def test_live_tool_activity_reaches_the_stream_before_the_run_is_sealed(
 def test_started_is_stored_with_the_run_so_a_stream_shows_it_before_the_worker_begins(
     live_server_url, auth, member
 ):
+    from answers.pipeline.lifecycle import run_start
     from answers.pipeline.request import answer_request_parse
-    from answers.pipeline.run import run_start
     from tests.answers.providers import ScriptedProvider
 
     # Stored but never executed: nothing but the run itself exists.
@@ -349,8 +349,8 @@ def test_a_stream_returns_its_request_connection_before_it_waits(corpus, member)
     view and the test share one connection."""
     from django.db import connection
 
+    from answers.pipeline.lifecycle import run_start
     from answers.pipeline.request import answer_request_parse
-    from answers.pipeline.run import run_start
     from tests.answers.providers import ScriptedProvider
     from tests.helpers import client_for
 
@@ -375,8 +375,8 @@ def test_a_channel_layer_that_fails_mid_stream_falls_back_to_the_store(member, m
     from django.db import connection
 
     from answers import streaming
+    from answers.pipeline.lifecycle import run_fail, run_start
     from answers.pipeline.request import answer_request_parse
-    from answers.pipeline.run import run_fail, run_start
     from tests.answers.providers import ScriptedProvider
 
     class FailingLayer:
@@ -428,8 +428,8 @@ def test_a_waiting_stream_sends_keep_alives_without_reading_the_store(member, mo
     from django.db import connection
 
     from answers import streaming
+    from answers.pipeline.lifecycle import run_start
     from answers.pipeline.request import answer_request_parse
-    from answers.pipeline.run import run_start
     from tests.answers.providers import ScriptedProvider
 
     class SilentLayer:

@@ -6,7 +6,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from answers.models import AnswerRun
-from answers.pipeline.run import answer_retry
+from answers.pipeline.lifecycle import answer_retry
 from audit.models import AnswerAudit
 from audit.services import audit_record, audit_step_append
 from tests.answers.helpers import ask

@@ -9,7 +9,7 @@ from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.db.models import ProtectedError
 
 from answers.models import AnswerRun, Card, Citation, Conversation, Generation, Message
-from answers.pipeline.run import RunFailed, answer_retry
+from answers.pipeline.lifecycle import RunFailed, answer_retry
 from audit.models import AnswerAudit, OutputRelease, StreamEvent
 from tests.answers.helpers import MIXED_QUESTION, ask
 from tests.helpers import client_for

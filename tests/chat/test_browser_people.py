@@ -200,8 +200,8 @@ def test_the_model_step_shows_while_a_slow_model_answers_and_the_activity_surviv
         from django.contrib.auth import get_user_model
 
         from answers.models import Conversation
+        from answers.pipeline.lifecycle import run_start
         from answers.pipeline.request import answer_request_parse
-        from answers.pipeline.run import run_start
         from knowledge.models import Space
 
         reader = get_user_model().objects.get(username="reader")
@@ -218,7 +218,7 @@ def test_the_model_step_shows_while_a_slow_model_answers_and_the_activity_surviv
 
     def execute() -> None:
         from answers.pipeline.events import ChannelsSink
-        from answers.pipeline.run import run_execute
+        from answers.pipeline.lifecycle import run_execute
 
         try:
             run_execute(

@@ -4,8 +4,8 @@ need the CSRF token."""
 
 import pytest
 
+from answers.pipeline.lifecycle import answer_create
 from answers.pipeline.request import answer_request_parse
-from answers.pipeline.run import answer_create
 from tests.answers.helpers import ingest
 from tests.answers.test_streaming import parse
 from tests.chat.live import signed_in

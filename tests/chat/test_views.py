@@ -7,8 +7,8 @@ import pytest
 from django.test import Client
 
 from answers.models import AnswerRun, ConversationSource
+from answers.pipeline.lifecycle import run_execute, run_fail, run_start
 from answers.pipeline.request import answer_request_parse
-from answers.pipeline.run import run_execute, run_fail, run_start
 from answers.services import conversation_sources_set
 from knowledge.documents import document_upload, revision_extract
 from tests.answers.helpers import MIXED_QUESTION, ingest

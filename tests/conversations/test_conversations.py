@@ -11,7 +11,7 @@ from guardian.shortcuts import remove_perm
 
 from answers.models import AnswerRun, Message
 from answers.pipeline import texts
-from answers.pipeline.run import answer_retry
+from answers.pipeline.lifecycle import answer_retry
 from knowledge.curation import proposal_approve
 from knowledge.models import KnowledgeProposal
 from knowledge.services import space_create, space_member_set

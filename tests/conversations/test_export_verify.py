@@ -11,7 +11,7 @@ from django.core.management import call_command
 
 from answers.models import AnswerRun
 from answers.pipeline import texts
-from answers.pipeline.run import answer_retry
+from answers.pipeline.lifecycle import answer_retry
 from conversations.services import export_verify
 from knowledge.services import space_member_set
 from tests.answers.helpers import ingest

@@ -21,7 +21,7 @@ from django.test import Client
 
 from answers.models import AnswerRun
 from answers.pipeline import texts
-from answers.pipeline.run import answer_retry
+from answers.pipeline.lifecycle import answer_retry
 from audit.models import OutputRelease, StreamEvent
 from audit.services import trace_write
 from knowledge.erasure import TOMBSTONE, revision_erase

@@ -13,7 +13,7 @@ from django.core.management import call_command
 
 from answers.models import AnswerRun
 from answers.pipeline import texts
-from answers.pipeline.run import answer_retry
+from answers.pipeline.lifecycle import answer_retry
 from answers.streaming import frames_after
 from audit.models import OutputRelease
 from knowledge.frequencies import lexeme_frequencies_rebuild

@@ -116,8 +116,8 @@ def test_only_a_sealed_answer_is_remembered_and_it_never_answers_by_itself(
 
 
 def test_an_entry_revoked_before_sealing_fails_the_recheck(corpus, member):
+    from answers.pipeline.lifecycle import answer_create
     from answers.pipeline.request import answer_request_parse
-    from answers.pipeline.run import answer_create
 
     client = client_for(member)
     entry = client.post(

@@ -1,11 +1,13 @@
 import json
+from collections.abc import Mapping
+from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from answers.models import Conversation
+from answers.pipeline.lifecycle import answer_create
 from answers.pipeline.request import answer_request_parse
-from answers.pipeline.run import answer_create
 from core.errors import ApiError
 from knowledge.selectors import space_find
 
@@ -60,5 +62,5 @@ class Command(BaseCommand):
         )
 
 
-def _dumps(body: dict) -> str:
+def _dumps(body: Mapping[str, Any]) -> str:
     return json.dumps(body, indent=2, ensure_ascii=False, default=str)

@@ -16,7 +16,8 @@ What the model may decide, and what stays with the server:
   lower probability: the model can veto a quote, never raise one the local judge rejects.
   When the model cannot judge, the local judge alone decides.
 - `analyse` (comparisons) and `answer_generally` (`general_knowledge`): bounded structured
-  output; the comparison's quotes are verified by the server (`answers.pipeline.comparison`).
+  output; the comparison's quotes are verified by the server
+  (`answers.pipeline.strategies.comparison`).
 
 Candidate text is data: the instructions are the system message alone; questions and
 documents travel as one JSON object between fixed markers, with `<` and `>` escaped so that
@@ -34,7 +35,6 @@ from typing import Any, cast
 from answers.judge.features import JudgeItem
 from answers.judge.lexical import TermWeights
 from answers.judge.model import local_judge
-from answers.pipeline.llm import ChatClient, Completion, ProviderError
 from answers.pipeline.planner import (
     DatasetInfo,
     Plan,
@@ -44,9 +44,11 @@ from answers.pipeline.planner import (
     planned_queries,
     refers_back,
 )
-from answers.pipeline.providers import CANDIDATES_PER_SEARCH, Analysis, CandidateView, Rejection
-from answers.pipeline.providers import quote_sentences as sentences_of
-from answers.pipeline.structured import (
+from answers.pipeline.providers.base import Analysis, CandidateView, Rejection
+from answers.pipeline.providers.extractive import CANDIDATES_PER_SEARCH
+from answers.pipeline.providers.extractive import quote_sentences as sentences_of
+from answers.pipeline.providers.llm import ChatClient, Completion, ProviderError
+from answers.pipeline.providers.structured import (
     array,
     enum,
     integer,

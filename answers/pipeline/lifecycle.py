@@ -1,6 +1,7 @@
 """The run lifecycle: `run_start` stores a run (conversation, run, message, generation in
 one transaction); `run_execute` executes one stored generation — inline for REST, in the
-worker for streams and retries alike — through the steps of `answers.pipeline.steps`;
+worker for streams and retries alike: it decides (`strategies.decide`) and seals what was
+decided (`sealing.seal_decision`);
 every failure ends the run `failed` with a typed reason."""
 
 import logging
@@ -13,11 +14,14 @@ from django.db.models import Max
 from django.utils import timezone
 
 from answers.models import AnswerRun, Conversation, Generation, Message
+from answers.pipeline.contracts import AnswerBody, ProviderFailed, RunContext, Trace
 from answers.pipeline.events import EventSink, NullSink
 from answers.pipeline.policy import EvidencePolicy
-from answers.pipeline.providers import ModelProvider, get_model_provider
+from answers.pipeline.providers import get_model_provider
+from answers.pipeline.providers.base import ModelProvider
 from answers.pipeline.request import AnswerRequest, response_language
-from answers.pipeline.steps import ProviderFailed, RunContext, Trace, execute
+from answers.pipeline.sealing import seal_decision
+from answers.pipeline.strategies import decide
 from answers.services import conversation_sources_set
 from audit.services import stream_event_started, stream_events_fail
 from core.errors import ApiError, NotFoundError, ServiceUnavailableError
@@ -157,6 +161,12 @@ def generation_claim(*, run_id: UUID, generation: int, events: EventSink, worker
     raise AlreadyExecuted(f"{run_id} g{generation}")
 
 
+def execute(ctx: RunContext, trace: Trace) -> AnswerBody:
+    """Decide, then seal (an answer is rechecked inside the publication transaction)."""
+    ctx.events.started(run_id=ctx.run.pk, generation=ctx.generation.number)
+    return seal_decision(ctx, trace, decide(ctx, trace))
+
+
 def run_execute(
     *,
     run_id: UUID,
@@ -164,7 +174,7 @@ def run_execute(
     provider: ModelProvider | None = None,
     events: EventSink | None = None,
     worker: str = "",
-) -> dict[str, Any]:
+) -> AnswerBody:
     """Execute one generation of a stored run and return its sealed response body.
     `worker`: the Celery worker's hostname when a worker executes it (recovery reads it).
 
@@ -255,7 +265,7 @@ def answer_create(
     api_key: ApiKey | None = None,
     provider: ModelProvider | None = None,
     origin: str = Conversation.Origin.API,
-) -> dict[str, Any]:
+) -> AnswerBody:
     """Answer a question from the evidence the user may see now, and publish it.
 
     Returns the response body (SPEC §5). Raises NotFoundError for a foreign
@@ -273,7 +283,7 @@ def answer_retry(
     run: AnswerRun,
     api_key: ApiKey | None = None,
     provider: ModelProvider | None = None,
-) -> dict[str, Any]:
+) -> AnswerBody:
     """A genuine retry: generation n+1 in a new reset context, with fresh retrieval.
 
     Earlier generations, their messages and their releases stay as they are.

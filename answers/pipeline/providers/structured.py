@@ -10,7 +10,7 @@ programming error, not something the model can exploit.
 import json
 from typing import Any
 
-from answers.pipeline.llm import PROVIDER_MALFORMED, Completion, ProviderError
+from answers.pipeline.providers.llm import PROVIDER_MALFORMED, Completion, ProviderError
 
 _KNOWN = {
     "type",

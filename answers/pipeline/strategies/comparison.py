@@ -11,19 +11,25 @@ labelled as the model's analysis. The claims are recorded in the asker's world m
 publication transaction.
 """
 
-import logging
 import time
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.conf import settings
 
+from answers.judge.lexical import TermWeights
+from answers.judge.model import JudgeUnavailable
 from answers.models import CandidateFact
-from answers.pipeline import texts
+from answers.pipeline.contracts import Decision, Gathered, RunContext, Trace
+from answers.pipeline.endings import abstention, answered, unsupported
+from answers.pipeline.gathering import tools_step
 from answers.pipeline.judgement import _quote_parts, judge_item
-from answers.pipeline.llm import ProviderError
-from answers.pipeline.planner import COMPARISON
+from answers.pipeline.planner import COMPARISON, Plan
 from answers.pipeline.policy import policy_judge
+from answers.pipeline.providers.base import AnalysedClaim, Analysis, ModelProvider
+from answers.pipeline.providers.llm import ProviderError
+from answers.pipeline.selection import select_step, term_weights
+from answers.pipeline.strategies.grounded import gathered_decision
 from answers.pipeline.tools import candidate_views
 from answers.pipeline.validation import (
     SelectedFact,
@@ -31,14 +37,6 @@ from answers.pipeline.validation import (
     quotes_secondary_failures,
     quotes_verify_primary,
 )
-
-if TYPE_CHECKING:
-    from answers.judge.lexical import TermWeights
-    from answers.pipeline.planner import Plan
-    from answers.pipeline.providers import AnalysedClaim, Analysis, ModelProvider
-    from answers.pipeline.steps import Decision, RunContext, Trace
-
-logger = logging.getLogger(__name__)
 
 MIN_CLAIMS = 3
 MAX_CLAIMS = 6
@@ -78,7 +76,7 @@ def _stances(
 def comparison_verify(
     *,
     provider: "ModelProvider",
-    plan: "Plan",
+    plan: Plan,
     analysis: "Analysis",
     found: list[CandidateFact],
     weights: "TermWeights",
@@ -154,17 +152,8 @@ def comparison_card(comparison: Comparison, citations: list[dict[str, Any]]) -> 
     }
 
 
-def comparison_decide(ctx: "RunContext", trace: "Trace", plan: "Plan") -> "Decision":
-    """The whole comparison path of `steps.decide`; returns its Decision."""
-    from answers.judge.model import JudgeUnavailable
-    from answers.pipeline.steps import (
-        Decision,
-        abstention,
-        answered,
-        term_weights,
-        tools_step,
-        unsupported,
-    )
+def decide(ctx: RunContext, trace: Trace, plan: Plan) -> Decision:
+    """The whole comparison path; returns its Decision."""
 
     found = tools_step(ctx, trace, plan, 0)
     policy = ctx.request.policy
@@ -243,15 +232,13 @@ def comparison_decide(ctx: "RunContext", trace: "Trace", plan: "Plan") -> "Decis
 
 
 def answer_instead(
-    ctx: "RunContext",
-    trace: "Trace",
-    plan: "Plan",
+    ctx: RunContext,
+    trace: Trace,
+    plan: Plan,
     found: list[CandidateFact],
     issues: tuple[str, ...],
-) -> "Decision":
+) -> Decision:
     """The ordinary selection over the comparison's candidates (the tools are not run again)."""
-    from answers.pipeline.steps import Gathered, gathered_decision, select_step
-
     plan = replace(plan, comparison=False)
     selection = select_step(ctx, trace, plan, found)
     gathered = Gathered(
@@ -263,31 +250,3 @@ def answer_instead(
         selection.judge_unavailable,
     )
     return gathered_decision(ctx, trace, gathered)
-
-
-def general_knowledge_decide(ctx: "RunContext", trace: "Trace") -> "Decision":
-    """`general_knowledge` with a generative provider: the model's short answer under a fixed
-    label, no retrieval, no sources or citations; sealed like any answer."""
-    from answers.pipeline.steps import Decision, Ending, abstention
-
-    started = time.perf_counter()
-    try:
-        text = ctx.provider.answer_generally(question=ctx.request.query, language=ctx.language)
-    except ProviderError as error:
-        ending = abstention(
-            ctx, trace, "unsupported", evidence_status="not_requested", issues=(error.code,)
-        )
-        return Decision(ending, (), 1, (error.code,))
-    trace.step("general_knowledge", started)
-    ending = Ending(
-        kind="answer",
-        text=f"{texts.general_knowledge_label(ctx.language)}\n{text}",
-        evidence={
-            "status": "not_requested",
-            "answer_status": "general_knowledge",
-            "sources": [],
-            "outcomes": list(trace.outcomes),
-        },
-        quality={"completeness": "complete", "degraded": False, "issues": []},
-    )
-    return Decision(ending, (), 1)

@@ -1,0 +1,223 @@
+"""The answer path's vocabulary: the statuses a body may carry (`Literal`s), the shapes of
+what is stored and returned (`TypedDict`s), and the values one generation passes from step
+to step — what it reads (`RunContext`), what it records (`Trace`), and how it ends
+(`Ending`, inside a `Decision`). Everything here is data; the steps are in `gathering`,
+`selection`, `endings`, `strategies` and `sealing`, run by `lifecycle`."""
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypedDict
+
+from answers.models import AnswerRun, CandidateFact, Generation
+from answers.pipeline.events import EventSink, tool_event
+from answers.pipeline.judgement import Support
+from answers.pipeline.planner import Plan
+from answers.pipeline.providers.base import ModelProvider
+from answers.pipeline.request import AnswerRequest
+from answers.pipeline.validation import (
+    SelectedFact,
+)
+from core.models import ApiKey
+from core.types import User
+from knowledge.retrieval import OutcomeRecord
+from knowledge.retrieval import OutcomeState as OutcomeState  # the vocabulary's, re-exported
+from knowledge.retrieval import ToolOutcome as ToolOutcome
+from knowledge.scope import AccessScope
+
+Mode = Literal["ask", "quick", "pro", "deep", "agent", "plan", "debug", "raw"]
+EvidenceStatus = Literal[
+    "available", "absent", "partial", "unavailable", "not_requested", "unknown"
+]
+AnswerStatus = Literal["evidence_backed", "partial", "general_knowledge", "unverified", "abstained"]
+Completeness = Literal["complete", "partial", "none"]
+# How a generation ends: an answer, a fixed refusal, or inspection output (None: no release).
+EndingKind = Literal["answer", "refusal"] | None
+# One tool's outcome, as the retrieval channels report it (`ToolOutcome`) and as a body, the
+# audit and a stream event carry it (`Outcome`).
+Outcome = OutcomeRecord
+
+
+def outcome(
+    tool: str, state: OutcomeState, code: str, result_count: int = 0, retryable: bool = False
+) -> Outcome:
+    return ToolOutcome(tool, state, code, result_count, retryable).as_dict()
+
+
+class Evidence(TypedDict):
+    """What an ending says of its evidence (the body adds the policy)."""
+
+    status: EvidenceStatus
+    answer_status: AnswerStatus
+    sources: list[dict[str, Any]]
+    outcomes: list[Outcome]
+
+
+class Quality(TypedDict):
+    completeness: Completeness
+    degraded: bool
+    issues: list[str]
+
+
+class AnswerText(TypedDict):
+    text: str
+    language: str
+    citations: list[dict[str, Any]]
+    cards: list[dict[str, Any]]
+
+
+class BodyEvidence(Evidence):
+    policy: dict[str, Any]
+
+
+class _Body(TypedDict):
+    run_id: str
+    generation: int
+    mode: str
+    answer: AnswerText
+    evidence: BodyEvidence
+    quality: Quality
+
+
+class AnswerBody(_Body, total=False):
+    """The response body (SPEC §5) as stored on the run and returned: `release` once
+    sealed (None for inspection output), `label`/`plan`/`results` for inspection output,
+    `trace` in debug mode."""
+
+    release: dict[str, Any] | None
+    label: str
+    plan: dict[str, Any]
+    results: list[dict[str, Any]]
+    trace: dict[str, Any]
+
+
+class ProviderFailed(Exception):
+    """The model provider raised while planning: a typed failure of the run."""
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What one execution reads: the stored run and generation, the request as stored,
+    the provider, the conversation's earlier questions, where live events go, and the
+    asker's access scope, read once for the whole gathering (the publication's recheck
+    reads a fresh one under its locks)."""
+
+    run: AnswerRun
+    generation: Generation
+    request: AnswerRequest
+    provider: ModelProvider
+    history: tuple[str, ...]
+    events: EventSink
+    scope: AccessScope
+
+    @property
+    def user(self) -> User:
+        return self.run.user
+
+    @property
+    def api_key(self) -> ApiKey | None:
+        return self.run.api_key
+
+    @property
+    def language(self) -> str:
+        return self.run.language
+
+
+@dataclass
+class Trace:
+    """The record of a generation so far: timed steps and tool outcomes."""
+
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    outcomes: list[Outcome] = field(default_factory=list)
+    # The stream events after `started`, in the order they were sent live.
+    events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    _sent_outcomes: set[int] = field(default_factory=set)
+
+    def step(self, name: str, started: float, **details: object) -> None:
+        self.steps.append(
+            {"step": name, "ms": round((time.perf_counter() - started) * 1000, 2), **details}
+        )
+
+    def emit(
+        self,
+        ctx: "RunContext",
+        event: tuple[str, dict[str, Any]],
+        outcome: Outcome | None = None,
+    ) -> None:
+        """Send one event live, numbered as it will be stored."""
+        self.events.append(event)
+        if outcome is not None:
+            self._sent_outcomes.add(id(outcome))
+        name, data = event
+        ctx.events.event(
+            run_id=ctx.run.pk,
+            generation=ctx.generation.number,
+            seq=len(self.events) + 1,
+            name=name,
+            data=data,
+        )
+
+    def stream_events(self) -> list[tuple[str, dict[str, Any]]]:
+        """What a replay shows after `started`: the events as sent live, then the tool
+        outcomes that were never sent (a recheck's, a failure's)."""
+        unsent = [o for o in self.outcomes if id(o) not in self._sent_outcomes]
+        return [*self.events, *(tool_event(o) for o in unsent)]
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The outcome of selection → validation → judgement, over all attempts."""
+
+    support: Support | None  # the judged selection that answers most parts; None: none valid
+    issues: tuple[str, ...]
+    attempts: int
+    judge_unavailable: bool = False
+    plans: tuple[Plan, ...] = ()  # every round's plan, the first (stored on the run) first
+
+
+@dataclass(frozen=True)
+class Gathered:
+    """What the tool rounds found and what was selected from it."""
+
+    plan: Plan
+    candidates: tuple[CandidateFact, ...]
+    support: Support | None
+    issues: tuple[str, ...]
+    attempts: int
+    judge_unavailable: bool = False
+    plans: tuple[Plan, ...] = ()  # every round's plan, the first (stored on the run) first
+
+
+@dataclass(frozen=True)
+class Inspected:
+    """What the plan mode (`plan`) or the raw mode (`results`) shows instead of an answer."""
+
+    plan: dict[str, Any] | None = None
+    results: list[dict[str, Any]] | None = None
+
+
+@dataclass(frozen=True)
+class Ending:
+    """How a generation ends, before it is built into a body and sealed: an answer, a
+    fixed refusal, or inspection output (plan and raw modes; no release)."""
+
+    kind: EndingKind
+    text: str
+    evidence: Evidence
+    quality: Quality
+    citations: tuple[dict[str, Any], ...] = ()
+    cards: tuple[dict[str, Any], ...] = ()
+    selected: tuple[SelectedFact, ...] = ()
+    inspected: "Inspected | None" = None  # inspection output: the plan, or the candidates
+    # A comparison's claims, for the asker's world model.
+    world_claims: tuple[dict[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class Decision:
+    ending: Ending
+    candidates: tuple[CandidateFact, ...] = ()
+    # Selection attempts of this execution, added to the generation's count when it is
+    # published (a release names the generation when > 0).
+    attempts: int = 0
+    issues: tuple[str, ...] = ()  # issues of the selection, kept by a later refusal
+    plans: tuple[Plan, ...] = ()  # every round's plan, kept in the audit

@@ -1,0 +1,143 @@
+"""How a generation can end, as an `Ending`: an answer built from judged quotes and values
+(`answered`), a fixed refusal (`abstention`, `unsupported`), or inspection output for the
+plan and raw modes (`inspection`)."""
+
+import time
+from typing import Any
+
+from answers.models import CandidateFact
+from answers.pipeline import texts
+from answers.pipeline.contracts import (
+    Ending,
+    EvidenceStatus,
+    Inspected,
+    Outcome,
+    RunContext,
+    Trace,
+    outcome,
+)
+from answers.pipeline.policy import Judgement
+from answers.pipeline.rendering import render_answer
+from answers.pipeline.validation import (
+    SelectedFact,
+)
+
+# A recheck that failed on these may pass when asked again (a new revision is current, the
+# permission rows can be read again).
+RETRYABLE_ACCESS_CODES = frozenset(
+    {"permission_unavailable", "source_superseded", "source_withdrawn", "source_erased"}
+)
+
+
+def answered(
+    ctx: RunContext,
+    trace: Trace,
+    selected: list[SelectedFact],
+    judgement: Judgement,
+    issues: tuple[str, ...],
+) -> Ending:
+    started = time.perf_counter()
+    rendered = render_answer(selected=selected, language=ctx.language)
+    trace.step("rendering", started)
+    return Ending(
+        kind="answer",
+        text=rendered.text,
+        evidence={
+            "status": judgement.evidence_status,
+            "answer_status": judgement.answer_status,
+            "sources": rendered.sources,
+            "outcomes": list(trace.outcomes),
+        },
+        quality={
+            "completeness": judgement.completeness,
+            "degraded": judgement.completeness != "complete",
+            "issues": sorted(set(issues) | set(judgement.issues)),
+        },
+        citations=tuple(rendered.citations),
+        cards=tuple(rendered.cards),
+        selected=tuple(selected),
+    )
+
+
+def abstention(
+    ctx: RunContext,
+    trace: Trace,
+    explanation: str,
+    *,
+    judgement: Judgement | None = None,
+    evidence_status: EvidenceStatus | None = None,
+    issues: tuple[str, ...] = (),
+    access_code: str | None = None,
+) -> Ending:
+    """A fixed text; no prose, citations, verification claims, scores or follow-ups."""
+    outcomes = list(trace.outcomes)
+    if access_code:
+        retryable = access_code in RETRYABLE_ACCESS_CODES
+        outcomes.append(outcome("recheck", "failed", access_code, retryable=retryable))
+    status: EvidenceStatus = evidence_status or (
+        judgement.evidence_status if judgement else "unavailable"
+    )
+    return Ending(
+        kind="refusal",
+        text=texts.explanation(explanation, ctx.language),
+        evidence={
+            "status": status,
+            "answer_status": "abstained",
+            "sources": [],
+            "outcomes": outcomes,
+        },
+        quality={
+            "completeness": "none",
+            "degraded": True,
+            "issues": sorted(set(issues) | set(judgement.issues if judgement else ())),
+        },
+    )
+
+
+def inspection(
+    trace: Trace,
+    *,
+    plan: dict[str, Any] | None = None,
+    results: list[dict[str, Any]] | None = None,
+) -> Ending:
+    """plan and raw modes: inspection output (the plan, or the candidate facts), labelled
+    unverified, no prose."""
+    outcomes = list(trace.outcomes)
+    return Ending(
+        kind=None,
+        text="",
+        evidence={
+            "status": "unknown" if not outcomes else _tool_status(outcomes),
+            "answer_status": "unverified",
+            "sources": [],
+            "outcomes": outcomes,
+        },
+        quality={"completeness": "none", "degraded": False, "issues": []},
+        inspected=Inspected(plan, results),
+    )
+
+
+def unsupported(ctx: RunContext, trace: Trace, prerequisite: str) -> Ending:
+    return abstention(
+        ctx,
+        trace,
+        "unsupported",
+        evidence_status="not_requested",
+        issues=(f"unsupported_prerequisite:{prerequisite}",),
+    )
+
+
+def _tool_status(outcomes: list[Outcome]) -> EvidenceStatus:
+    return "available" if any(o["code"] == "matched" for o in outcomes) else "absent"
+
+
+def raw_fact(fact: CandidateFact) -> dict[str, Any]:
+    return {
+        "fact_id": fact.fact_id,
+        "kind": fact.kind,
+        "text": fact.text,
+        "value": fact.value,
+        "label": fact.label,
+        "source": fact.source,
+        "contributions": fact.contributions,
+    }
