@@ -72,8 +72,15 @@ class Generation(models.Model):
     run = models.ForeignKey(AnswerRun, on_delete=models.PROTECT, related_name="generations")
     number = models.PositiveIntegerField()
     provider = models.CharField(max_length=32)
+
+    class Status(models.TextChoices):
+        RUNNING = "running"  # stored, waiting for an execution to claim it
+        EXECUTING = "executing"  # claimed by one execution (generation_claim)
+        PUBLISHED = "published"
+        FAILED = "failed"
+
     model_id = models.CharField(max_length=100, blank=True)
-    status = models.CharField(max_length=16, default="running")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.RUNNING)
     attempts = models.PositiveSmallIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     # Recovery of lost work (answers.recovery): how often its task was queued, and who

@@ -33,6 +33,9 @@ logger = logging.getLogger(__name__)
 MAX_DISPATCHES = 2  # the first queueing and one more
 
 
+RUNNING, EXECUTING = Generation.Status.RUNNING, Generation.Status.EXECUTING
+
+
 def generations_stuck(*, now: datetime | None = None) -> QuerySet[Generation]:
     """Generations the sweeper should have settled by now: unclaimed for twice the claim
     timeout, or executing for longer than any task may run. What health reports."""
@@ -40,7 +43,7 @@ def generations_stuck(*, now: datetime | None = None) -> QuerySet[Generation]:
     unclaimed = now - timedelta(seconds=2 * settings.KOINON_RUN_CLAIM_TIMEOUT)
     overdue = now - timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT + 60)
     return Generation.objects.filter(
-        Q(status="running", queued_at__lt=unclaimed) | Q(status="executing", claimed_at__lt=overdue)
+        Q(status=RUNNING, queued_at__lt=unclaimed) | Q(status=EXECUTING, claimed_at__lt=overdue)
     )
 
 
@@ -72,11 +75,11 @@ def runs_recover(*, now: datetime | None = None, alive: object = _ASK_REDIS) -> 
     claim_deadline = now - timedelta(seconds=settings.KOINON_RUN_CLAIM_TIMEOUT)
     grace = now - timedelta(seconds=settings.KOINON_WORKER_STALE_AFTER)
     inline_deadline = now - timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT + 60)
-    lost = Q(status="running", queued_at__lt=claim_deadline) | Q(
-        status="executing", worker="", claimed_at__lt=inline_deadline
+    lost = Q(status=RUNNING, queued_at__lt=claim_deadline) | Q(
+        status=EXECUTING, worker="", claimed_at__lt=inline_deadline
     )
     if alive is not None:
-        lost |= Q(status="executing", claimed_at__lt=grace) & ~Q(worker="") & ~Q(worker__in=alive)
+        lost |= Q(status=EXECUTING, claimed_at__lt=grace) & ~Q(worker="") & ~Q(worker__in=alive)
     queued, failed = [], []
     with transaction.atomic():
         rows = list(

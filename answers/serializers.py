@@ -156,6 +156,11 @@ class AnswerOutput(serializers.Serializer):
 
 class AuditGenerationOutput(serializers.Serializer):
     number = serializers.IntegerField()
+    plans = serializers.ListField(
+        child=serializers.DictField(),
+        required=False,
+        help_text="Every round's plan, the first first (agent mode broadens it).",
+    )
     output_release = ReleaseOutput(
         required=False, help_text="Present only when a release row exists for the generation."
     )

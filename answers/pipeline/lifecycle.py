@@ -148,12 +148,14 @@ def generation_claim(*, run_id: UUID, generation: int, events: EventSink, worker
     finds it taken: a finished generation is left as it is, and one still `executing`
     belongs to an execution that died — it ends `failed`, `worker_lost`, so nothing
     stays running. Raises AlreadyExecuted in both cases."""
-    claimed = Generation.objects.filter(run_id=run_id, number=generation, status="running").update(
-        status="executing", worker=worker[:200], claimed_at=timezone.now()
-    )
+    claimed = Generation.objects.filter(
+        run_id=run_id, number=generation, status=Generation.Status.RUNNING
+    ).update(status=Generation.Status.EXECUTING, worker=worker[:200], claimed_at=timezone.now())
     if claimed:
         return
-    lost = Generation.objects.filter(run_id=run_id, number=generation, status="executing")
+    lost = Generation.objects.filter(
+        run_id=run_id, number=generation, status=Generation.Status.EXECUTING
+    )
     if lost.exists():
         logger.error("run %s generation %s: its execution was lost", run_id, generation)
         run_fail(run_id=run_id, generation=generation, reason="worker_lost")
@@ -228,7 +230,9 @@ def run_fail(
     """End a generation `failed`: status on run and generation, and the events a replay
     shows (started, the steps and tool activity so far, failed). No text, no release."""
     AnswerRun.objects.filter(pk=run_id).update(status=AnswerRun.Status.FAILED)
-    Generation.objects.filter(run_id=run_id, number=generation).update(status="failed")
+    Generation.objects.filter(run_id=run_id, number=generation).update(
+        status=Generation.Status.FAILED
+    )
     stream_events_fail(run_id=run_id, generation=generation, reason=reason, events=events)
 
 

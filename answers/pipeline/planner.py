@@ -158,7 +158,7 @@ PREPOSITIONS = frozenset(
 TOKEN = re.compile(r"\w+(?:[-'’]\w+)*")
 
 
-@dataclass
+@dataclass(frozen=True)
 class Plan:
     """What to search for. `searches` are the parts of the question: each is judged and
     answered on its own. When the question was rewritten from the conversation, `asked`

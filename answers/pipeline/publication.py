@@ -155,7 +155,7 @@ def answer_publish(publication: Publication) -> Message:
             "release_id": body["release"]["id"] if body["release"] else None,
         },
     )
-    generation.status = "published"
+    generation.status = Generation.Status.PUBLISHED
     generation.attempts += publication.attempts
     generation.save(update_fields=["status", "attempts"])
     run.response = body

@@ -136,6 +136,21 @@ def test_agent_mode_tries_further_rounds_when_the_first_finds_nothing(library, m
     steps = generation["steps"]
     assert [s["round"] for s in steps if s["step"] == "retrieval"] == [1, 2]
     assert [s["ok"] for s in steps if s["step"] == "validation"] == [False] * 3 + [True]
+    # Every round's plan: the first as stored on the run, then the broadened one.
+    run = AnswerRun.objects.get(pk=body["run_id"])
+    first, second = generation["plans"]
+    assert first == run.plan
+    assert second["searches"] == ["owns service reviews"] != first["searches"]
+
+
+def test_attempts_are_added_to_the_generation_once_when_it_is_published(library, member):
+    body = ask(member, "Who owns service reviews?", provider=ScriptedProvider([{"facts": []}] * 3))
+    assert body["evidence"]["answer_status"] == "abstained"
+    run = AnswerRun.objects.get(pk=body["run_id"])
+    assert run.generations.get().attempts == 3  # three selection attempts, counted once
+    retried = client_for(member).post(f"/v1/runs/{run.pk}/retry", {}, format="json")
+    assert retried.status_code == 200, retried.content
+    assert [g.attempts for g in run.generations.order_by("number")] == [3, 1]
 
 
 def test_publication_is_all_or_nothing(library, member, monkeypatch):
