@@ -78,3 +78,41 @@ class AnswerAudit(models.Model):
 
 
 PUBLICATION_SEQUENCE = "audit_publication_sequence"
+
+
+class LogEntry(models.Model):
+    """One release in the answer log, at its index (dense, from 0, in the order integrated).
+    `entry` is the canonical JSON the leaf hash is taken over (audit.log.log_entry_json):
+    the receipt's identifying fields and hashes, never answer text. Append-only like the
+    receipts (audit/migrations/0005_answer_log.py)."""
+
+    index = models.PositiveBigIntegerField(unique=True)
+    release = models.OneToOneField(
+        OutputRelease, on_delete=models.PROTECT, related_name="log_entry"
+    )
+    entry = models.TextField()
+    leaf_hash = models.CharField(max_length=64)
+    integrated_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["index"]
+
+    def __str__(self) -> str:
+        return f"log entry {self.index}"
+
+
+class LogCheckpoint(models.Model):
+    """A signed checkpoint of the answer log (a C2SP signed note, audit.checkpoint): the
+    tree of the first `size` entries has root `root_hash`. Append-only."""
+
+    size = models.PositiveBigIntegerField(unique=True)
+    root_hash = models.CharField(max_length=64)
+    note = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["size"]
+        get_latest_by = "size"
+
+    def __str__(self) -> str:
+        return f"checkpoint of {self.size}"

@@ -5,6 +5,7 @@ Called only from inside the publication transaction (answers.pipeline.publicatio
 
 import hashlib
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,9 @@ from django.db import connection, transaction
 
 from audit.models import AnswerAudit, OutputRelease, StreamEvent
 from core.fields import column_name, concrete_field
+from core.queue import QueueUnavailable, task_enqueue
+
+logger = logging.getLogger(__name__)
 
 POLICY_VERSION = "1"
 
@@ -54,10 +58,12 @@ def release_record(
     searched: dict | None = None,
 ) -> OutputRelease:
     """Append the release of one published body. Precondition: inside the publication
-    transaction, so the release exists exactly when the message and events do."""
+    transaction, so the release exists exactly when the message and events do. After
+    commit, the answer log's integration is queued (no lock or write of the log here)."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT nextval('audit_publication_sequence')")
         (sequence,) = cursor.fetchone()
+    transaction.on_commit(log_integration_queue)
     return OutputRelease.objects.create(
         run_id=run_id,
         message_id=message_id,
@@ -72,6 +78,17 @@ def release_record(
         searched=searched or {},
         **body_hashes(body),
     )
+
+
+def log_integration_queue() -> None:
+    """Queue the answer log's integration (after a publication commits). A broker that is
+    down loses nothing: the next integration takes every release not yet in the log."""
+    from audit.tasks import log_integrate_task
+
+    try:
+        task_enqueue(log_integrate_task)
+    except QueueUnavailable:
+        logger.warning("answer log: integration not queued; the next one takes this release")
 
 
 def release_summary(release: OutputRelease) -> dict:

@@ -32,6 +32,8 @@ RECORD_TABLES = (
     "audit_streamevent",
     "mcp_server_toolcall",
     "knowledge_erasure",
+    "audit_logentry",
+    "audit_logcheckpoint",
 )
 UNIX_SOCKET_PATH_MAX = 103  # sun_path is 108 bytes on Linux, 104 on macOS
 

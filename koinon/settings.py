@@ -393,6 +393,10 @@ KOINON_HEALTH_TIMEOUT = env_float("KOINON_HEALTH_TIMEOUT", 2.0)
 # --- Background work (docs/decisions.md, "Background work") -----------------------
 # Longest a request waits for a pooled broker producer (and to publish) before 503.
 KOINON_ENQUEUE_TIMEOUT = env_float("KOINON_ENQUEUE_TIMEOUT", 3.0)
+# The answer log's signing key (issue 33): a file holding one Go note signer key,
+# `PRIVATE+KEY+<origin>+<key id>+<base64 key>` (audit.signed_note). Never in the database.
+# Unset: releases are still integrated into the log, but no checkpoint is signed.
+KOINON_LOG_KEY_FILE = env_str("KOINON_LOG_KEY_FILE")
 KOINON_WORKER_HEARTBEAT_INTERVAL = env_float("KOINON_WORKER_HEARTBEAT_INTERVAL", 5.0)
 KOINON_WORKER_STALE_AFTER = env_int("KOINON_WORKER_STALE_AFTER", 30)
 KOINON_SWEEP_INTERVAL = env_float("KOINON_SWEEP_INTERVAL", 30.0)

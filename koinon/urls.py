@@ -13,6 +13,7 @@ v1: list[URLPattern | URLResolver] = [
     path("", include("knowledge.urls")),
     path("", include("datasets.urls")),
     path("", include("answers.urls")),
+    path("", include("audit.urls")),
     path("", include("conversations.urls")),
     path("", include("memory.urls")),
     path("", include("worldmodel.urls")),

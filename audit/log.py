@@ -1,0 +1,143 @@
+"""The answer log (issue 33): every output release integrated, after its publication has
+committed, as one entry of an RFC 9162 Merkle tree (audit.merkle), and a checkpoint of the
+tree signed with the log's key (audit.checkpoint) after each integration batch.
+
+Publication takes no lock and writes nothing here: it queues the integration after commit
+(audit.services.release_record), and the worker integrates whatever is not yet in the
+log, under one advisory lock, so every release gets exactly one dense index."""
+
+import base64
+import logging
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+
+from audit.checkpoint import Checkpoint, checkpoint_sign
+from audit.merkle import MerkleTree, leaf_hash
+from audit.models import LogCheckpoint, LogEntry, OutputRelease
+from audit.services import canonical_json
+from audit.signed_note import KeyMalformed, NoteSigner
+
+logger = logging.getLogger(__name__)
+
+# pg_advisory_xact_lock key of the integration: the one writer of the log at a time.
+LOG_LOCK = 0x6B6F_696E_6C6F_6733  # "koinlog3"
+INTEGRATE_BATCH = 1000
+
+
+class LogKeyUnavailable(Exception):
+    """KOINON_LOG_KEY_FILE is unset, unreadable or not one note signer key."""
+
+
+def log_entry(release: OutputRelease) -> dict[str, Any]:
+    """What the log records of a release: its identifying fields and hashes, never text."""
+    return {
+        "release": str(release.pk),
+        "run": str(release.run_id),
+        "generation": release.generation_id,
+        "kind": release.kind,
+        "reset_context": release.reset_context,
+        "publication_sequence": release.publication_sequence,
+        "policy_version": release.policy_version,
+        "source_refs": release.source_refs,
+        "text_sha256": release.text_sha256,
+        "citations_sha256": release.citations_sha256,
+        "cards_sha256": release.cards_sha256,
+        "policy_sha256": release.policy_sha256,
+        "sealed_at": release.created_at.isoformat(),
+    }
+
+
+def log_entry_json(release: OutputRelease) -> str:
+    """The canonical JSON (docs/releases.md) the leaf hash is taken over."""
+    return canonical_json(log_entry(release)).decode()
+
+
+@cache
+def _signer_from(path: str) -> NoteSigner:
+    try:
+        text = Path(path).read_text(encoding="utf-8").strip()
+    except OSError as error:
+        raise LogKeyUnavailable(f"the log key file cannot be read: {error.strerror}") from None
+    try:
+        return NoteSigner.from_key(text)
+    except KeyMalformed as error:
+        raise LogKeyUnavailable(f"the log key file holds no note signer key: {error}") from None
+
+
+def log_signer() -> NoteSigner:
+    """The log's signing key, from KOINON_LOG_KEY_FILE. Raises LogKeyUnavailable."""
+    if not settings.KOINON_LOG_KEY_FILE:
+        raise LogKeyUnavailable("KOINON_LOG_KEY_FILE is not set")
+    return _signer_from(settings.KOINON_LOG_KEY_FILE)
+
+
+def log_tree() -> MerkleTree:
+    """The whole tree, from the stored leaf hashes in index order."""
+    hashes = LogEntry.objects.order_by("index").values_list("leaf_hash", flat=True)
+    return MerkleTree(bytes.fromhex(value) for value in hashes.iterator(chunk_size=10_000))
+
+
+@transaction.atomic
+def log_integrate(*, batch: int = INTEGRATE_BATCH) -> int:
+    """Append every release not yet in the log (at most batch, oldest publication first)
+    at the next dense indices, then sign a checkpoint of the new tree when a key is set.
+    Returns how many were integrated.
+
+    Takes the log's advisory transaction lock first, so concurrent integrations run one
+    after another and each sees the entries the one before committed (READ COMMITTED:
+    every statement after the lock reads afresh); a worker killed midway rolls back all
+    of its batch, which the next integration takes again."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [LOG_LOCK])
+    last = LogEntry.objects.order_by("-index").values_list("index", flat=True).first()
+    start = 0 if last is None else last + 1
+    pending = list(
+        OutputRelease.objects.filter(log_entry__isnull=True).order_by("publication_sequence")[
+            :batch
+        ]
+    )
+    if not pending:
+        return 0
+    entries = []
+    for offset, release in enumerate(pending):
+        entry = log_entry_json(release)
+        entries.append(
+            LogEntry(
+                index=start + offset,
+                release=release,
+                entry=entry,
+                leaf_hash=leaf_hash(entry.encode()).hex(),
+            )
+        )
+    LogEntry.objects.bulk_create(entries)
+    try:
+        signer = log_signer()
+    except LogKeyUnavailable as error:
+        logger.warning("answer log: %s; no checkpoint signed", error)
+        return len(entries)
+    tree = log_tree()
+    checkpoint = Checkpoint(origin=signer.name, size=len(tree), root=tree.root())
+    LogCheckpoint.objects.create(
+        size=checkpoint.size,
+        root_hash=checkpoint.root.hex(),
+        note=checkpoint_sign(checkpoint, signer=signer),
+    )
+    return len(entries)
+
+
+def log_checkpoint_latest() -> LogCheckpoint | None:
+    return LogCheckpoint.objects.order_by("-size").first()
+
+
+def log_checkpoint_summary(checkpoint: LogCheckpoint) -> dict[str, Any]:
+    """What is served of a checkpoint: sizes and hashes only, no release ids or text."""
+    return {
+        "size": checkpoint.size,
+        "root_hash": base64.b64encode(bytes.fromhex(checkpoint.root_hash)).decode(),
+        "note": checkpoint.note,
+        "verifier_key": log_signer().verifier().key_string(),
+    }

@@ -1,0 +1,300 @@
+"""The answer log (audit.log): integration after commit, dense indices exactly once, signed
+checkpoints that the served key verifies, append-only rows, GET /v1/log/checkpoint."""
+
+import json
+import threading
+
+import pytest
+from django.db import DatabaseError, connection, connections, transaction
+
+from audit import log as answer_log
+from audit.checkpoint import checkpoint_open
+from audit.log import LogKeyUnavailable, log_integrate, log_signer, log_tree
+from audit.merkle import MerkleTree, leaf_hash, verify_consistency, verify_inclusion
+from audit.models import LogCheckpoint, LogEntry, OutputRelease
+from audit.services import log_integration_queue
+from audit.signed_note import NoteSigner, NoteVerifier
+from audit.tasks import log_integrate_task
+from core.embedded import RECORD_TABLES
+from core.queue import QueueUnavailable
+from tests.answers.helpers import MIXED_QUESTION, ask
+from tests.helpers import client_for
+
+ORIGIN = "koinon.test/answers"
+ENTRY_KEYS = {
+    "release",
+    "run",
+    "generation",
+    "kind",
+    "reset_context",
+    "publication_sequence",
+    "policy_version",
+    "source_refs",
+    "text_sha256",
+    "citations_sha256",
+    "cards_sha256",
+    "policy_sha256",
+    "sealed_at",
+}
+
+
+def more_releases(count: int) -> None:
+    """count further receipts, as refusals without a generation of the one published run
+    (unique per reset context), straight in SQL: the log reads receipts, however made."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO audit_outputrelease (id, run_id, message_id, generation_id, kind, "
+            "reset_context, policy_version, publication_sequence, selected_fact_ids, "
+            "source_refs, result_hashes, text_sha256, citations_sha256, cards_sha256, "
+            "policy_sha256, searched, created_at) "
+            "SELECT gen_random_uuid(), r.run_id, r.message_id, NULL, 'refusal', "
+            "1000 + n + (SELECT count(*) FROM audit_outputrelease), '1', "
+            "nextval('audit_publication_sequence'), '[]', '[]', '{}', md5(n::text) || "
+            "md5(n::text), r.citations_sha256, r.cards_sha256, r.policy_sha256, '{}', now() "
+            "FROM (SELECT * FROM audit_outputrelease ORDER BY publication_sequence LIMIT 1) r, "
+            "generate_series(1, %s) n",
+            [count],
+        )
+
+
+def refused_in_savepoint(sql: str) -> str:
+    """Run sql in its own savepoint; return the database's error text (it must fail)."""
+    with pytest.raises(DatabaseError) as failure, transaction.atomic(), connection.cursor() as c:
+        c.execute("SET CONSTRAINTS ALL IMMEDIATE")  # deferred FK checks would block TRUNCATE
+        c.execute(sql)
+    return str(failure.value)
+
+
+@pytest.fixture
+def published(library, member) -> dict:
+    return ask(member, MIXED_QUESTION)
+
+
+@pytest.fixture
+def log_key(tmp_path, settings):
+    signer = NoteSigner.generate(ORIGIN)
+    path = tmp_path / "log.key"
+    path.write_text(signer.key_string() + "\n")
+    settings.KOINON_LOG_KEY_FILE = str(path)
+    return signer
+
+
+@pytest.mark.django_db
+def test_every_release_gets_one_dense_index_in_publication_order(published):
+    more_releases(9)
+    assert log_integrate() == 10
+    assert log_integrate() == 0
+    entries = list(LogEntry.objects.select_related("release"))
+    assert [e.index for e in entries] == list(range(10))
+    sequences = [e.release.publication_sequence for e in entries]
+    assert sequences == sorted(sequences)
+    assert OutputRelease.objects.filter(log_entry__isnull=True).count() == 0
+    for entry in entries:
+        assert entry.leaf_hash == leaf_hash(entry.entry.encode()).hex()
+        assert set(json.loads(entry.entry)) == ENTRY_KEYS
+
+
+@pytest.mark.django_db
+def test_an_entry_holds_the_receipts_hashes_and_never_answer_text(published):
+    log_integrate()
+    entry = LogEntry.objects.get()
+    record = json.loads(entry.entry)
+    release = published["release"]
+    assert record["release"] == release["id"]
+    assert record["text_sha256"] == release["text_sha256"]
+    assert record["policy_sha256"] == release["policy_sha256"]
+    assert published["answer"]["text"] not in entry.entry
+    # Canonical JSON: what a client recomputes from the receipt.
+    assert entry.entry == json.dumps(
+        record, sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )
+
+
+@pytest.mark.django_db
+def test_each_batch_signs_a_checkpoint_the_served_key_verifies(published, log_key, member):
+    more_releases(4)
+    log_integrate()
+    more_releases(6)
+    log_integrate()
+    first, second = LogCheckpoint.objects.order_by("size")
+    assert (first.size, second.size) == (5, 11)
+
+    body = client_for(member).get("/v1/log/checkpoint").json()
+    verifier = NoteVerifier.from_key(body["verifier_key"])
+    assert verifier == log_key.verifier()
+    latest = checkpoint_open(body["note"], verifier=verifier)
+    old = checkpoint_open(first.note, verifier=verifier)
+    assert (latest.size, latest.root) == (11, log_tree().root())
+    tree = MerkleTree(bytes.fromhex(e.leaf_hash) for e in LogEntry.objects.all())
+    verify_consistency(
+        old_size=old.size,
+        new_size=latest.size,
+        old_root=old.root,
+        new_root=latest.root,
+        proof=tree.consistency_proof(old.size, latest.size),
+    )
+    entry = LogEntry.objects.get(index=0)
+    verify_inclusion(
+        leaf=leaf_hash(entry.entry.encode()),
+        index=0,
+        tree_size=old.size,
+        proof=tree.inclusion_proof(0, old.size),
+        root=old.root,
+    )
+
+
+@pytest.mark.django_db
+def test_the_checkpoint_endpoint_reveals_no_release_ids_or_text(published, log_key, member):
+    log_integrate()
+    response = client_for(member).get("/v1/log/checkpoint")
+    assert response.status_code == 200
+    assert set(response.json()) == {"size", "root_hash", "note", "verifier_key"}
+    assert published["release"]["id"] not in response.content.decode()
+    assert published["answer"]["text"] not in response.content.decode()
+
+
+@pytest.mark.django_db
+def test_the_checkpoint_endpoint_says_why_when_there_is_none(published, member, settings):
+    assert client_for(member).get("/v1/log/checkpoint").status_code == 404
+    settings.KOINON_LOG_KEY_FILE = ""
+    assert log_integrate() == 1
+    assert not LogCheckpoint.objects.exists()
+    with pytest.raises(LogKeyUnavailable):
+        log_signer()
+
+
+@pytest.mark.django_db
+def test_the_checkpoint_endpoint_needs_a_user(client, published, log_key):
+    log_integrate()
+    assert client.get("/v1/log/checkpoint").status_code in (401, 403)
+
+
+@pytest.mark.django_db
+def test_an_unreadable_or_malformed_key_file_is_a_typed_error(tmp_path, settings):
+    settings.KOINON_LOG_KEY_FILE = str(tmp_path / "missing.key")
+    with pytest.raises(LogKeyUnavailable):
+        log_signer()
+    bad = tmp_path / "bad.key"
+    bad.write_text("not a key\n")
+    settings.KOINON_LOG_KEY_FILE = str(bad)
+    with pytest.raises(LogKeyUnavailable):
+        log_signer()
+
+
+@pytest.mark.django_db
+def test_an_integration_that_fails_midway_leaves_nothing_and_the_next_completes(
+    published, log_key, monkeypatch
+):
+    more_releases(3)
+
+    def crash(*args, **kwargs):
+        raise RuntimeError("worker killed")
+
+    monkeypatch.setattr(answer_log, "checkpoint_sign", crash)
+    with pytest.raises(RuntimeError):
+        log_integrate()
+    assert not LogEntry.objects.exists()
+    assert not LogCheckpoint.objects.exists()
+    monkeypatch.undo()
+    log_integrate_task()
+    assert LogEntry.objects.count() == 4
+    assert LogCheckpoint.objects.get().size == 4
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_integrations_give_every_release_exactly_one_index(library, member, log_key):
+    ask(member, MIXED_QUESTION)
+    more_releases(49)
+    errors: list[BaseException] = []
+    start = threading.Barrier(8)
+
+    def integrate() -> None:
+        try:
+            start.wait()
+            while log_integrate(batch=3):
+                pass
+        except BaseException as error:  # reported below, in the test's thread
+            errors.append(error)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=integrate) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not errors
+    indices = list(LogEntry.objects.values_list("index", flat=True))
+    assert indices == list(range(50))
+    assert LogEntry.objects.values("release").distinct().count() == 50
+    sizes = list(LogCheckpoint.objects.values_list("size", flat=True))
+    assert sizes == sorted(set(sizes)) and sizes[-1] == 50
+    # One tree: every checkpoint is a prefix of the final one.
+    tree = log_tree()
+    verifier = log_key.verifier()
+    for checkpoint in LogCheckpoint.objects.all():
+        assert checkpoint_open(checkpoint.note, verifier=verifier).root == tree.root(
+            checkpoint.size
+        )
+
+
+@pytest.mark.django_db
+def test_publication_queues_the_integration_after_commit(
+    library, member, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks() as callbacks:
+        ask(member, MIXED_QUESTION)
+    assert log_integration_queue in callbacks
+    # Nothing is integrated inside the publication itself.
+    assert not LogEntry.objects.exists()
+
+
+def test_a_broker_that_is_down_does_not_fail_the_publication(monkeypatch):
+    def down(task, *args):
+        raise QueueUnavailable(task.name)
+
+    monkeypatch.setattr("audit.services.task_enqueue", down)
+    log_integration_queue()  # logs a warning, raises nothing
+
+
+@pytest.mark.django_db
+def test_log_rows_are_append_only(published, log_key):
+    log_integrate()
+    for table in ("audit_logentry", "audit_logcheckpoint"):
+        assert table in RECORD_TABLES
+        assert "append-only (UPDATE refused)" in refused_in_savepoint(
+            f"UPDATE {table} SET id = id"  # noqa: S608
+        )
+        assert "append-only (DELETE refused)" in refused_in_savepoint(
+            f"DELETE FROM {table}"  # noqa: S608
+        )
+        assert "TRUNCATE refused" in refused_in_savepoint(f"TRUNCATE {table} CASCADE")
+    assert LogEntry.objects.count() == 1
+    assert LogCheckpoint.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_the_runtime_role_cannot_change_log_rows_even_without_triggers(published, log_key):
+    log_integrate()
+    role = f"koinon_log_test_{connection.settings_dict['NAME']}"[:60]
+    with connection.cursor() as cursor:
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # no pending FK checks: ALTER may run
+        cursor.execute(f'CREATE ROLE "{role}" NOLOGIN')
+        cursor.execute(f'GRANT USAGE ON SCHEMA public TO "{role}"')
+        for table in ("audit_logentry", "audit_logcheckpoint"):
+            cursor.execute(f'GRANT SELECT, INSERT ON {table} TO "{role}"')
+            cursor.execute(f"ALTER TABLE {table} DISABLE TRIGGER USER")
+        cursor.execute(f'SET ROLE "{role}"')
+        try:
+            for table in ("audit_logentry", "audit_logcheckpoint"):
+                for statement in (
+                    f"UPDATE {table} SET id = id",  # noqa: S608
+                    f"DELETE FROM {table}",  # noqa: S608
+                    f"TRUNCATE {table}",
+                ):
+                    assert "permission denied" in refused_in_savepoint(statement)
+        finally:
+            cursor.execute("RESET ROLE")
+            for table in ("audit_logentry", "audit_logcheckpoint"):
+                cursor.execute(f"ALTER TABLE {table} ENABLE TRIGGER USER")
+    assert LogEntry.objects.count() == 1
