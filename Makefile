@@ -14,10 +14,12 @@ CHROMIUM := /usr/bin/chromium
 # TypeScript compiler, a dev dependency pinned in clients/typescript/package-lock.json.
 NODE := $(or $(shell command -v node),/usr/bin/node)
 TS_STAMP := clients/typescript/node_modules/.installed
+# The Go client's suite: the Go that Debian ships (the client uses the standard library only).
+GO := $(or $(shell command -v go),/usr/bin/go)
 # apt-get needs root; elsewhere sudo asks.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test test-fast ci lint format bench clean-var clients clients-typescript
+.PHONY: run test test-fast ci lint format bench clean-var clients clients-typescript clients-go
 
 $(STAMP): pyproject.toml clients/python/pyproject.toml
 	@test -x $(PY) || "$$(bin/find-python)" -m venv $(VENV)
@@ -50,9 +52,15 @@ $(TS_STAMP): clients/typescript/package.json clients/typescript/package-lock.jso
 
 clients-typescript: $(TS_STAMP)
 
+$(GO):
+	$(SUDO) apt-get install -y --no-install-recommends golang-go || \
+		{ $(SUDO) apt-get update && $(SUDO) apt-get install -y --no-install-recommends golang-go; }
+
+clients-go: $(GO)
+
 # The other languages' clients, which the suite tests against the live server
 # (tests/clients/).
-clients: clients-typescript
+clients: clients-typescript clients-go
 
 # The suite retrains the judge's cross-encoder on a small slice: it needs the training venv.
 test: $(STAMP) $(TRAIN_STAMP) $(CHROMIUM) clients lint
