@@ -10,10 +10,16 @@ TRAIN_STAMP := $(TRAIN_VENV)/.installed
 TRAIN_REQS := tools/judge/requirements-train.txt
 
 CHROMIUM := /usr/bin/chromium
+# The TypeScript client's suite: Node 20 (on the machine; Debian's otherwise) and the npm
+# TypeScript compiler, a dev dependency pinned in clients/typescript/package-lock.json.
+NODE := $(or $(shell command -v node),/usr/bin/node)
+TS_STAMP := clients/typescript/node_modules/.installed
+# The Go client's suite: the Go that Debian ships (the client uses the standard library only).
+GO := $(or $(shell command -v go),/usr/bin/go)
 # apt-get needs root; elsewhere sudo asks.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test test-fast ci lint format bench clean-var
+.PHONY: run test test-fast ci lint format bench clean-var clients clients-typescript clients-go
 
 $(STAMP): pyproject.toml clients/python/pyproject.toml
 	@test -x $(PY) || "$$(bin/find-python)" -m venv $(VENV)
@@ -36,12 +42,32 @@ $(CHROMIUM):
 	$(SUDO) apt-get install -y --no-install-recommends chromium || \
 		{ $(SUDO) apt-get update && $(SUDO) apt-get install -y --no-install-recommends chromium; }
 
+$(NODE):
+	$(SUDO) apt-get install -y --no-install-recommends nodejs npm || \
+		{ $(SUDO) apt-get update && $(SUDO) apt-get install -y --no-install-recommends nodejs npm; }
+
+$(TS_STAMP): clients/typescript/package.json clients/typescript/package-lock.json | $(NODE)
+	cd clients/typescript && npm ci --no-audit --no-fund --loglevel=error
+	@touch $(TS_STAMP)
+
+clients-typescript: $(TS_STAMP)
+
+$(GO):
+	$(SUDO) apt-get install -y --no-install-recommends golang-go || \
+		{ $(SUDO) apt-get update && $(SUDO) apt-get install -y --no-install-recommends golang-go; }
+
+clients-go: $(GO)
+
+# The other languages' clients, which the suite tests against the live server
+# (tests/clients/).
+clients: clients-typescript clients-go
+
 # The suite retrains the judge's cross-encoder on a small slice: it needs the training venv.
-test: $(STAMP) $(TRAIN_STAMP) $(CHROMIUM) lint
+test: $(STAMP) $(TRAIN_STAMP) $(CHROMIUM) clients lint
 	$(PY) -m pytest
 
 # Local work: the suite without the browser and the slow tests (koinon_up, retraining).
-test-fast: $(STAMP) lint
+test-fast: $(STAMP) clients lint
 	$(PY) -m pytest -m "not slow and not browser"
 
 # What CI runs (.ci/run): lint (ruff, import layers, mypy), then the whole suite, which also

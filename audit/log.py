@@ -18,7 +18,7 @@ from django.db import connection, transaction
 from audit.checkpoint import Checkpoint, checkpoint_sign
 from audit.merkle import MerkleTree, leaf_hash
 from audit.models import LogCheckpoint, LogEntry, OutputRelease
-from audit.services import canonical_json
+from audit.services import canonical_jcs
 from audit.signed_note import KeyMalformed, NoteSigner
 
 logger = logging.getLogger(__name__)
@@ -52,8 +52,9 @@ def log_entry(release: OutputRelease) -> dict[str, Any]:
 
 
 def log_entry_json(release: OutputRelease) -> str:
-    """The canonical JSON (docs/releases.md) the leaf hash is taken over."""
-    return canonical_json(log_entry(release)).decode()
+    """The canonical JSON the leaf hash is taken over: RFC 8785 (JCS), as receipts of
+    release policy 2 (docs/releases.md), so every client can recompute it."""
+    return canonical_jcs(log_entry(release)).decode()
 
 
 @cache

@@ -4,8 +4,6 @@ Nothing here reads a draft: answers come from `sealed_answer_read`, receipts fro
 release row and the audit written in the same publication transaction. Document text
 stays plain data; the templates auto-escape every value."""
 
-import hashlib
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +15,7 @@ from answers.models import AnswerRun
 from answers.pipeline import texts
 from answers.selectors import run_audit, run_release
 from audit.models import StreamEvent
+from audit.services import body_hashes
 from core.types import User
 from knowledge.display import single_line
 from knowledge.models import Document, ExtractionRole, ExtractionStatus
@@ -105,11 +104,6 @@ def runs_activity(runs: list[AnswerRun]) -> dict[tuple[object, int], list[dict]]
     ):
         activity.setdefault((run_id, generation), []).append(activity_row(name, data))
     return activity
-
-
-def canonical(value: object) -> bytes:
-    """docs/releases.md: keys sorted, no insignificant whitespace, UTF-8."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def locator_text(locator: dict) -> str:
@@ -328,12 +322,7 @@ def receipt_view(*, user: User, run: AnswerRun, generation: int) -> dict | None:
         return {"run": run, "generation": generation, "body": body, "release": None}
     hashes = []
     if release is not None:
-        recomputed = {
-            "text_sha256": hashlib.sha256(body["answer"]["text"].encode()).hexdigest(),
-            "citations_sha256": hashlib.sha256(canonical(body["answer"]["citations"])).hexdigest(),
-            "cards_sha256": hashlib.sha256(canonical(body["answer"]["cards"])).hexdigest(),
-            "policy_sha256": hashlib.sha256(canonical(body["evidence"]["policy"])).hexdigest(),
-        }
+        recomputed = body_hashes(body, policy_version=release.policy_version)
         hashes = [
             {
                 "name": name,

@@ -350,7 +350,7 @@ def _release_problems(body: dict, release: OutputRelease) -> list[str]:
     if str(body.get("run_id")) != str(release.run_id):
         return ["its body belongs to another run"]
     try:
-        computed = body_hashes(body)
+        computed = body_hashes(body, policy_version=release.policy_version)
     except (KeyError, TypeError, ValueError, AttributeError, RecursionError):
         return ["its body cannot be hashed"]
     problems = []

@@ -5,6 +5,7 @@ import json
 import threading
 
 import pytest
+import rfc8785
 from django.db import DatabaseError, connection, connections, transaction
 
 from audit import log as answer_log
@@ -104,7 +105,9 @@ def test_an_entry_holds_the_receipts_hashes_and_never_answer_text(published):
     assert record["text_sha256"] == release["text_sha256"]
     assert record["policy_sha256"] == release["policy_sha256"]
     assert published["answer"]["text"] not in entry.entry
-    # Canonical JSON: what a client recomputes from the receipt.
+    # RFC 8785 canonical JSON: what a client recomputes from the receipt (for these
+    # values, ASCII keys, strings and integers, the same as sorted compact JSON).
+    assert entry.entry == rfc8785.dumps(record).decode()
     assert entry.entry == json.dumps(
         record, sort_keys=True, separators=(",", ":"), ensure_ascii=False
     )

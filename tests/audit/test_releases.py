@@ -1,16 +1,22 @@
 """Sealed releases: append-only in PostgreSQL, complete or absent, recomputable hashes."""
 
+import copy
 import hashlib
 import json
 
 import pytest
+import rfc8785
 from django.contrib.auth import get_user_model
 from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.db.models import ProtectedError
+from koinon_client import Release
 
 from answers.models import AnswerRun, Card, Citation, Conversation, Generation, Message
 from answers.pipeline.lifecycle import RunFailed, answer_retry
 from audit.models import AnswerAudit, OutputRelease, StreamEvent
+from audit.services import body_hashes
+from conversations.services import export_verify
+from datasets.services import dataset_upload
 from tests.answers.helpers import MIXED_QUESTION, ask
 from tests.helpers import client_for
 
@@ -71,19 +77,65 @@ def test_the_body_carries_a_release_whose_hashes_recompute(published):
     release = published["release"]
     answer, policy = published["answer"], published["evidence"]["policy"]
 
-    def canonical(value: object) -> bytes:  # as docs/releases.md specifies
-        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    def canonical(value: object) -> bytes:  # RFC 8785, as docs/releases.md specifies
+        return rfc8785.dumps(value)
 
-    assert release["kind"] == "answer"
+    assert release["kind"] == "answer" and release["policy_version"] == "2"
     assert release["text_sha256"] == hashlib.sha256(answer["text"].encode("utf-8")).hexdigest()
     assert release["citations_sha256"] == hashlib.sha256(canonical(answer["citations"])).hexdigest()
     assert release["cards_sha256"] == hashlib.sha256(canonical(answer["cards"])).hexdigest()
     assert release["policy_sha256"] == hashlib.sha256(canonical(policy)).hexdigest()
     row = OutputRelease.objects.get(pk=release["id"])
-    assert row.text_sha256 == release["text_sha256"]
+    assert row.text_sha256 == release["text_sha256"] and row.policy_version == "2"
     assert sorted(row.selected_fact_ids) == sorted(c["fact_id"] for c in answer["citations"])
     assert {r["type"] for r in row.source_refs} == {"revision", "snapshot"}
     assert row.result_hashes["queries"]  # the SUM's governed query result hash
+
+
+def test_a_version_1_release_keeps_its_version_and_verifies_the_old_way(
+    space, owner, member, monkeypatch
+):
+    """A release sealed before version 2 (here: sealed as version 1 was) is read, shown,
+    exported and verified by the recipe of its own version, by the server and the client."""
+    samples = b"sample,weight\nS-1,0.0000001\nS-2,0.00000005\n"
+    dataset_upload(user=owner, space=space, filename="s.csv", data=samples, table="samples")
+    question = "What is the total weight of the samples?"
+    monkeypatch.setattr("audit.services.POLICY_VERSION", "1")
+    old = ask(member, question)
+    monkeypatch.undo()
+    new = ask(member, question, conversation_id=old_conversation(old))
+    assert (old["release"]["policy_version"], new["release"]["policy_version"]) == ("1", "2")
+
+    def legacy(value: object) -> bytes:  # version 1's recipe in docs/releases.md
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+    row = OutputRelease.objects.get(pk=old["release"]["id"])
+    assert row.policy_version == "1"
+    assert row.cards_sha256 == hashlib.sha256(legacy(old["answer"]["cards"])).hexdigest()
+    assert row.policy_sha256 == hashlib.sha256(legacy(old["evidence"]["policy"])).hexdigest()
+    # The two recipes differ on this body (1.5e-07 against 1.5e-7), so each is checked.
+    assert body_hashes(old, policy_version="2") != body_hashes(old, policy_version="1")
+    client = client_for(member)
+    for body in (old, new):
+        served = client.get(f"/v1/runs/{body['run_id']}").json()
+        assert Release.from_body(served).verify(served)
+        assert served["release"] == body["release"]
+    export = client.get(f"/v1/conversations/{old_conversation(old)}/export").json()
+    assert export_verify(export) == []
+    forged = copy.deepcopy(export)
+    forged["messages"][1]["body"]["answer"]["cards"][0]["value"] = 1.6e-07
+    assert export_verify(forged) == [
+        f"message 2: cards_sha256 does not match release {old['release']['id']}"
+    ]
+    client.force_login(member)
+    page = client.get(f"/runs/{old['run_id']}/receipt/1/").content.decode()
+    assert "does not match" not in page and "ensure_ascii=False" in page
+    page = client.get(f"/runs/{new['run_id']}/receipt/1/").content.decode()
+    assert "does not match" not in page and "rfc8785.dumps(x)" in page
+
+
+def old_conversation(body: dict) -> int:
+    return AnswerRun.objects.get(pk=body["run_id"]).conversation_id
 
 
 @pytest.mark.parametrize("column", RELEASE_COLUMNS)

@@ -3,6 +3,7 @@ answers, event streams resumed after a dropped connection, collect, release chec
 errors and the `unknown` reading of a body without a report (SPEC §9, issue 15)."""
 
 import copy
+import json
 import uuid
 
 import httpx
@@ -21,11 +22,15 @@ from koinon_client import (
     ServerError,
     StreamError,
     ValidationError,
+    canonical,
 )
 
 from core.services import api_key_create
 from knowledge.documents import document_upload, revision_extract
 from tests.knowledge.test_documents import wait_for_extraction
+from tests.services import ROOT
+
+VECTORS = ROOT / "clients" / "conformance" / "vectors.json"
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -268,3 +273,51 @@ def test_a_stream_that_never_progresses_ends_in_a_stream_error_without_repeats()
     assert interrupted.value.code == "stream_interrupted"
     assert len(requests) == 4  # the first, then 3 reconnects that brought nothing new
     assert all(r.headers["last-event-id"] == "r:1:1" for r in requests[1:])
+
+
+def one_character_changed(body: dict, part: str) -> dict:
+    """The body with one character changed in its text, first citation, first card or
+    policy."""
+    changed = copy.deepcopy(body)
+    if part == "text":
+        changed["answer"]["text"] = changed["answer"]["text"][:-1] + "!"
+    elif part == "policy":
+        changed["evidence"]["policy"]["mode"] = changed["evidence"]["policy"]["mode"][:-1] + "X"
+    else:
+        item = changed["answer"][part][0]
+        key = "quote" if "quote" in item else "label"
+        item[key] = item[key][:-1] + "X"
+    return changed
+
+
+def test_the_python_client_agrees_with_every_conformance_vector():
+    document = json.loads(VECTORS.read_text(encoding="utf-8"))
+    for vector in document["jcs"]:
+        assert canonical(json.loads(vector["input_json"])).decode() == vector["canonical"]
+    for vector in document["releases"]:
+        body, version = json.loads(vector["body_json"]), vector["policy_version"]
+        release = Release.from_body(body)
+        assert release.policy_version == version and release.verify(body), vector["name"]
+        for part, value in (
+            ("citations", body["answer"]["citations"]),
+            ("cards", body["answer"]["cards"]),
+            ("policy", body["evidence"]["policy"]),
+        ):
+            assert canonical(value, version).decode() == vector["canonical"][part]
+        parts = ["text", "policy"] + [p for p in ("citations", "cards") if body["answer"][p]]
+        for part in parts:
+            name = f"{part}_sha256"
+            assert release.mismatches(one_character_changed(body, part)) == [name]
+    # A receipt from before versions were reported is version 1; an unknown one verifies
+    # nothing.
+    v1 = next(v for v in document["releases"] if v["policy_version"] == "1")
+    body = json.loads(v1["body_json"])
+    del body["release"]["policy_version"]
+    assert Release.from_body(body).verify(body)
+    body["release"]["policy_version"] = "3"
+    assert Release.from_body(body).mismatches(body) == [
+        "text_sha256",
+        "citations_sha256",
+        "cards_sha256",
+        "policy_sha256",
+    ]

@@ -6,6 +6,7 @@ import json
 
 import httpx
 import pytest
+import rfc8785
 
 from answers.models import AnswerRun
 from core.services import api_key_revoke
@@ -32,9 +33,9 @@ def every_tool(library: dict) -> list[tuple[str, dict]]:
 
 
 def sha256(value: object) -> str:
-    if not isinstance(value, str):
-        value = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(value.encode()).hexdigest()
+    """A release hash (docs/releases.md, policy version 2: RFC 8785)."""
+    data = value.encode() if isinstance(value, str) else rfc8785.dumps(value)
+    return hashlib.sha256(data).hexdigest()
 
 
 def test_the_tools_are_listed_with_closed_input_schemas(live_server_url, keys):

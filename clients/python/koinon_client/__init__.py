@@ -16,6 +16,7 @@ from koinon_client.errors import (
     ValidationError,
 )
 from koinon_client.models import (
+    POLICY_VERSIONS,
     Answer,
     Event,
     EvidencePolicy,
@@ -27,6 +28,7 @@ from koinon_client.models import (
 )
 
 __all__ = [
+    "POLICY_VERSIONS",
     "Answer",
     "AnswerApi",
     "AuthenticationError",

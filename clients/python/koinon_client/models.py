@@ -12,13 +12,42 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+import rfc8785
+
 UNKNOWN = "unknown"
+# Release policy versions this client verifies: 1 hashes Python's JSON serialisation,
+# 2 (koinon's current one) RFC 8785, the JSON Canonicalization Scheme (docs/releases.md).
+POLICY_VERSIONS = ("1", "2")
+HASH_NAMES = ("text_sha256", "citations_sha256", "cards_sha256", "policy_sha256")
+_SAFE_INTEGER = 2**53 - 1
 
 
-def canonical(value: Any) -> bytes:
-    """koinon's canonical JSON: keys sorted at every level, `,`/`:` separators, non-ASCII
-    as itself, UTF-8 (docs/releases.md)."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+def canonical(value: Any, policy_version: str = "2") -> bytes:
+    """The bytes a release of `policy_version` hashes (docs/releases.md).
+
+    Version 2: RFC 8785 (JCS) — keys in UTF-16 order, numbers as ECMAScript writes
+    doubles (an integer beyond ±(2**53 - 1) as the double it parses to). Version 1: keys
+    sorted by code point, `,`/`:` separators, non-ASCII as itself, numbers as Python
+    writes them. ValueError for another version.
+
+    >>> canonical({"b": 1.5e-07, "a": "é"})
+    b'{"a":"\xc3\xa9","b":1.5e-7}'
+    """
+    if policy_version == "2":
+        return rfc8785.dumps(_as_doubles(value))
+    if policy_version == "1":
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    raise ValueError(f"unknown release policy version {policy_version!r}")
+
+
+def _as_doubles(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _as_doubles(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_as_doubles(item) for item in value]
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > _SAFE_INTEGER:
+        return float(value)
+    return value
 
 
 def sha256_hex(data: bytes) -> str:
@@ -134,8 +163,9 @@ class EvidenceReport:
 class Release:
     """The output release (receipt) of a published answer or refusal.
 
-    `verify(body)` recomputes the four hashes from a response body and compares them with
-    the receipt's: a changed text, citation, card or policy does not verify.
+    `verify(body)` recomputes the four hashes from a response body, by the canonical form
+    of the receipt's `policy_version`, and compares them with the receipt's: a changed
+    text, citation, card or policy does not verify.
 
     >>> body = client.answer.create("Who owns service reviews?").body  # doctest: +SKIP
     >>> Release.from_body(body).verify(body)  # doctest: +SKIP
@@ -177,9 +207,13 @@ class Release:
         return cls.from_dict(body.get("release")) if isinstance(body, dict) else None
 
     def mismatches(self, body: Any) -> list[str]:
-        """Names of the hashes that do not match `body` (empty: it verifies)."""
-        if not isinstance(body, dict):
-            return ["text_sha256", "citations_sha256", "cards_sha256", "policy_sha256"]
+        """Names of the hashes that do not match `body` (empty: it verifies), recomputed
+        the way the receipt's `policy_version` says (none given: version 1, the only one
+        before versions were reported). A version this client does not know verifies
+        nothing: every name is returned."""
+        version = self.policy_version or "1"
+        if not isinstance(body, dict) or version not in POLICY_VERSIONS:
+            return list(HASH_NAMES)
         answer = body.get("answer") if isinstance(body.get("answer"), dict) else {}
         evidence = body.get("evidence") if isinstance(body.get("evidence"), dict) else {}
         wrong = []
@@ -191,7 +225,11 @@ class Release:
             ("cards_sha256", answer.get("cards")),
             ("policy_sha256", evidence.get("policy")),
         ):
-            if value is None or sha256_hex(canonical(value)) != getattr(self, name):
+            try:
+                digest = None if value is None else sha256_hex(canonical(value, version))
+            except (ValueError, TypeError, RecursionError):  # no JSON value: NaN, a set …
+                digest = None
+            if digest != getattr(self, name):
                 wrong.append(name)
         return wrong
 

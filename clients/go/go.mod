@@ -1,0 +1,3 @@
+module koinon/client
+
+go 1.19

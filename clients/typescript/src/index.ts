@@ -1,0 +1,51 @@
+/** koinon's TypeScript client. See clients/typescript/README.md. */
+
+export { canonicalize, canonicalV1, parseJson, type JsonValue } from "./canonical.js";
+export {
+  AnswerApi,
+  Client,
+  type ClientOptions,
+  DocumentsApi,
+  RunsApi,
+  serverSentEvents,
+  STREAM_VERSION,
+  type UploadOptions,
+} from "./client.js";
+export {
+  AuthenticationError,
+  BadRequestError,
+  ConflictError,
+  errorFromResponse,
+  KoinonError,
+  NotFoundError,
+  PayloadTooLargeError,
+  PermissionDeniedError,
+  RunFailedError,
+  ServerError,
+  ServiceUnavailableError,
+  StreamError,
+  ValidationError,
+} from "./errors.js";
+export {
+  Answer,
+  type AnswerBody,
+  type AnswerMode,
+  type AnswerOptions,
+  type AnswerStatus,
+  canonical,
+  type Card,
+  type Citation,
+  type EvidenceMode,
+  type EvidencePolicy,
+  type EvidenceReport,
+  evidenceReport,
+  type EvidenceStatus,
+  FINAL_EVENTS,
+  type HashName,
+  type KoinonEvent,
+  POLICY_VERSIONS,
+  Release,
+  type RetrievalOutcome,
+  type SearchResults,
+  type ToolName,
+} from "./models.js";
