@@ -142,3 +142,13 @@ def log_checkpoint_summary(checkpoint: LogCheckpoint) -> dict[str, Any]:
         "note": checkpoint.note,
         "verifier_key": log_signer().verifier().key_string(),
     }
+
+
+def log_integrate_all() -> int:
+    """Integrate every release not yet in the log, batch after batch: the task queued after
+    each publication, and the worker's sweep (for a release whose queueing was lost, with
+    the broker down when it was sealed). Returns how many were integrated."""
+    total = 0
+    while integrated := log_integrate():
+        total += integrated
+    return total

@@ -1,7 +1,7 @@
 from celery import shared_task
 from django.db import OperationalError
 
-from audit.log import log_integrate
+from audit.log import log_integrate_all
 
 
 @shared_task(
@@ -12,7 +12,6 @@ from audit.log import log_integrate
     ignore_result=True,
 )
 def log_integrate_task() -> None:
-    """Integrate the releases not yet in the answer log (audit.log.log_integrate): many
+    """Integrate the releases not yet in the answer log (audit.log.log_integrate_all): many
     queued at once integrate one after another, the later ones finding nothing to do."""
-    while log_integrate():
-        pass
+    log_integrate_all()

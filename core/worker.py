@@ -6,7 +6,8 @@ of broadcasting a ping; the same thread runs the sweep steps the apps add to `sw
 in their `AppConfig.ready()`: knowledge re-queues extraction work that was lost
 (knowledge.documents.extractions_recover), queues again the embedding no worker is moving
 (embeddings_resume) and that of passages whose vectors came from another model
-(embeddings_refresh_schedule); answers settles lost answer runs (answers.recovery.runs_recover).
+(embeddings_refresh_schedule); answers settles lost answer runs (answers.recovery.runs_recover);
+audit integrates releases whose integration was never queued (audit.log.log_integrate_all).
 Several workers may sweep at once: the sweep locks the rows it changes and skips
 locked ones.
 """

@@ -261,6 +261,18 @@ def test_a_broker_that_is_down_does_not_fail_the_publication(monkeypatch):
 
 
 @pytest.mark.django_db
+def test_the_worker_sweep_integrates_a_release_whose_queueing_was_lost(published, log_key):
+    from core.worker import sweep_steps
+
+    assert not LogEntry.objects.exists()  # sealed, never integrated (no worker here)
+    assert answer_log.log_integrate_all in list(sweep_steps)
+    for step in sweep_steps:
+        if step is answer_log.log_integrate_all:
+            step()
+    assert LogEntry.objects.count() == OutputRelease.objects.count() >= 1
+
+
+@pytest.mark.django_db
 def test_log_rows_are_append_only(published, log_key):
     log_integrate()
     for table in ("audit_logentry", "audit_logcheckpoint"):
