@@ -6,8 +6,10 @@ class AuditConfig(AppConfig):
     verbose_name = "Audit"
 
     def ready(self) -> None:
-        from audit.log import log_integrate_all
+        from audit.services import log_integration_queue
         from core.worker import sweep_steps
 
-        # A release sealed while the broker was down is integrated by the next sweep.
-        sweep_steps.add(log_integrate_all, order=40)
+        # A release sealed while the broker was down is integrated after the next sweep. The
+        # sweep only queues the task: integrating in the heartbeat thread could outlast
+        # the worker's heartbeat.
+        sweep_steps.add(log_integration_queue, order=40)

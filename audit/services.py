@@ -109,7 +109,8 @@ def release_record(
     with connection.cursor() as cursor:
         cursor.execute("SELECT nextval('audit_publication_sequence')")
         (sequence,) = cursor.fetchone()
-    transaction.on_commit(log_integration_queue)
+    if settings.KOINON_LOG_INTEGRATE_AFTER_COMMIT:
+        transaction.on_commit(log_integration_queue)
     return OutputRelease.objects.create(
         run_id=run_id,
         message_id=message_id,

@@ -7,7 +7,8 @@ in their `AppConfig.ready()`: knowledge re-queues extraction work that was lost
 (knowledge.documents.extractions_recover), queues again the embedding no worker is moving
 (embeddings_resume) and that of passages whose vectors came from another model
 (embeddings_refresh_schedule); answers settles lost answer runs (answers.recovery.runs_recover);
-audit integrates releases whose integration was never queued (audit.log.log_integrate_all).
+audit queues the answer log's integration, for releases whose queueing was lost
+(audit.services.log_integration_queue).
 Several workers may sweep at once: the sweep locks the rows it changes and skips
 locked ones.
 """

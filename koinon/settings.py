@@ -397,6 +397,10 @@ KOINON_ENQUEUE_TIMEOUT = env_float("KOINON_ENQUEUE_TIMEOUT", 3.0)
 # `PRIVATE+KEY+<origin>+<key id>+<base64 key>` (audit.signed_note). Never in the database.
 # Unset: releases are still integrated into the log, but no checkpoint is signed.
 KOINON_LOG_KEY_FILE = env_str("KOINON_LOG_KEY_FILE")
+# Queue the answer log's integration after each publication commits (the worker's sweep
+# queues it too). Off in the test settings: the suite's worker would integrate entries while
+# a test's teardown truncates the tables; the log's tests integrate themselves.
+KOINON_LOG_INTEGRATE_AFTER_COMMIT = True
 KOINON_WORKER_HEARTBEAT_INTERVAL = env_float("KOINON_WORKER_HEARTBEAT_INTERVAL", 5.0)
 KOINON_WORKER_STALE_AFTER = env_int("KOINON_WORKER_STALE_AFTER", 30)
 KOINON_SWEEP_INTERVAL = env_float("KOINON_SWEEP_INTERVAL", 30.0)

@@ -29,3 +29,6 @@ KOINON_SWEEP_AT_START = False
 KOINON_STREAM_TIMEOUT = 20.0
 # The suite's worker forgets cached content types before each task (tests/celery_hooks.py).
 CELERY_IMPORTS = ["tests.celery_hooks"]
+# The answer log's tests integrate themselves (tests/audit/test_log.py); the suite's worker
+# must not integrate entries while a transactional test's teardown truncates the tables.
+KOINON_LOG_INTEGRATE_AFTER_COMMIT = False

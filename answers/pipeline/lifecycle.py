@@ -197,13 +197,14 @@ def run_execute(
         .order_by("id")
         .values_list("text", flat=True)
     )
-    # The permission rows are read once for the gathering; the recheck reads them again.
-    scope = access_scope_build(
-        user=run.user, space_ids=run.space_ids, selected_sources=run.selected_sources
-    )
-    context = RunContext(run, row, stored_request(run), provider, tuple(history), events, scope)
     trace = Trace()
     try:
+        # The permission rows are read once for the gathering (the recheck reads them again);
+        # a failure to read them ends the run `failed` like any other.
+        scope = access_scope_build(
+            user=run.user, space_ids=run.space_ids, selected_sources=run.selected_sources
+        )
+        context = RunContext(run, row, stored_request(run), provider, tuple(history), events, scope)
         return execute(context, trace)
     except ProviderFailed:
         logger.exception("model provider failed while planning run %s", run.pk)

@@ -8,6 +8,7 @@ import pytest
 from django.db import connection
 
 from answers.pipeline.texts import explanation, general_knowledge_label
+from audit.models import AnswerAudit
 from knowledge.services import space_member_remove
 from tests.answers.helpers import ask
 from tests.answers.test_openai_provider import (
@@ -82,6 +83,9 @@ def test_a_comparison_is_released_as_a_card_and_recorded_in_the_world_model(libr
         "Invoices are kept for ten years.",
     ]
     assert {str(c.run_id) for c in recorded} == {body["run_id"]}
+    # The comparison's one plan is audited like any round's.
+    [generation] = AnswerAudit.objects.get(run_id=body["run_id"]).generations
+    assert [p["standalone"] for p in generation["plans"]] == [QUESTION]
 
 
 def test_fewer_than_three_verified_claims_is_an_unsupported_prerequisite(library, member, fake):

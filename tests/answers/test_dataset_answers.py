@@ -198,6 +198,47 @@ def test_a_plan_naming_another_spaces_snapshot_reads_nothing(customers, staff, o
     assert not GovernedQuery.objects.filter(snapshot=hidden).exists()
 
 
+def test_a_plan_naming_a_snapshot_of_a_space_the_run_did_not_choose_reads_nothing(
+    customers, staff, owner, member
+):
+    """Visible but not chosen: the run searches only the spaces it was asked to."""
+    from datasets.models import GovernedQuery
+    from knowledge.services import space_create, space_member_set
+
+    other_space = space_create(name="Finance", created_by=staff)
+    space_member_set(space=other_space, username=member.username, role="reader")
+    other = dataset_upload(
+        user=staff,
+        space=other_space,
+        filename="pay.csv",
+        table="orders",
+        data=b"customer,amount\nzeta,777\n",
+    )
+
+    class Elsewhere(ExtractiveProvider):
+        def plan(self, *, question, history, datasets) -> Plan:
+            query = {
+                "dataset_id": other.dataset_id,
+                "snapshot_id": other.pk,
+                "part": 0,
+                "sql": 'SELECT SUM("amount") FROM "orders"',
+                "restrictions": [],
+            }
+            return Plan(standalone=question, searches=[question], dataset_queries=[query])
+
+    chosen = customers.dataset.space_id
+    body = ask(
+        member,
+        "What is the total amount?",
+        evidence_policy=POLICY,
+        provider=Elsewhere(),
+        space_ids=[chosen],
+    )
+    assert body["evidence"]["answer_status"] == "abstained"
+    assert "777" not in json.dumps(body)
+    assert not GovernedQuery.objects.filter(snapshot=other).exists()
+
+
 def test_the_governed_run_refuses_a_snapshot_outside_its_readers_scope(customers, outsider):
     from core.errors import NotFoundError
     from datasets.services import governed_query_run

@@ -42,6 +42,24 @@ def test_a_provider_exception_in_plan_ends_the_run_failed_with_a_typed_reason(me
     ]
 
 
+def test_a_scope_that_cannot_be_read_ends_the_run_failed_not_executing(member, monkeypatch):
+    from django.db import OperationalError
+
+    from answers.pipeline import lifecycle
+
+    def unreadable(**kwargs):
+        raise OperationalError("the permission rows could not be read")
+
+    monkeypatch.setattr(lifecycle, "access_scope_build", unreadable)
+    run = run_start(user=member, request=answer_request_parse({"query": "Who owns it?"}))
+    with pytest.raises(RunFailed) as failure:
+        run_execute(run_id=run.pk, generation=1)
+    assert failure.value.reason == "internal_error"
+    run.refresh_from_db()
+    assert run.status == AnswerRun.Status.FAILED
+    assert run.generations.get().status == "failed"
+
+
 def test_the_answer_api_maps_a_failed_run_to_a_typed_503(member, monkeypatch):
     from answers.pipeline import lifecycle as run_module
 

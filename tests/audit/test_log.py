@@ -243,8 +243,9 @@ def test_concurrent_integrations_give_every_release_exactly_one_index(library, m
 
 @pytest.mark.django_db
 def test_publication_queues_the_integration_after_commit(
-    library, member, django_capture_on_commit_callbacks
+    library, member, django_capture_on_commit_callbacks, settings
 ):
+    settings.KOINON_LOG_INTEGRATE_AFTER_COMMIT = True  # the default; off for the suite's worker
     with django_capture_on_commit_callbacks() as callbacks:
         ask(member, MIXED_QUESTION)
     assert log_integration_queue in callbacks
@@ -261,14 +262,19 @@ def test_a_broker_that_is_down_does_not_fail_the_publication(monkeypatch):
 
 
 @pytest.mark.django_db
-def test_the_worker_sweep_integrates_a_release_whose_queueing_was_lost(published, log_key):
+def test_the_worker_sweep_queues_the_integration_of_a_release_whose_queueing_was_lost(
+    published, log_key, monkeypatch
+):
     from core.worker import sweep_steps
 
-    assert not LogEntry.objects.exists()  # sealed, never integrated (no worker here)
-    assert answer_log.log_integrate_all in list(sweep_steps)
+    assert not LogEntry.objects.exists()  # sealed, never integrated (nothing queued here)
+    queued = []
+    monkeypatch.setattr("audit.services.task_enqueue", lambda task, *args: queued.append(task))
     for step in sweep_steps:
-        if step is answer_log.log_integrate_all:
+        if step is log_integration_queue:
             step()
+    assert queued == [log_integrate_task]
+    log_integrate_task()  # what the worker runs
     assert LogEntry.objects.count() == OutputRelease.objects.count() >= 1
 
 

@@ -2,6 +2,8 @@
 modes), a comparison, or a grounded answer. Each strategy returns a `Decision`; nothing is
 published here."""
 
+from dataclasses import replace
+
 from answers.pipeline.contracts import Decision, RunContext, Trace
 from answers.pipeline.endings import unsupported
 from answers.pipeline.gathering import plan_step
@@ -23,7 +25,9 @@ def decide(ctx: RunContext, trace: Trace) -> Decision:
     if plan.comparison:
         if not ctx.provider.can_compare:
             return Decision(unsupported(ctx, trace, "comparison"))
-        return comparison.decide(ctx, trace, plan)
+        decided = comparison.decide(ctx, trace, plan)
+        # One round, one plan (answer_instead's selection included): audited like any.
+        return decided if decided.plans else replace(decided, plans=(plan,))
     if ctx.request.mode == "raw":
         return inspection.decide(ctx, trace, plan)
     return grounded.decide(ctx, trace, plan)
