@@ -5,6 +5,7 @@ from uuid import UUID
 from django.db import connection
 from django.http import StreamingHttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.negotiation import BaseContentNegotiation, DefaultContentNegotiation
 from rest_framework.parsers import BaseParser
@@ -18,7 +19,7 @@ from answers.models import Conversation
 from answers.pipeline.events import STEPS
 from answers.pipeline.lifecycle import answer_create, answer_retry, answer_stream_start
 from answers.pipeline.request import answer_request_parse
-from answers.selectors import run_audit, run_get_for_user
+from answers.selectors import release_log_entry_for_user, run_audit, run_get_for_user
 from answers.serializers import AnswerInput, AnswerOutput, AuditOutput
 from answers.streaming import (
     Cursor,
@@ -27,6 +28,7 @@ from answers.streaming import (
     started_frame,
     stream_response_headers,
 )
+from audit.log import log_inclusion_proof
 from core.errors import NotFoundError
 from core.models import ApiKey
 from core.types import request_user
@@ -281,3 +283,35 @@ class RunAuditApi(APIView):
     def get(self, request: Request, run_id: str) -> Response:
         run = run_get_for_user(user=request.user, run_id=run_id)
         return Response(run_audit(run=run))
+
+
+class ReleaseProofInput(serializers.Serializer[Any]):
+    tree_size = serializers.IntegerField(min_value=1, required=False)
+
+
+class ReleaseProofOutput(serializers.Serializer[Any]):
+    index = serializers.IntegerField(help_text="the release's index in the answer log")
+    tree_size = serializers.IntegerField()
+    entry = serializers.CharField(help_text="the RFC 8785 JSON the leaf hash is taken over")
+    leaf_hash = serializers.CharField(help_text="base64 SHA-256(0x00 || entry)")
+    proof = serializers.ListField(child=serializers.CharField(), help_text="base64 hashes")
+    checkpoint = serializers.CharField(
+        allow_null=True, help_text="the signed checkpoint of tree_size, when one was signed"
+    )
+
+
+class ReleaseProofApi(APIView):
+    """`GET /v1/releases/<id>/proof?tree_size=N`: the inclusion proof of a release the
+    caller may read (RFC 9162 §2.1.3), against the tree of N entries (default: the latest
+    checkpoint's). docs/releases.md says how to verify it."""
+
+    @extend_schema(
+        parameters=[OpenApiParameter("tree_size", int, description="A size the log reached.")],
+        responses=ReleaseProofOutput,
+    )
+    def get(self, request: Request, release_id: str) -> Response:
+        entry = release_log_entry_for_user(user=request.user, release_id=release_id)
+        params = ReleaseProofInput(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        proof = log_inclusion_proof(entry=entry, tree_size=params.validated_data.get("tree_size"))
+        return Response(proof)

@@ -2,8 +2,9 @@ import uuid
 
 from django.db.models import Max, Q, QuerySet
 
+from answers.boundary import notice_of, sealed_answer_read
 from answers.models import AnswerRun, Conversation, ConversationSource
-from audit.models import AnswerAudit, OutputRelease
+from audit.models import AnswerAudit, LogEntry, OutputRelease
 from audit.services import release_summary
 from core.errors import NotFoundError
 from core.inputs import object_id_parse
@@ -127,3 +128,29 @@ def run_audit(*, run: AnswerRun) -> dict:
 def run_release(*, run: AnswerRun, release_id: uuid.UUID | str) -> OutputRelease | None:
     """One release of a run the caller may read (the run came from a scoped selector)."""
     return OutputRelease.objects.filter(run=run, pk=release_id).first()
+
+
+def release_log_entry_for_user(*, user: UserOrAnonymous, release_id: object) -> LogEntry:
+    """The answer log's entry of a release the user may read now: their own run's, through
+    the sealed-read boundary (an answer whose source they lost is not theirs to prove).
+    NotFoundError whether missing, someone else's or unreadable; `not_integrated` when the
+    release is readable but not in the log yet."""
+    missing = NotFoundError("Release not found.")
+    try:
+        pk = uuid.UUID(str(release_id))
+    except ValueError:
+        raise missing from None
+    release = OutputRelease.objects.select_related("generation").filter(pk=pk).first()
+    if release is None or release.generation is None:
+        raise missing
+    try:
+        run = run_get_for_user(user=user, run_id=release.run_id)
+    except NotFoundError:
+        raise missing from None
+    body = sealed_answer_read(user=user, run=run, generation=release.generation.number)
+    if body is None or notice_of(body) is not None:
+        raise missing
+    entry = LogEntry.objects.filter(release=release).first()
+    if entry is None:
+        raise NotFoundError("This release is not in the answer log yet.", code="not_integrated")
+    return entry

@@ -1,12 +1,17 @@
 from typing import Any
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from audit.log import LogKeyUnavailable, log_checkpoint_latest, log_checkpoint_summary
+from audit.log import (
+    LogKeyUnavailable,
+    log_checkpoint_latest,
+    log_checkpoint_summary,
+    log_consistency_proof,
+)
 from core.errors import NotFoundError, ServiceUnavailableError
 
 
@@ -32,3 +37,40 @@ class LogCheckpointApi(APIView):
             raise ServiceUnavailableError(
                 "The answer log's key is not configured.", code="log_key_unavailable"
             ) from None
+
+
+# `from` is a Python keyword: these two are made with type(), whose attribute dict DRF's
+# serializer metaclass reads the fields from.
+ConsistencyInput = type(
+    "ConsistencyInput",
+    (serializers.Serializer,),
+    {"from": serializers.IntegerField(min_value=1), "to": serializers.IntegerField(min_value=1)},
+)
+ConsistencyOutput = type(
+    "ConsistencyOutput",
+    (serializers.Serializer,),
+    {
+        "from": serializers.IntegerField(),
+        "to": serializers.IntegerField(),
+        "proof": serializers.ListField(child=serializers.CharField(), help_text="base64 hashes"),
+    },
+)
+
+
+class LogConsistencyApi(APIView):
+    """`GET /v1/log/consistency?from=N&to=M`: the proof that the log's tree of M entries
+    extends its tree of N (RFC 9162 §2.1.4). Sizes and hashes only."""
+
+    @extend_schema(
+        summary="A consistency proof between two sizes of the answer log",
+        parameters=[
+            OpenApiParameter("from", int, required=True, description="The older size."),
+            OpenApiParameter("to", int, required=True, description="The newer size."),
+        ],
+        responses=ConsistencyOutput,
+    )
+    def get(self, request: Request) -> Response:
+        params = ConsistencyInput(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        sizes = params.validated_data
+        return Response(log_consistency_proof(old_size=sizes["from"], new_size=sizes["to"]))

@@ -20,6 +20,7 @@ from audit.merkle import MerkleTree, leaf_hash
 from audit.models import LogCheckpoint, LogEntry, OutputRelease
 from audit.services import canonical_jcs
 from audit.signed_note import KeyMalformed, NoteSigner
+from core.errors import UnprocessableError
 
 logger = logging.getLogger(__name__)
 
@@ -152,3 +153,55 @@ def log_integrate_all() -> int:
     while integrated := log_integrate():
         total += integrated
     return total
+
+
+def _b64(value: bytes) -> str:
+    return base64.b64encode(value).decode()
+
+
+def log_size() -> int:
+    """How many entries the log holds (its indices are dense from 0)."""
+    last = LogEntry.objects.order_by("-index").values_list("index", flat=True).first()
+    return 0 if last is None else last + 1
+
+
+def log_inclusion_proof(*, entry: LogEntry, tree_size: int | None = None) -> dict[str, Any]:
+    """The proof that `entry` is in the tree of `tree_size` entries (default: the latest
+    checkpoint's, else the whole log), with that size's signed checkpoint when there is one.
+    Raises UnprocessableError for a size the entry is not in or the log has not reached.
+
+    Precondition: the caller may read the entry's release (answers.selectors)."""
+    size = log_size()
+    if tree_size is None:
+        latest = log_checkpoint_latest()
+        tree_size = latest.size if latest is not None and latest.size > entry.index else size
+    if not entry.index < tree_size <= size:
+        raise UnprocessableError(
+            "The tree size must hold this entry and be one the log has reached.",
+            code="invalid",
+            fields={"tree_size": f"From {entry.index + 1} to {size}."},
+        )
+    proof = log_tree().inclusion_proof(entry.index, tree_size)
+    checkpoint = LogCheckpoint.objects.filter(size=tree_size).first()
+    return {
+        "index": entry.index,
+        "tree_size": tree_size,
+        "entry": entry.entry,
+        "leaf_hash": _b64(bytes.fromhex(entry.leaf_hash)),
+        "proof": [_b64(node) for node in proof],
+        "checkpoint": checkpoint.note if checkpoint is not None else None,
+    }
+
+
+def log_consistency_proof(*, old_size: int, new_size: int) -> dict[str, Any]:
+    """The proof that the log's tree of new_size extends its tree of old_size (sizes and
+    hashes only). Raises UnprocessableError unless 1 <= old_size <= new_size <= the log's size."""
+    size = log_size()
+    if not 1 <= old_size <= new_size <= size:
+        raise UnprocessableError(
+            "The sizes must satisfy 1 <= from <= to <= the log's size.",
+            code="invalid",
+            fields={"from": f"From 1 to {size}.", "to": f"From `from` to {size}."},
+        )
+    proof = log_tree().consistency_proof(old_size, new_size)
+    return {"from": old_size, "to": new_size, "proof": [_b64(node) for node in proof]}

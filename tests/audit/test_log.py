@@ -319,3 +319,104 @@ def test_the_runtime_role_cannot_change_log_rows_even_without_triggers(published
             for table in ("audit_logentry", "audit_logcheckpoint"):
                 cursor.execute(f"ALTER TABLE {table} ENABLE TRIGGER USER")
     assert LogEntry.objects.count() == 1
+
+
+def _b64(text: str) -> bytes:
+    import base64
+
+    return base64.b64decode(text)
+
+
+@pytest.mark.django_db
+def test_a_reader_gets_an_inclusion_proof_that_verifies_against_the_signed_checkpoint(
+    published, log_key, member
+):
+    more_releases(6)
+    log_integrate()
+    client = client_for(member)
+    response = client.get(f"/v1/releases/{published['release']['id']}/proof")
+    assert response.status_code == 200, response.content
+    body = response.json()
+    checkpoint = checkpoint_open(body["checkpoint"], verifier=log_key.verifier())
+    assert (body["index"], body["tree_size"]) == (0, checkpoint.size) == (0, 7)
+    assert json.loads(body["entry"])["release"] == published["release"]["id"]
+    assert _b64(body["leaf_hash"]) == leaf_hash(body["entry"].encode())
+    proof = [_b64(node) for node in body["proof"]]
+    verify_inclusion(
+        leaf=leaf_hash(body["entry"].encode()),
+        index=0,
+        tree_size=checkpoint.size,
+        proof=proof,
+        root=checkpoint.root,
+    )
+    # A smaller tree the log passed through; its proof verifies against that tree's head.
+    smaller = client.get(f"/v1/releases/{published['release']['id']}/proof?tree_size=3").json()
+    assert smaller["checkpoint"] is None  # no checkpoint was signed at size 3
+    verify_inclusion(
+        leaf=leaf_hash(body["entry"].encode()),
+        index=0,
+        tree_size=3,
+        proof=[_b64(node) for node in smaller["proof"]],
+        root=log_tree().root(3),
+    )
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("tree_size", ["0", "8", "-1", "many", "1.5"])
+def test_a_tree_size_the_log_never_reached_is_a_typed_422(published, log_key, member, tree_size):
+    more_releases(6)
+    log_integrate()
+    path = f"/v1/releases/{published['release']['id']}/proof?tree_size={tree_size}"
+    response = client_for(member).get(path)
+    assert response.status_code == 422, response.content
+    assert "tree_size" in response.json()["error"]["fields"]
+
+
+@pytest.mark.django_db
+def test_someone_elses_release_proof_looks_like_a_missing_one(published, log_key, outsider):
+    log_integrate()
+    client = client_for(outsider)
+    theirs = client.get(f"/v1/releases/{published['release']['id']}/proof?tree_size=999")
+    made_up = client.get("/v1/releases/00000000-0000-4000-8000-000000000000/proof")
+    not_an_id = client.get("/v1/releases/not-an-id/proof")
+    assert theirs.status_code == made_up.status_code == not_an_id.status_code == 404
+    assert theirs.json() == made_up.json() == not_an_id.json()
+
+
+@pytest.mark.django_db
+def test_a_release_not_yet_in_the_log_says_so_to_its_reader(published, member):
+    response = client_for(member).get(f"/v1/releases/{published['release']['id']}/proof")
+    assert response.status_code == 404
+    assert response.json()["error"]["code"] == "not_integrated"
+
+
+@pytest.mark.django_db
+def test_a_consistency_proof_verifies_between_two_checkpoints_and_names_no_release(
+    published, log_key, member
+):
+    more_releases(3)
+    log_integrate()
+    more_releases(5)
+    log_integrate()
+    first, second = LogCheckpoint.objects.order_by("size")
+    client = client_for(member)
+    response = client.get(f"/v1/log/consistency?from={first.size}&to={second.size}")
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert set(body) == {"from", "to", "proof"}
+    old = checkpoint_open(first.note, verifier=log_key.verifier())
+    new = checkpoint_open(second.note, verifier=log_key.verifier())
+    verify_consistency(
+        old_size=old.size,
+        new_size=new.size,
+        old_root=old.root,
+        new_root=new.root,
+        proof=[_b64(node) for node in body["proof"]],
+    )
+    assert published["release"]["id"] not in response.content.decode()
+    for bad in ("from=0&to=4", "from=5&to=4", "from=1&to=99", "from=x&to=4", "to=4"):
+        refused = client.get(f"/v1/log/consistency?{bad}")
+        assert refused.status_code == 422, (bad, refused.content)
+    from rest_framework.test import APIClient
+
+    assert APIClient().get("/v1/log/consistency?from=1&to=4").status_code in (401, 403)
