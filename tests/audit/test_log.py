@@ -384,6 +384,20 @@ def test_someone_elses_release_proof_looks_like_a_missing_one(published, log_key
 
 
 @pytest.mark.django_db
+def test_a_reader_who_lost_a_cited_source_gets_no_proof(published, log_key, member, space):
+    from knowledge.services import space_member_remove
+
+    log_integrate()
+    client = client_for(member)
+    path = f"/v1/releases/{published['release']['id']}/proof"
+    assert client.get(path).status_code == 200
+    space_member_remove(space=space, username=member.username)
+    lost = client.get(path)
+    made_up = client.get("/v1/releases/00000000-0000-4000-8000-000000000000/proof")
+    assert lost.status_code == 404 and lost.json() == made_up.json()
+
+
+@pytest.mark.django_db
 def test_a_release_not_yet_in_the_log_says_so_to_its_reader(published, member):
     response = client_for(member).get(f"/v1/releases/{published['release']['id']}/proof")
     assert response.status_code == 404
