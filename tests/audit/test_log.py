@@ -9,7 +9,7 @@ import rfc8785
 from django.db import DatabaseError, connection, connections, transaction
 
 from audit import log as answer_log
-from audit.checkpoint import checkpoint_open
+from audit.checkpoint import checkpoint_open, checkpoint_sign
 from audit.log import LogKeyUnavailable, log_integrate, log_signer, log_tree
 from audit.merkle import MerkleTree, leaf_hash, verify_consistency, verify_inclusion
 from audit.models import LogCheckpoint, LogEntry, OutputRelease
@@ -434,3 +434,103 @@ def test_a_consistency_proof_verifies_between_two_checkpoints_and_names_no_relea
     from rest_framework.test import APIClient
 
     assert APIClient().get("/v1/log/consistency?from=1&to=4").status_code in (401, 403)
+
+
+def _as_owner(*statements: str | tuple[str, list]) -> None:
+    """What a database owner can do: change records with the triggers bypassed."""
+    with connection.cursor() as cursor:
+        cursor.execute("SET session_replication_role = replica")
+        for statement in statements:
+            sql, params = statement if isinstance(statement, tuple) else (statement, [])
+            cursor.execute(sql, params)
+        cursor.execute("SET session_replication_role = DEFAULT")
+
+
+def _verify(*checkpoint_files) -> tuple[bool, str]:
+    from io import StringIO
+
+    from django.core.management import CommandError, call_command
+
+    out = StringIO()
+    args = [arg for path in checkpoint_files for arg in ("--checkpoint", str(path))]
+    try:
+        call_command("log", "verify", *args, stdout=out)
+    except CommandError:
+        return False, out.getvalue()
+    return True, out.getvalue()
+
+
+def _rewrite_receipt_and_entry() -> list[str]:
+    """A receipt's text hash rewritten, and its log entry rewritten to match it."""
+    entry = LogEntry.objects.get(index=2)
+    rewritten = entry.entry.replace(entry.release.text_sha256, "0" * 64)
+    return [
+        (
+            "UPDATE audit_outputrelease SET text_sha256 = repeat('0', 64) WHERE id = %s",
+            [entry.release_id],
+        ),
+        (
+            "UPDATE audit_logentry SET entry = %s, leaf_hash = %s WHERE index = 2",
+            [rewritten, leaf_hash(rewritten.encode()).hex()],
+        ),
+    ]
+
+
+# Through a free index: each row's index is unique on its own.
+SWAP = (
+    "UPDATE audit_logentry SET index = 1000000 WHERE index = 1; "
+    "UPDATE audit_logentry SET index = 1 WHERE index = 2; "
+    "UPDATE audit_logentry SET index = 2 WHERE index = 1000000"
+)
+TAMPERING = {
+    "a receipt's text hash rewritten": (
+        lambda: [
+            "UPDATE audit_outputrelease SET text_sha256 = repeat('0', 64) "
+            "WHERE id = (SELECT release_id FROM audit_logentry WHERE index = 2)"
+        ],
+        "entry 2: release",
+    ),
+    "a receipt and its entry rewritten alike": (_rewrite_receipt_and_entry, "another root"),
+    "a release removed": (
+        lambda: [
+            "DELETE FROM audit_outputrelease "
+            "WHERE id = (SELECT release_id FROM audit_logentry WHERE index = 3)",
+            "DELETE FROM audit_logentry WHERE index = 3",
+        ],
+        "entry 3: missing",
+    ),
+    "two entries swapped": (lambda: [SWAP], "another root"),
+}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("tampering", list(TAMPERING))
+def test_log_verify_reports_what_a_database_owner_changed(published, log_key, tampering):
+    more_releases(5)
+    log_integrate()
+    assert _verify()[0]  # the untouched log verifies
+    statements, expected = TAMPERING[tampering]
+    _as_owner(*statements())
+    ok, report = _verify()
+    assert not ok
+    assert expected in report, report
+
+
+@pytest.mark.django_db
+def test_a_checkpoint_kept_outside_the_database_catches_an_owner_who_also_rewrote_the_table(
+    published, log_key, tmp_path
+):
+    more_releases(5)
+    log_integrate()
+    witness = tmp_path / "checkpoint.txt"
+    witness.write_text(LogCheckpoint.objects.get().note)
+    _as_owner(SWAP, "DELETE FROM audit_logcheckpoint")
+    assert _verify()[0]  # with the stored checkpoints gone, the table alone cannot tell
+    ok, report = _verify(witness)
+    assert not ok and "supplied checkpoint of size 6" in report, report
+    # The same checkpoint signed by another key is not the log's.
+    stolen = checkpoint_open(witness.read_text(), verifier=log_key.verifier())
+    forged = tmp_path / "forged.txt"
+    forged.write_text(checkpoint_sign(stolen, signer=NoteSigner.generate(ORIGIN)))
+    ok, report = _verify(forged)
+    assert not ok and "not one the log's key signed" in report, report
