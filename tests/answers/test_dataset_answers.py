@@ -166,32 +166,47 @@ def test_the_openai_provider_cannot_release_a_value_without_the_restriction(
     assert all(c["kind"] != "value" for r in selects(fake) for c in data(r)["candidates"])
 
 
-def test_a_plan_naming_another_spaces_snapshot_reads_nothing(customers, staff, owner, member):
-    """The one unscoped lookup (issue 27): a provider's plan is output, not authority."""
-    from datasets.models import GovernedQuery
-    from knowledge.services import space_create
+def _finance_snapshot(staff, *, reader=None):
+    """A snapshot in another space (Finance), read by `reader` when given, holding 777."""
+    from knowledge.services import space_create, space_member_set
 
-    hidden_space = space_create(name="Finance", created_by=staff)
-    hidden = dataset_upload(
+    finance = space_create(name="Finance", created_by=staff)
+    if reader is not None:
+        space_member_set(space=finance, username=reader.username, role="reader")
+    return dataset_upload(
         user=staff,
-        space=hidden_space,
+        space=finance,
         filename="pay.csv",
         table="orders",
         data=b"customer,amount\nzeta,777\n",
     )
 
-    class Elsewhere(ExtractiveProvider):
-        def plan(self, *, question, history, datasets) -> Plan:
-            query = {
-                "dataset_id": hidden.dataset_id,
-                "snapshot_id": hidden.pk,
-                "part": 0,
-                "sql": 'SELECT SUM("amount") FROM "orders"',
-                "restrictions": [],
-            }
-            return Plan(standalone=question, searches=[question], dataset_queries=[query])
 
-    body = ask(member, "What is the total amount?", evidence_policy=POLICY, provider=Elsewhere())
+class PlansASnapshot(ExtractiveProvider):
+    """A provider whose plan names a snapshot of its choosing: output, not authority."""
+
+    def __init__(self, snapshot) -> None:
+        super().__init__()
+        self.snapshot = snapshot
+
+    def plan(self, *, question, history, datasets) -> Plan:
+        query = {
+            "dataset_id": self.snapshot.dataset_id,
+            "snapshot_id": self.snapshot.pk,
+            "part": 0,
+            "sql": 'SELECT SUM("amount") FROM "orders"',
+            "restrictions": [],
+        }
+        return Plan(standalone=question, searches=[question], dataset_queries=[query])
+
+
+def test_a_plan_naming_another_spaces_snapshot_reads_nothing(customers, staff, owner, member):
+    """The one unscoped lookup (issue 27): a provider's plan is output, not authority."""
+    from datasets.models import GovernedQuery
+
+    hidden = _finance_snapshot(staff)
+    provider = PlansASnapshot(hidden)
+    body = ask(member, "What is the total amount?", evidence_policy=POLICY, provider=provider)
     assert body["evidence"]["answer_status"] == "abstained"
     assert "777" not in json.dumps(body)
     assert [o["code"] for o in body["evidence"]["outcomes"]] == ["no_relevant_hit"]
@@ -203,36 +218,14 @@ def test_a_plan_naming_a_snapshot_of_a_space_the_run_did_not_choose_reads_nothin
 ):
     """Visible but not chosen: the run searches only the spaces it was asked to."""
     from datasets.models import GovernedQuery
-    from knowledge.services import space_create, space_member_set
 
-    other_space = space_create(name="Finance", created_by=staff)
-    space_member_set(space=other_space, username=member.username, role="reader")
-    other = dataset_upload(
-        user=staff,
-        space=other_space,
-        filename="pay.csv",
-        table="orders",
-        data=b"customer,amount\nzeta,777\n",
-    )
-
-    class Elsewhere(ExtractiveProvider):
-        def plan(self, *, question, history, datasets) -> Plan:
-            query = {
-                "dataset_id": other.dataset_id,
-                "snapshot_id": other.pk,
-                "part": 0,
-                "sql": 'SELECT SUM("amount") FROM "orders"',
-                "restrictions": [],
-            }
-            return Plan(standalone=question, searches=[question], dataset_queries=[query])
-
-    chosen = customers.dataset.space_id
+    other = _finance_snapshot(staff, reader=member)
     body = ask(
         member,
         "What is the total amount?",
         evidence_policy=POLICY,
-        provider=Elsewhere(),
-        space_ids=[chosen],
+        provider=PlansASnapshot(other),
+        space_ids=[customers.dataset.space_id],
     )
     assert body["evidence"]["answer_status"] == "abstained"
     assert "777" not in json.dumps(body)
