@@ -16,8 +16,12 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import psutil
+
+if TYPE_CHECKING:
+    import psycopg
 
 logger = logging.getLogger(__name__)
 
@@ -141,7 +145,11 @@ def shared_buffers_mb() -> int:
 
 @dataclass(frozen=True)
 class EmbeddedPostgres:
+    """A PostgreSQL server on `pgdata`: unix socket only, or also TCP on 127.0.0.1:`port`
+    (the topology harness's primary and replica, tools/topology)."""
+
     pgdata: Path
+    port: int | None = None
 
     @property
     def socket_dir(self) -> Path:
@@ -175,7 +183,7 @@ class EmbeddedPostgres:
 
     def _prepare_directory(self) -> None:
         self.pgdata.mkdir(parents=True, exist_ok=True)
-        _check_socket_path(self.socket_dir / ".s.PGSQL.5432")
+        _check_socket_path(self.socket_dir / f".s.PGSQL.{self.port or 5432}")
         if _running_as_root():
             import pwd
 
@@ -205,8 +213,13 @@ class EmbeddedPostgres:
                 ],
                 timeout=180,
             )
+        listen = (
+            f"-c listen_addresses='127.0.0.1' -p {self.port}"
+            if self.port
+            else ("-c listen_addresses=''")
+        )
         options = (
-            f"-c listen_addresses='' -k {self.socket_dir} -c max_connections=200 "
+            f"{listen} -k {self.socket_dir} -c max_connections=200 "
             f"-c shared_buffers={shared_buffers_mb()}MB"
         )
         try:
@@ -231,11 +244,52 @@ class EmbeddedPostgres:
             raise EmbeddedServiceError(f"embedded PostgreSQL did not start:\n{tail}") from exc
         return True
 
-    def stop(self) -> None:
+    def base_backup(self, *, source: "EmbeddedPostgres") -> None:
+        """Make this (empty) data directory a streaming replica of `source`, a running
+        server with a TCP port: pg_basebackup with the WAL streamed and the standby's
+        settings written (-R). `start()` then runs it as a hot standby."""
+        if source.port is None:
+            raise EmbeddedServiceError("a replica streams from a server with a TCP port")
+        self._prepare_directory()
+        self._run(
+            [
+                "pg_basebackup",
+                "-D",
+                str(self.pgdata),
+                "-h",
+                "127.0.0.1",
+                "-p",
+                str(source.port),
+                "-U",
+                PG_SUPERUSER,
+                "-X",
+                "stream",
+                "-R",
+                "-c",
+                "fast",
+            ],
+            timeout=300,
+        )
+
+    def connect(self, database: str = "postgres", **options: object) -> "psycopg.Connection":
+        """A superuser connection over the unix socket."""
+        import psycopg
+
+        return psycopg.connect(
+            host=str(self.socket_dir),
+            port=self.port or 5432,
+            dbname=database,
+            user=PG_SUPERUSER,
+            **options,  # type: ignore[arg-type]  # psycopg's connection keywords
+        )
+
+    def stop(self, *, immediate: bool = False) -> None:
+        """Stop the server: `fast` (clean), or `immediate` (as a crash would: no checkpoint)."""
         if not self.is_running():
             return
+        mode = "immediate" if immediate else "fast"
         try:
-            self._run(["pg_ctl", "-D", str(self.pgdata), "-w", "-m", "fast", "stop"], timeout=60)
+            self._run(["pg_ctl", "-D", str(self.pgdata), "-w", "-m", mode, "stop"], timeout=60)
         except (subprocess.CalledProcessError, subprocess.TimeoutExpired):
             pid = self.pid()
             if pid is not None:
@@ -243,11 +297,7 @@ class EmbeddedPostgres:
 
     def ensure_database(self, name: str) -> None:
         """Create the named database if it does not exist yet."""
-        import psycopg
-
-        with psycopg.connect(
-            host=str(self.socket_dir), dbname="postgres", user=PG_SUPERUSER, autocommit=True
-        ) as conn:
+        with self.connect(autocommit=True) as conn:
             exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone()
             if not exists:
                 conn.execute(f'CREATE DATABASE "{name}"')
@@ -262,13 +312,10 @@ class EmbeddedPostgres:
         `session_replication_role`. Grants cover the tables that exist: run after
         every migration (koinon_up does).
         """
-        import psycopg
         from psycopg import sql
 
         name = sql.Identifier(role)
-        with psycopg.connect(
-            host=str(self.socket_dir), dbname=database, user=PG_SUPERUSER, autocommit=True
-        ) as conn:
+        with self.connect(database, autocommit=True) as conn:
             if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [role]).fetchone():
                 conn.execute(
                     sql.SQL(

@@ -7,17 +7,24 @@ import redis
 from django.db import connection
 
 from core.ports import Hooks
+from core.replicas import replica_states
 from core.worker import redis_client, workers_alive
 
 
 @dataclass(frozen=True)
 class ComponentStatus:
+    """One component's readiness. `degraded`: it works in a lesser way that needs no one
+    to act at once (a replica away: reads are on the primary); the server stays healthy,
+    so a load balancer keeps sending it requests."""
+
     name: str
     ok: bool
     detail: str
+    degraded: bool = False
 
     def as_dict(self) -> dict[str, str]:
-        return {"status": "ok" if self.ok else "failed", "detail": self.detail}
+        state = "failed" if not self.ok else "degraded" if self.degraded else "ok"
+        return {"status": state, "detail": self.detail}
 
 
 # The apps' own components (extractions, embeddings, runs), added in their AppConfig.ready().
@@ -54,6 +61,20 @@ def check_database_pool() -> ComponentStatus | None:
     waiting = stats.get("requests_waiting", 0)
     detail = f"{size} of {pool.max_size} open, {idle} idle, {waiting} waiting"
     return ComponentStatus("database_pool", not (waiting and not size), detail)
+
+
+def check_replicas() -> list[ComponentStatus]:
+    """Each streaming replica (DATABASE_REPLICA_URLS), asked now: in use, or degraded
+    (down or lagging beyond DATABASE_REPLICA_MAX_LAG) while reads are on the primary."""
+    components = []
+    for state in replica_states(fresh=True):
+        name = "database_replica" if state.alias == "replica_0" else f"database_{state.alias}"
+        if state.usable:
+            components.append(ComponentStatus(name, True, f"{state.detail}; reads here"))
+        else:
+            detail = f"{state.detail}; reads on the primary"
+            components.append(ComponentStatus(name, True, detail, degraded=True))
+    return components
 
 
 def check_redis_and_workers() -> list[ComponentStatus]:
@@ -106,6 +127,7 @@ def health_check() -> tuple[bool, dict[str, dict[str, str]]]:
     pool = check_database_pool()
     if pool is not None:
         components.append(pool)
+    components.extend(check_replicas())
     components.extend(check_redis_and_workers())
     components.extend(check() for check in health_checks)
     if settings.KOINON_MODEL_PROVIDER == "openai":

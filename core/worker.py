@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 
 import redis
+import redis.sentinel
 from celery.signals import worker_ready, worker_shutdown
 from django.conf import settings
 
@@ -33,8 +34,19 @@ sweep_steps: Hooks[Callable[[], object]] = Hooks("worker sweep steps")
 
 
 def redis_client() -> redis.Redis:
-    """A connection of its own (not the broker pool), with the health timeout."""
+    """A connection of its own (not the broker pool), with the health timeout. Behind
+    Sentinel, a client of the current master: after a failover its next command asks the
+    sentinels again and reaches the promoted one."""
     timeout = settings.KOINON_HEALTH_TIMEOUT
+    if settings.REDIS_SENTINELS:
+        sentinel = redis.sentinel.Sentinel(
+            settings.REDIS_SENTINELS,
+            socket_timeout=timeout,
+            socket_connect_timeout=timeout,
+            sentinel_kwargs={"socket_timeout": timeout, "socket_connect_timeout": timeout},
+        )
+        master: redis.Redis = sentinel.master_for(settings.REDIS_SENTINEL_MASTER)
+        return master
     return redis.Redis.from_url(
         settings.REDIS_URL, socket_timeout=timeout, socket_connect_timeout=timeout
     )

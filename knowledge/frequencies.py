@@ -8,11 +8,14 @@ reads a few index rows per word and space. Private files have no space: the few 
 selects are counted live.
 """
 
+from dataclasses import replace
+
 from django.contrib.postgres.search import SearchQuery
 from django.core.exceptions import EmptyResultSet
-from django.db import connection, transaction
+from django.db import connection, connections, transaction
 from django.db.models import QuerySet
 
+from core.replicas import replica_read
 from knowledge.models import Document, DocumentRevision, LexemeFrequency, Passage
 from knowledge.scope import AccessScope
 
@@ -77,14 +80,22 @@ def document_frequencies(*, scope: AccessScope, words: list[str]) -> tuple[dict[
     The same scope as retrieval: the scope's spaces, plus its private files. A word of
     several lexemes ("e-mail") counts as its rarest one; a stop word counts 0. Counts are
     capped at DOCUMENT_FREQUENCY_CAP. One statement for the spaces; one more when the
-    scope holds private files.
+    scope holds private files. Read on the scope's database (a replica that fails gives
+    way to the primary).
     """
+    return replica_read(
+        lambda database: _document_frequencies(replace(scope, database=database), words),
+        database=scope.database,
+    )
+
+
+def _document_frequencies(scope: AccessScope, words: list[str]) -> tuple[dict[str, int], int]:
     unique = list(dict.fromkeys(words))
     counts, total = dict.fromkeys(unique, 0), 0
     if scope.space_ids:
         spaces = sorted(scope.space_ids)
         in_spaces = "f.space_id = ANY(%s)"
-        with connection.cursor() as cursor:
+        with connections[scope.database].cursor() as cursor:
             cursor.execute(
                 # Per word: its lexemes, each summed over the spaces; the word takes the
                 # smallest (no lexeme: a stop word, 0). The last row: the passages.
@@ -123,7 +134,7 @@ def _private_frequencies(scope: AccessScope, words: list[str]) -> tuple[dict[str
     parts.append(_compiled_sql(files.values("pk")))
     # Django compiled each part; every value in them is a parameter.
     columns = [f"(SELECT count(*) FROM ({part[0]}) AS m)" if part else "0" for part in parts]  # noqa: S608
-    with connection.cursor() as cursor:
+    with connections[scope.database].cursor() as cursor:
         cursor.execute(
             "SELECT " + ", ".join(columns),
             [param for part in parts if part for param in part[1]],

@@ -8,19 +8,26 @@ import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import combinations
 from typing import Any, Literal, TypedDict
 
 from django.conf import settings
 from django.core.exceptions import EmptyResultSet
-from django.db import InterfaceError, OperationalError, connection, transaction
+from django.db import (
+    DEFAULT_DB_ALIAS,
+    InterfaceError,
+    OperationalError,
+    connections,
+    transaction,
+)
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import BooleanField, F, Func, QuerySet
 from django.db.models.sql.compiler import SQLCompiler
 from pgvector.django import CosineDistance
 
 from core.fields import column_name
+from core.replicas import replica_read
 from knowledge.models import EmbeddingStatus, LexemeFrequency, Passage
 from knowledge.normalise import normalised_words
 from knowledge.scope import AccessScope
@@ -134,14 +141,16 @@ class QueryLexemes:
         return passages > max(COMMON_SHARE * self.passages, COMMON_MIN)
 
 
-def query_lexemes(query: str, space_ids: frozenset[int] = frozenset()) -> QueryLexemes:
+def query_lexemes(
+    query: str, space_ids: frozenset[int] = frozenset(), database: str = DEFAULT_DB_ALIAS
+) -> QueryLexemes:
     """The query's distinct search lexemes in query order (English stemming without stop
     words, exactly as the passages' search vectors were made) and their document
-    frequencies in the spaces `space_ids`, read in one statement."""
+    frequencies in the spaces `space_ids`, read in one statement on `database`."""
     words = list(dict.fromkeys(normalised_words(query)))[:MAX_KEYWORDS]
     if not words:
         return QueryLexemes([])
-    with connection.cursor() as cursor:
+    with connections[database].cursor() as cursor:
         cursor.execute(
             # "" (position 0, first) is the passage count: LexemeFrequency's convention.
             "SELECT t.lexeme, coalesce((SELECT sum(f.passages) "  # noqa: S608
@@ -248,7 +257,7 @@ def _where(scope: QuerySet[Passage]) -> tuple[str, tuple]:
     statement cost that channel more Python than the rest of it)."""
     query = scope.query
     try:
-        sql, params = query.get_compiler(connection=connection).compile(query.where)
+        sql, params = query.get_compiler(scope.db).compile(query.where)
     except EmptyResultSet:  # no space and no file can match (the ORM's way of saying so)
         return "false", ()
     return sql, tuple(params)
@@ -269,10 +278,11 @@ _RANKED = (
 
 
 def _ranked_rows(
-    where: tuple[str, tuple], search: str, condition: _MatchesAny, limit: int
+    where: tuple[str, tuple], search: str, condition: _MatchesAny, limit: int, database: str
 ) -> list[tuple[Candidate, float]]:
     """The passages in scope that meet `condition`, ranked by ts_rank against `search`."""
     condition_sql, tsqueries = condition.sql(f"{_PASSAGES}.search_vector")
+    connection = connections[database]
     with connection.cursor() as cursor:
         cursor.execute(
             _RANKED.format(where=where[0], condition=condition_sql),
@@ -296,13 +306,13 @@ def keyword_search(query: str, limit: int, *, scope: AccessScope) -> tuple[list,
     the selector decide what is good enough. The words' document frequencies in the
     scope's spaces order the groups of words.
     """
-    lexemes = query_lexemes(query, scope.space_ids)
+    lexemes = query_lexemes(query, scope.space_ids, scope.database)
     if not lexemes.lexemes:
         return [], ToolOutcome(KEYWORD_SEARCH, "succeeded", "no_relevant_hit")
     where = _where(scope.passages())
     search = _tsquery(lexemes.lexemes, "|")
     for condition in [*_coordination_filters(lexemes), *_any_word_filters(lexemes)]:
-        scored = _ranked_rows(where, search, condition, limit)
+        scored = _ranked_rows(where, search, condition, limit, scope.database)
         if len(scored) >= limit:
             break
     code = "matched" if scored else "no_relevant_hit"
@@ -324,17 +334,19 @@ def vector_search(scope: QuerySet[Passage], query: str, limit: int) -> tuple[lis
         .annotate(distance=CosineDistance("embedding", vector))
         .order_by("distance", "pk")[:limit]
     )
-    if limit * 4 <= settings.HNSW_EF_SEARCH:
+    if limit * 4 <= settings.HNSW_EF_SEARCH and settings.DATABASE_POOLER != "pgbouncer":
         # The connection's own settings (koinon.settings: HNSW_EF_SEARCH, iterative scan).
         rows = _scored_rows(nearest, "distance")
     else:
-        with transaction.atomic(), connection.cursor() as cursor:
+        # Behind PgBouncer in transaction mode a connection carries no settings of its own.
+        database = scope.db
+        with transaction.atomic(using=database), connections[database].cursor() as cursor:
             # A filtered HNSW scan stops at ef_search rows unless it may continue (pgvector
             # 0.8): continue, and look at more candidates for a longer list.
             cursor.execute(
                 "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
                 "set_config('hnsw.ef_search', %s, true)",
-                [str(limit * 4)],
+                [str(max(limit * 4, settings.HNSW_EF_SEARCH))],
             )
             rows = _scored_rows(nearest, "distance")
     if not rows and not embedded.filter(embedding_model=provider.model_id).exists():
@@ -420,7 +432,8 @@ class _ChannelThread:
     def close_connection(self) -> None:
         """Close the thread's database connection (tests, before the database goes)."""
         if self._executor is not None:
-            self._executor.submit(lambda: connection.close()).result()  # the thread's own
+            # The thread's own connections.
+            self._executor.submit(connections.close_all).result()
 
 
 CHANNEL_THREAD = _ChannelThread()
@@ -431,6 +444,7 @@ def _keyword_in_thread(query: str, limit: int, scope: AccessScope) -> tuple[list
     # (a round trip on the channel's path): a connection lost since the last call (server
     # restarted, backend killed) fails its first statement, and the search, which only
     # reads, runs once more on a new one. A failed statement on a sound connection is raised.
+    connection = connections[scope.database]
     try:
         return keyword_search(query, limit, scope=scope)
     except (InterfaceError, OperationalError):
@@ -440,14 +454,14 @@ def _keyword_in_thread(query: str, limit: int, scope: AccessScope) -> tuple[list
         return keyword_search(query, limit, scope=scope)
 
 
-def _concurrent(wanted: list[str]) -> bool:
+def _concurrent(wanted: list[str], database: str) -> bool:
     """Whether the keyword channel may run on its own connection: never inside a
     transaction, whose uncommitted rows another connection cannot see."""
     return (
         settings.KOINON_RETRIEVAL_CONCURRENT
         and KEYWORD_SEARCH in wanted
         and len(wanted) > 1
-        and not connection.in_atomic_block
+        and not connections[database].in_atomic_block
     )
 
 
@@ -462,12 +476,24 @@ def retrieve(
 
     Each candidate keeps every tool's rank and score; each tool reports an outcome. With
     both tools the keyword channel runs concurrently (`_ChannelThread`) outside a
-    transaction; the result is the same either way.
+    transaction; the result is the same either way. Reads the scope's database; a replica
+    that fails the reads gives way to the primary (core.replicas).
     """
+    return replica_read(
+        lambda database: _retrieve(
+            scope=replace(scope, database=database), query=query, tools=tools, limit=limit
+        ),
+        database=scope.database,
+    )
+
+
+def _retrieve(
+    *, scope: AccessScope, query: str, tools: tuple[str, ...], limit: int
+) -> RetrievalResult:
     passages = scope.passages()
     wanted = [tool for tool in RETRIEVAL_TOOLS if tool in tools]
     keyword: Future | None = None
-    if _concurrent(wanted):
+    if _concurrent(wanted, scope.database):
         keyword = CHANNEL_THREAD.borrow(_keyword_in_thread, query, limit * 2, scope)
     channels = {
         tool: (

@@ -9,10 +9,15 @@ again by the publication's recheck under its locks, and per call by MCP's search
 cached on a user object or in ambient state. A role removed while a run gathers still
 counts for that run's gathering; the recheck, which builds a fresh scope after locking the
 permission rows, is what refuses to publish then.
+
+`database` is where the scope was read and where its statements run: `default` (the
+primary), or for an answer run's gathering a streaming replica (core.replicas), whose rows
+the recheck on the primary checks again before anything is published.
 """
 
 from dataclasses import dataclass
 
+from django.db import DEFAULT_DB_ALIAS
 from django.db.models import Q, QuerySet
 
 from core.types import UserOrAnonymous
@@ -33,6 +38,7 @@ class AccessScope:
     space_ids: frozenset[int]
     file_ids: frozenset[int]
     every_space: bool
+    database: str = DEFAULT_DB_ALIAS
 
     @property
     def empty(self) -> bool:
@@ -40,11 +46,13 @@ class AccessScope:
 
     def passages(self) -> QuerySet[Passage]:
         """Passages of current revisions in scope."""
-        return Passage.objects.filter(self._of_spaces_or_files("document_id"), is_current=True)
+        return Passage.objects.using(self.database).filter(
+            self._of_spaces_or_files("document_id"), is_current=True
+        )
 
     def documents(self) -> QuerySet[Document]:
         """Documents in scope (withdrawn ones included: callers decide about those)."""
-        return Document.objects.filter(self._of_spaces_or_files("pk"))
+        return Document.objects.using(self.database).filter(self._of_spaces_or_files("pk"))
 
     def _of_spaces_or_files(self, document: str) -> Q:
         scope = Q(space_id__in=sorted(self.space_ids)) if self.space_ids else Q(pk__in=[])
@@ -59,21 +67,24 @@ def access_scope_build(
     user: UserOrAnonymous,
     space_ids: list[int] | None = None,
     selected_sources: list[int] | None = None,
+    database: str = DEFAULT_DB_ALIAS,
 ) -> AccessScope:
     """The reader's scope as the permission rows grant it now: one statement for the
     spaces, one more when private files are selected. An inactive or anonymous user's
     scope is empty. `space_ids` and `selected_sources` are a request's choice (unchecked
-    ids): only the visible spaces and the reader's own files among them count."""
-    spaces = spaces_visible_to(user=user)
+    ids): only the visible spaces and the reader's own files among them count. `database`:
+    where the permission rows are read (a replica only for a run's gathering)."""
+    spaces = spaces_visible_to(user=user).using(database)
     if space_ids:
         spaces = spaces.filter(pk__in=space_ids)
     files: frozenset[int] = frozenset()
     if selected_sources:
-        own = private_files_of(user=user).filter(pk__in=selected_sources).order_by()
+        own = private_files_of(user=user).using(database).filter(pk__in=selected_sources).order_by()
         files = frozenset(own.values_list("pk", flat=True))
     return AccessScope(
         user_id=user.pk,
         space_ids=frozenset(spaces.order_by().values_list("pk", flat=True)),
         file_ids=files,
         every_space=not space_ids,
+        database=database,
     )

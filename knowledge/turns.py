@@ -4,16 +4,19 @@ every extraction process while others wait.
 
 A slot is a PostgreSQL session advisory lock on (namespace + slot, uploader id): taken
 without waiting, held for the extraction, released after it — and by PostgreSQL itself
-when the worker's connection dies, so a killed worker never keeps a slot.
+when the worker's connection dies, so a killed worker never keeps a slot. A session lock
+lives on one server connection: behind PgBouncer in transaction mode it is taken on the
+`direct` alias (DATABASE_DIRECT_URL, PostgreSQL itself), never through the pooler.
 """
 
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from django.conf import settings
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connections
 
 NAMESPACE = 0x6B6F0000  # "ko" in the high bytes: koinon's advisory locks
+LOCKS_DATABASE = "direct"
 
 
 @contextmanager
@@ -24,6 +27,9 @@ def extraction_turn(uploader_id: int | None) -> Iterator[bool]:
         yield True
         return
     held = None
+    connection = connections[
+        LOCKS_DATABASE if LOCKS_DATABASE in settings.DATABASES else DEFAULT_DB_ALIAS
+    ]
     with connection.cursor() as cursor:
         for slot in range(settings.KOINON_EXTRACT_PER_USER):
             cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [NAMESPACE + slot, uploader_id])

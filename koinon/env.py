@@ -76,3 +76,14 @@ def judge_threads() -> int:
             f"KOINON_JUDGE_THREADS must be a whole number from 1 to 64, got {raw!r}"
         )
     return int(raw)
+
+
+def env_host_ports(name: str) -> list[tuple[str, int]]:
+    """A comma-separated list of `host:port` (Redis Sentinels); empty when unset."""
+    pairs = []
+    for item in env_list(name, []):
+        host, _, port = item.rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ImproperlyConfiguredEnv(f"{name} must list host:port pairs, got {item!r}")
+        pairs.append((host.strip("[]"), int(port)))
+    return pairs

@@ -15,6 +15,7 @@ from koinon.env import (
     env_bool,
     env_choice,
     env_float,
+    env_host_ports,
     env_int,
     env_list,
     env_path,
@@ -138,40 +139,76 @@ def _database_from_url(url: str) -> dict[str, Any]:
     }
 
 
-if EMBEDDED_POSTGRES:
-    _default_db: dict[str, Any] = {
-        "ENGINE": "django.db.backends.postgresql",
-        "NAME": "koinon",
-        "USER": "postgres",
-        "PASSWORD": "",
-        "HOST": str(EMBEDDED_PG_DIR),
-        "PORT": "",
-        "OPTIONS": {},
-    }
-else:
-    _default_db = _database_from_url(DATABASE_URL)
-# Lets a child process (test Celery worker, test Daphne) join the test database.
-_default_db["NAME"] = env_str("KOINON_DATABASE_NAME", _default_db["NAME"])
-# koinon_up runs Daphne and Celery as a role that owns nothing (docs/releases.md).
-_default_db["USER"] = env_str("KOINON_DATABASE_USER", _default_db["USER"])
-# Every connection starts with the vector search's HNSW settings (pgvector 0.8: a filtered
-# scan continues past ef_search candidates until LIMIT rows pass the permission filter), so
-# a search needs no transaction to SET LOCAL them (docs/decisions.md, "Retrieval"). A pooler
-# in front of PostgreSQL must pass the `options` startup parameter through.
-HNSW_EF_SEARCH = 100
-_default_db["OPTIONS"] = {
-    **_default_db.get("OPTIONS", {}),
-    "options": " ".join(
-        part
-        for part in (
-            _default_db.get("OPTIONS", {}).get("options", ""),
-            f"-c hnsw.ef_search={HNSW_EF_SEARCH} -c hnsw.iterative_scan=relaxed_order",
+# PgBouncer in transaction mode (docs/deploy.md): each transaction may run on another
+# server connection, so nothing may outlive one: no server-side cursors, no prepared
+# statements (PgBouncer 1.18 does not track them) and no `options` startup parameter (it
+# refuses it); the HNSW settings are then set per transaction (knowledge.retrieval).
+DATABASE_POOLER = env_choice("DATABASE_POOLER", "none", {"none", "pgbouncer"})
+# PostgreSQL itself, bypassing the pooler: session advisory locks (knowledge.turns) need a
+# connection of their own for the whole extraction. Migrations run with DATABASE_URL set to it.
+DATABASE_DIRECT_URL = env_str("DATABASE_DIRECT_URL")
+if DATABASE_POOLER == "pgbouncer" and not (DATABASE_URL and DATABASE_DIRECT_URL):
+    raise ImproperlyConfiguredEnv(
+        "DATABASE_POOLER=pgbouncer needs DATABASE_URL (the pooler) and DATABASE_DIRECT_URL "
+        "(PostgreSQL itself)"
+    )
+# Streaming replicas for answer runs' retrieval reads (core.replicas, docs/decisions.md,
+# "Replicas"): the first that is up and lags at most DATABASE_REPLICA_MAX_LAG seconds.
+DATABASE_REPLICA_URLS = env_list("DATABASE_REPLICA_URLS", [])
+DATABASE_REPLICA_MAX_LAG = env_float("DATABASE_REPLICA_MAX_LAG", 10.0)
+if not 0 < DATABASE_REPLICA_MAX_LAG <= 3600:
+    raise ImproperlyConfiguredEnv("DATABASE_REPLICA_MAX_LAG must be between 0 and 3600 seconds")
+# How long a process trusts what it last learnt of a replica (up, lag) before asking again.
+KOINON_REPLICA_CHECK_SECONDS = env_float("KOINON_REPLICA_CHECK_SECONDS", 2.0)
+if not 0 < KOINON_REPLICA_CHECK_SECONDS <= 60:
+    raise ImproperlyConfiguredEnv("KOINON_REPLICA_CHECK_SECONDS must be between 0 and 60")
+
+
+def _database(base: dict[str, Any], *, role: str) -> dict[str, Any]:
+    """One alias's settings: the test database's name and the runtime role as configured,
+    the connection options every koinon connection starts with, and the web pool."""
+    database = {**base, "OPTIONS": dict(base.get("OPTIONS", {}))}
+    # Lets a child process (test Celery worker, test Daphne) join the test database.
+    database["NAME"] = env_str("KOINON_DATABASE_NAME", database["NAME"])
+    # koinon_up runs Daphne and Celery as a role that owns nothing (docs/releases.md).
+    database["USER"] = env_str("KOINON_DATABASE_USER", database["USER"])
+    options = database["OPTIONS"]
+    if DATABASE_POOLER == "pgbouncer" and role != "direct":
+        database["DISABLE_SERVER_SIDE_CURSORS"] = True
+        options["prepare_threshold"] = None
+    else:
+        # Every connection starts with the vector search's HNSW settings (pgvector 0.8: a
+        # filtered scan continues past ef_search candidates until LIMIT rows pass the
+        # permission filter), so a search needs no transaction to SET LOCAL them
+        # (docs/decisions.md, "Retrieval").
+        options["options"] = " ".join(
+            part
+            for part in (
+                options.get("options", ""),
+                f"-c hnsw.ef_search={HNSW_EF_SEARCH} -c hnsw.iterative_scan=relaxed_order",
+            )
+            if part
         )
-        if part
-    ),
-}
-_default_db["CONN_MAX_AGE"] = env_int("KOINON_DB_CONN_MAX_AGE", 0)
-_default_db["CONN_HEALTH_CHECKS"] = True
+    if role == "replica":
+        # A replica that does not answer is skipped quickly (core.replicas), not waited for.
+        options.setdefault("connect_timeout", max(1, int(KOINON_HEALTH_TIMEOUT)))
+        database["TEST"] = {"MIRROR": "default"}
+    if role == "direct":
+        database["TEST"] = {"MIRROR": "default"}
+    database["CONN_MAX_AGE"] = env_int("KOINON_DB_CONN_MAX_AGE", 0)
+    database["CONN_HEALTH_CHECKS"] = True
+    if KOINON_DB_POOL and role != "direct":
+        database["CONN_MAX_AGE"] = 0  # the pool keeps the connections; Django refuses both
+        options["pool"] = {
+            "min_size": 1,
+            "max_size": KOINON_DB_POOL,
+            "timeout": max(1, KOINON_DB_POOL_TIMEOUT),
+        }
+    return database
+
+
+HNSW_EF_SEARCH = 100
+KOINON_HEALTH_TIMEOUT = env_float("KOINON_HEALTH_TIMEOUT", 2.0)
 # Web processes (core.server) keep a pool of at most KOINON_DB_POOL connections: under
 # ASGI every request runs in a thread of its own, so without a pool each one would start
 # (and warm) a new PostgreSQL backend. 0 (the default elsewhere: Celery, manage.py, the
@@ -185,27 +222,48 @@ if KOINON_DB_POOL < 0:
 # leaves the pool (CONN_HEALTH_CHECKS: psycopg_pool's check_connection), so a dead one is
 # replaced, never handed out; the pool reconnects on its own when the database returns.
 KOINON_DB_POOL_TIMEOUT = env_int("KOINON_DB_POOL_TIMEOUT", 5)
-if KOINON_DB_POOL:
-    _default_db["CONN_MAX_AGE"] = 0  # the pool keeps the connections; Django refuses both
-    _default_db["OPTIONS"] = {
-        **_default_db.get("OPTIONS", {}),
-        "pool": {
-            "min_size": 1,
-            "max_size": KOINON_DB_POOL,
-            "timeout": max(1, KOINON_DB_POOL_TIMEOUT),
-        },
+
+if EMBEDDED_POSTGRES:
+    _default_db: dict[str, Any] = {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": "koinon",
+        "USER": "postgres",
+        "PASSWORD": "",
+        "HOST": str(EMBEDDED_PG_DIR),
+        "PORT": "",
+        "OPTIONS": {},
     }
-DATABASES = {"default": _default_db}
+else:
+    _default_db = _database_from_url(DATABASE_URL)
+DATABASES = {"default": _database(_default_db, role="primary")}
+for _index, _url in enumerate(DATABASE_REPLICA_URLS):
+    DATABASES[f"replica_{_index}"] = _database(_database_from_url(_url), role="replica")
+if DATABASE_DIRECT_URL:
+    DATABASES["direct"] = _database(_database_from_url(DATABASE_DIRECT_URL), role="direct")
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Redis / Celery -----------------------------------------------------------
 REDIS_URL = env_str("REDIS_URL")
-EMBEDDED_REDIS = not REDIS_URL
+# Redis behind Sentinel (docs/deploy.md): the broker, the channel layer and the workers'
+# heartbeats all ask the sentinels for the current master, so a failover needs no restart.
+REDIS_SENTINELS = env_host_ports("REDIS_SENTINELS")
+REDIS_SENTINEL_MASTER = env_str("REDIS_SENTINEL_MASTER")
+if bool(REDIS_SENTINELS) != bool(REDIS_SENTINEL_MASTER):
+    raise ImproperlyConfiguredEnv("REDIS_SENTINELS and REDIS_SENTINEL_MASTER go together")
+if REDIS_SENTINELS and REDIS_URL:
+    raise ImproperlyConfiguredEnv("set REDIS_URL or REDIS_SENTINELS, not both")
+EMBEDDED_REDIS = not REDIS_URL and not REDIS_SENTINELS
 EMBEDDED_REDIS_DIR = DATA_DIR / "redis"
 if EMBEDDED_REDIS:
     REDIS_URL = "unix://" + quote(str(EMBEDDED_REDIS_DIR / "redis.sock"))
 
-CELERY_BROKER_URL = env_str("CELERY_BROKER_URL") or REDIS_URL.replace("unix://", "redis+socket://")
+if REDIS_SENTINELS:
+    _SENTINEL_BROKER = ";".join(f"sentinel://{host}:{port}" for host, port in REDIS_SENTINELS)
+    CELERY_BROKER_URL = env_str("CELERY_BROKER_URL") or _SENTINEL_BROKER
+else:
+    CELERY_BROKER_URL = env_str("CELERY_BROKER_URL") or REDIS_URL.replace(
+        "unix://", "redis+socket://"
+    )
 CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND") or CELERY_BROKER_URL
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
@@ -223,7 +281,10 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 KOINON_VISIBILITY_TIMEOUT = env_int("KOINON_VISIBILITY_TIMEOUT", CELERY_TASK_TIME_LIMIT + 300)
 if KOINON_VISIBILITY_TIMEOUT <= CELERY_TASK_TIME_LIMIT:
     raise ImproperlyConfiguredEnv("KOINON_VISIBILITY_TIMEOUT must exceed KOINON_TASK_TIME_LIMIT")
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": KOINON_VISIBILITY_TIMEOUT}
+CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, Any] = {"visibility_timeout": KOINON_VISIBILITY_TIMEOUT}
+if REDIS_SENTINELS:
+    CELERY_BROKER_TRANSPORT_OPTIONS["master_name"] = REDIS_SENTINEL_MASTER
+    CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = {"master_name": REDIS_SENTINEL_MASTER}
 CELERY_RESULT_EXPIRES = 3600
 
 # --- Auth -------------------------------------------------------------------
@@ -360,7 +421,15 @@ KOINON_EMBEDDING_API_KEY = env_str("KOINON_EMBEDDING_API_KEY")
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": [REDIS_URL], "expiry": 30, "capacity": 200},
+        "CONFIG": {
+            "hosts": [
+                {"sentinels": REDIS_SENTINELS, "master_name": REDIS_SENTINEL_MASTER}
+                if REDIS_SENTINELS
+                else REDIS_URL
+            ],
+            "expiry": 30,
+            "capacity": 200,
+        },
     }
 }
 # How long one event stream waits for its run before it ends with a `timeout` event.
@@ -389,7 +458,6 @@ KOINON_UPLOAD_MAX_BYTES = env_int("KOINON_UPLOAD_MAX_BYTES", 25 * 1024 * 1024)
 KOINON_REQUEST_MAX_BYTES = env_int(
     "KOINON_REQUEST_MAX_BYTES", KOINON_UPLOAD_MAX_BYTES + 1024 * 1024
 )
-KOINON_HEALTH_TIMEOUT = env_float("KOINON_HEALTH_TIMEOUT", 2.0)
 # --- Background work (docs/decisions.md, "Background work") -----------------------
 # Longest a request waits for a pooled broker producer (and to publish) before 503.
 KOINON_ENQUEUE_TIMEOUT = env_float("KOINON_ENQUEUE_TIMEOUT", 3.0)
@@ -464,7 +532,8 @@ STATIC_ROOT = DATA_DIR / "staticfiles"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
-MEDIA_ROOT = DATA_DIR / "media"
+# Uploaded files: one directory (a shared volume) for every web host and worker.
+MEDIA_ROOT = env_path("KOINON_MEDIA_DIR", DATA_DIR / "media")
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 

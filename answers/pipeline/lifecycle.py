@@ -26,6 +26,7 @@ from answers.services import conversation_sources_set
 from audit.services import stream_event_started, stream_events_fail
 from core.errors import ApiError, NotFoundError, ServiceUnavailableError
 from core.models import ApiKey
+from core.replicas import replica_read
 from core.types import User
 from knowledge.scope import access_scope_build
 
@@ -199,10 +200,17 @@ def run_execute(
     )
     trace = Trace()
     try:
-        # The permission rows are read once for the gathering (the recheck reads them again);
-        # a failure to read them ends the run `failed` like any other.
-        scope = access_scope_build(
-            user=run.user, space_ids=run.space_ids, selected_sources=run.selected_sources
+        # The permission rows are read once for the gathering (the recheck reads them again,
+        # on the primary); a failure to read them ends the run `failed` like any other. The
+        # gathering may read a streaming replica (core.replicas): its scope and passages
+        # come from one replica, and nothing it finds is published before the recheck.
+        scope = replica_read(
+            lambda database: access_scope_build(
+                user=run.user,
+                space_ids=run.space_ids,
+                selected_sources=run.selected_sources,
+                database=database,
+            )
         )
         context = RunContext(run, row, stored_request(run), provider, tuple(history), events, scope)
         return execute(context, trace)
