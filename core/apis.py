@@ -52,12 +52,23 @@ class HealthApi(APIView):
     authentication_classes: list[type[BaseAuthentication]] = []
     permission_classes = [AllowAny]
 
+    class Input(serializers.Serializer[Any]):
+        scope = serializers.ChoiceField(
+            choices=["all", "host"],
+            default="all",
+            help_text="`all`: every component. `host`: what this web host needs to serve "
+            "(database, replicas, Redis): what a load balancer checks.",
+        )
+
     @extend_schema(
         summary="Readiness of database, pgvector, Redis and the Celery worker",
+        parameters=[Input],
         responses={200: HealthOutput, 503: HealthOutput},
     )
     def get(self, request: Request) -> Response:
-        healthy, components = health_check()
+        values = self.Input(data=request.query_params)
+        values.is_valid(raise_exception=True)
+        healthy, components = health_check(scope=values.validated_data["scope"])
         return Response(
             {"status": "ok" if healthy else "failed", "components": components},
             status=status.HTTP_200_OK if healthy else status.HTTP_503_SERVICE_UNAVAILABLE,

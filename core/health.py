@@ -120,7 +120,13 @@ def check_model() -> ComponentStatus:
     return ComponentStatus("model", True, "reachable")
 
 
-def health_check() -> tuple[bool, dict[str, dict[str, str]]]:
+def health_check(*, scope: str = "all") -> tuple[bool, dict[str, dict[str, str]]]:
+    """Every component (`all`), or only what this web host needs to serve a request
+    (`host`: the database, its pool, the replicas and Redis, as this host reaches them).
+
+    A load balancer checks `host`: a condition every host shares (no worker heartbeat, a
+    run stuck) would take every host out of rotation at once and turn a degraded service
+    into none; `all` is for people and monitoring."""
     from django.conf import settings
 
     components = check_database()
@@ -128,9 +134,13 @@ def health_check() -> tuple[bool, dict[str, dict[str, str]]]:
     if pool is not None:
         components.append(pool)
     components.extend(check_replicas())
-    components.extend(check_redis_and_workers())
-    components.extend(check() for check in health_checks)
-    if settings.KOINON_MODEL_PROVIDER == "openai":
-        components.append(check_model())
+    redis_and_workers = check_redis_and_workers()
+    if scope == "host":
+        components.append(redis_and_workers[0])
+    else:
+        components.extend(redis_and_workers)
+        components.extend(check() for check in health_checks)
+        if settings.KOINON_MODEL_PROVIDER == "openai":
+            components.append(check_model())
     healthy = all(component.ok for component in components)
     return healthy, {component.name: component.as_dict() for component in components}

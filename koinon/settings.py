@@ -120,12 +120,12 @@ EMBEDDED_POSTGRES = not DATABASE_URL
 EMBEDDED_PG_DIR = DATA_DIR / "pg"
 
 
-def _database_from_url(url: str) -> dict[str, Any]:
+def _database_from_url(url: str, variable: str = "DATABASE_URL") -> dict[str, Any]:
     from urllib.parse import parse_qs, unquote, urlparse
 
     parsed = urlparse(url)
     if parsed.scheme not in {"postgres", "postgresql"}:
-        raise ImproperlyConfigured("DATABASE_URL must be a postgresql:// URL")
+        raise ImproperlyConfigured(f"{variable} must hold postgresql:// URLs")
     query = {key: values[-1] for key, values in parse_qs(parsed.query).items()}
     host = query.pop("host", None) or unquote(parsed.hostname or "")
     return {
@@ -197,7 +197,9 @@ def _database(base: dict[str, Any], *, role: str) -> dict[str, Any]:
         database["TEST"] = {"MIRROR": "default"}
     database["CONN_MAX_AGE"] = env_int("KOINON_DB_CONN_MAX_AGE", 0)
     database["CONN_HEALTH_CHECKS"] = True
-    if KOINON_DB_POOL and role != "direct":
+    # A replica's connections are opened per use, never pooled: a pool waits up to its
+    # timeout for a replica that is down, where a new connection is refused at once.
+    if KOINON_DB_POOL and role == "primary":
         database["CONN_MAX_AGE"] = 0  # the pool keeps the connections; Django refuses both
         options["pool"] = {
             "min_size": 1,
@@ -237,9 +239,13 @@ else:
     _default_db = _database_from_url(DATABASE_URL)
 DATABASES = {"default": _database(_default_db, role="primary")}
 for _index, _url in enumerate(DATABASE_REPLICA_URLS):
-    DATABASES[f"replica_{_index}"] = _database(_database_from_url(_url), role="replica")
+    DATABASES[f"replica_{_index}"] = _database(
+        _database_from_url(_url, "DATABASE_REPLICA_URLS"), role="replica"
+    )
 if DATABASE_DIRECT_URL:
-    DATABASES["direct"] = _database(_database_from_url(DATABASE_DIRECT_URL), role="direct")
+    DATABASES["direct"] = _database(
+        _database_from_url(DATABASE_DIRECT_URL, "DATABASE_DIRECT_URL"), role="direct"
+    )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Redis / Celery -----------------------------------------------------------

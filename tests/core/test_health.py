@@ -148,3 +148,33 @@ def test_health_reports_the_model_endpoint_of_the_openai_provider(settings, fake
     assert response.status_code == 503
     assert response.json()["components"]["model"]["status"] == "failed"
     assert "SECRET-PROVIDER-DETAIL" not in response.content.decode()
+
+
+def test_the_host_scope_reports_what_this_host_needs_to_serve_and_nothing_shared():
+    """What a load balancer checks: a condition every host shares (no worker, a stuck run)
+    must not take every host out of rotation at once."""
+    response = APIClient().get("/v1/health", {"scope": "host"})
+    assert response.status_code == 200, response.json()
+    assert set(response.json()["components"]) == {"database", "vector", "redis"}
+    everything = APIClient().get("/v1/health", {"scope": "all"}).json()["components"]
+    assert {"celery", "runs", "extractions"} <= set(everything)
+
+
+def test_the_host_scope_still_fails_without_redis(settings):
+    settings.REDIS_URL = "redis://127.0.0.1:9/0"  # nothing listens on the discard port
+    response = APIClient().get("/v1/health", {"scope": "host"})
+    assert response.status_code == 503
+    assert response.json()["components"]["redis"]["status"] == "failed"
+
+
+def test_an_unknown_health_scope_is_a_typed_422():
+    response = APIClient().get("/v1/health", {"scope": "cluster"})
+    assert response.status_code == 422
+    assert response.json()["error"]["fields"]["scope"]
+
+
+def test_a_degraded_component_keeps_the_server_healthy():
+    assert ComponentStatus("database_replica", True, "down", degraded=True).as_dict() == {
+        "status": "degraded",
+        "detail": "down",
+    }

@@ -373,9 +373,14 @@ class Topology:
             "backend web\n"
             "    balance roundrobin\n"
             "    option httpchk\n"
-            "    http-check send meth GET uri /v1/health ver HTTP/1.1 hdr Host 127.0.0.1\n"
+            # This host's own readiness (core.health): a shared condition (no worker, a
+            # stuck run) must not take every host out at once.
+            "    http-check send meth GET uri /v1/health?scope=host ver HTTP/1.1 "
+            "hdr Host 127.0.0.1\n"
             "    http-check expect status 200\n"
             "    default-server inter 1s fall 3 rise 1\n"
+            # Which host answered (for an operator, and for the tests that kill one).
+            "    http-response set-header X-Koinon-Host %s\n"
             f"{servers}"
         )
         check = subprocess.run(  # noqa: S603 - fixed binary, on PATH (make topology-tools)
