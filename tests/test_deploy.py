@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from core.embedded import RECORD_TABLES, RUNTIME_ROLE
-from tests.test_project import compose_command
+from tests.helpers import compose_command
 
 ROOT = Path(__file__).resolve().parent.parent
 DEPLOY = ROOT / "deploy"
