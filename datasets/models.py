@@ -38,7 +38,7 @@ class DatasetSnapshot(models.Model):
     table_name = models.CharField(max_length=63)
     row_count = models.PositiveBigIntegerField()
     schema = models.JSONField()  # [{"name": …, "type": …}]
-    db_path = models.CharField(max_length=500)  # relative to KOINON_DATA_DIR
+    db_path = models.CharField(max_length=500)  # relative to KOINON_DATASETS_DIR (KOINON_DATA_DIR)
     # Text column → its distinct values (low-cardinality columns only), for the planner's
     # restrictions; None until computed (snapshots loaded before it existed).
     dictionary = models.JSONField(null=True, blank=True)

@@ -62,7 +62,7 @@ def dataset_upload(
         version = (latest or 0) + 1
         # A random part: ids restart after a database restore, files must never collide.
         relative = Path("datasets") / str(dataset.pk) / f"v{version}-{uuid.uuid4().hex}.duckdb"
-        path = settings.DATA_DIR / relative
+        path = settings.DATASETS_ROOT / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
             loaded = load_snapshot(data=data, fmt=fmt, table=table, path=path)
@@ -109,7 +109,7 @@ def _dataset_create(*, space: Space, user: User, name: str) -> Dataset:
 
 def snapshot_loaded(snapshot: DatasetSnapshot) -> LoadedSnapshot:
     return LoadedSnapshot(
-        path=settings.DATA_DIR / snapshot.db_path,
+        path=settings.DATASETS_ROOT / snapshot.db_path,
         table=snapshot.table_name,
         row_count=snapshot.row_count,
         columns=[GovernedColumn(c["name"], c["type"]) for c in snapshot.schema],

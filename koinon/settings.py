@@ -540,6 +540,8 @@ WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
 # Uploaded files: one directory (a shared volume) for every web host and worker.
 MEDIA_ROOT = env_path("KOINON_MEDIA_DIR", DATA_DIR / "media")
+# Dataset snapshots (DuckDB files, stored relative to it): shared like the uploads.
+DATASETS_ROOT = env_path("KOINON_DATASETS_DIR", DATA_DIR)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 

@@ -42,7 +42,7 @@ def test_upload_creates_an_immutable_snapshot(space, owner, invoices):
     assert (snapshot.version, snapshot.table_name, snapshot.row_count) == (1, "orders", 2)
     assert snapshot.sha256 == hashlib.sha256(INVOICES).hexdigest()
     assert [column["name"] for column in snapshot.schema] == ["invoice", "amount"]
-    assert (settings.DATA_DIR / snapshot.db_path).exists()
+    assert (settings.DATASETS_ROOT / snapshot.db_path).exists()
 
 
 def test_sum_of_invoices_is_4000_with_lineage_proof_and_one_fact(space, member, invoices):
@@ -108,7 +108,7 @@ def test_an_aggregate_over_no_rows_is_not_a_fact(space, member, invoices):
 
 def test_a_second_snapshot_leaves_the_first_unchanged(space, owner, member, invoices):
     first = Dataset.objects.get(pk=invoices).current_snapshot
-    file_before = hashlib.sha256((settings.DATA_DIR / first.db_path).read_bytes()).hexdigest()
+    file_before = hashlib.sha256((settings.DATASETS_ROOT / first.db_path).read_bytes()).hexdigest()
     before = query(member, invoices, "SELECT SUM(amount) FROM orders").json()
 
     response = upload(owner, space, b"invoice,amount\nB-1,10\n", dataset=invoices)
@@ -122,7 +122,7 @@ def test_a_second_snapshot_leaves_the_first_unchanged(space, owner, member, invo
     assert pinned["proof"]["result_sha256"] == before["proof"]["result_sha256"]
     first.refresh_from_db()
     assert first.sha256 == hashlib.sha256(INVOICES).hexdigest()
-    after = hashlib.sha256((settings.DATA_DIR / first.db_path).read_bytes()).hexdigest()
+    after = hashlib.sha256((settings.DATASETS_ROOT / first.db_path).read_bytes()).hexdigest()
     assert after == file_before
 
 
@@ -160,7 +160,7 @@ def test_the_schema_endpoint_is_labelled_unverified(space, member, invoices):
 )
 def test_bad_uploads_are_typed_and_leave_nothing(space, owner, data, name, fields, code, field):
     def snapshot_files() -> list:
-        return sorted((settings.DATA_DIR / "datasets").glob("**/*"))
+        return sorted((settings.DATASETS_ROOT / "datasets").glob("**/*"))
 
     before = snapshot_files()
     error = assert_error(upload(owner, space, data, name, **fields), 422, code)

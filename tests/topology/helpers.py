@@ -1,11 +1,13 @@
 """The topology tests' setup: people, a space and its handbook, made direct on the primary."""
 
 import json
+import time
 
 from tools.topology.harness import Topology
 
 SEED = """
 import json
+import time
 from core.services import api_key_create
 from knowledge.services import space_create, space_member_set
 from tests.answers.helpers import OPERATIONS, ingest
@@ -32,10 +34,30 @@ QUESTION = "Who owns service reviews?"
 def seed(topology: Topology, prefix: str) -> dict:
     """A curator and a reader of a new space holding the operations handbook (extracted),
     with an API key each; waits until the replica has it too."""
-    output = topology.shell(SEED.format(prefix=prefix))
-    seeded = json.loads(output.strip().splitlines()[-1])
+    seeded = seed_on_primary(topology, prefix)
     topology.replica_wait()
     return seeded
+
+
+def seed_on_primary(topology: Topology, prefix: str) -> dict:
+    """`seed` without waiting for the replica (one whose replay is paused)."""
+    output = topology.shell(SEED.format(prefix=prefix))
+    seeded = json.loads(output.strip().splitlines()[-1])
+    embedded_wait(topology, seeded["document"])
+    return seeded
+
+
+def embedded_wait(topology: Topology, document: int, timeout: float = 120) -> None:
+    """Until the workers have embedded every passage of the document (the vector channel
+    finds it then; before, an answer is `partial`)."""
+    deadline = time.monotonic() + timeout
+    while topology.primary_sql(
+        "SELECT count(*) FROM knowledge_passage WHERE document_id = %s "
+        "AND embedding_status <> 'embedded'",
+        [document],
+    )[0][0]:
+        assert time.monotonic() < deadline, "the passages were not embedded in time"
+        time.sleep(0.25)
 
 
 def member_remove(topology: Topology, *, space: int, username: str) -> None:

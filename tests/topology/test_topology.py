@@ -19,7 +19,7 @@ import pytest
 from koinon_client import Client
 from koinon_client.errors import KoinonError
 
-from tests.topology.helpers import QUESTION, headers, member_remove, seed
+from tests.topology.helpers import QUESTION, headers, member_remove, seed, seed_on_primary
 from tools.topology.harness import DATABASE, ROOT, Topology
 
 pytestmark = pytest.mark.slow
@@ -83,7 +83,10 @@ def run_states(topology: Topology, run_ids: list[str]) -> dict[str, str]:
 def test_an_answer_and_its_stream_pass_through_the_balancer_and_the_pooler(topology):
     seeded = seed(topology, "balancer")
     body = ask(topology, seeded["member_key"])
-    assert body["evidence"]["answer_status"] == "evidence_backed"
+    assert body["evidence"]["answer_status"] == "evidence_backed", (
+        body["evidence"],
+        body["quality"],
+    )
     assert "platform operations team" in body["answer"]["text"]
     with Client(topology.url, seeded["member_key"]) as client:
         answer = client.answer.collect(client.answer.start(QUESTION))
@@ -113,6 +116,49 @@ def test_a_stream_read_on_one_host_resumes_on_the_other_after_last_event_id(topo
         resumed = list(other.answer.events(run_id, last_event_id=events[0].id))
     assert [event.id for event in resumed] == [event.id for event in events[1:]]
     assert resumed[-1].data == events[-1].data
+
+
+def test_an_upload_and_a_dataset_made_on_one_host_are_read_on_the_other(topology):
+    """Uploads and dataset snapshots live in shared directories (KOINON_MEDIA_DIR,
+    KOINON_DATASETS_DIR), not in a web host's own data directory."""
+    seeded = seed(topology, "shared")
+    owner = headers(seeded["owner_key"])
+    created = httpx.post(
+        f"{topology.web_url(0)}/v1/datasets",
+        data={"space": str(seeded["space"]), "table": "orders"},
+        files={"file": ("invoices.csv", b"invoice,amount\nA-1,1250\nA-2,2750\n", "text/csv")},
+        headers=owner,
+        timeout=60,
+    )
+    assert created.status_code == 201, created.text
+    queried = httpx.post(
+        f"{topology.web_url(1)}/v1/datasets/{created.json()['id']}/query",
+        json={"sql": "SELECT sum(amount) AS total FROM orders"},
+        headers=owner,
+        timeout=60,
+    )
+    assert queried.status_code == 200, queried.text
+    assert queried.json()["rows"] == [[4000]]
+    # A file uploaded to one host is extracted by a worker (a data directory of its own).
+    uploaded = httpx.post(
+        f"{topology.web_url(0)}/v1/documents",
+        data={"space": str(seeded["space"])},
+        files={"file": ("drills.md", b"# Drills\n\nThe restore drill runs monthly.\n")},
+        headers=owner,
+        timeout=60,
+    )
+    assert uploaded.status_code in (201, 202), uploaded.text
+    wait_for(
+        "the upload extracted",
+        lambda: (
+            topology.primary_sql(
+                "SELECT count(*) FROM knowledge_extraction WHERE revision_id = %s "
+                "AND status = 'admitted'",
+                [uploaded.json()["revision"]],
+            )[0][0]
+            > 0
+        ),
+    )
 
 
 def test_migrations_ran_direct_and_nothing_is_left_to_migrate(topology):
@@ -269,7 +315,7 @@ def test_a_replica_lagging_beyond_the_bound_is_skipped_and_reported(topology):
     topology.replica_pause()
     try:
         wait_for("the strict host", lambda: _answers(url))
-        seeded = seed_without_replica(topology)
+        seeded = seed_on_primary(topology, "strict")
         wait_for(
             "the lag reported",
             lambda: health(url)["components"]["database_replica"]["status"] == "degraded",
@@ -297,16 +343,6 @@ def _answers(url: str) -> bool:
     with contextlib.suppress(httpx.HTTPError):
         return httpx.get(f"{url}/v1/health", timeout=5).status_code in (200, 503)
     return False
-
-
-def seed_without_replica(topology: Topology) -> dict:
-    """`seed`, without waiting for a replica that is paused."""
-    import json
-
-    from tests.topology.helpers import SEED
-
-    output = topology.shell(SEED.format(prefix="strict"))
-    return json.loads(output.strip().splitlines()[-1])
 
 
 # --- a web host dies --------------------------------------------------------------------

@@ -172,6 +172,7 @@ class Topology:
                 "SECRET_KEY": self.secret_key,
                 "KOINON_DATA_DIR": str(self.base / name),
                 "KOINON_MEDIA_DIR": str(self.base / "media"),
+                "KOINON_DATASETS_DIR": str(self.base / "shared"),
                 "KOINON_LOG_DIR": str(self.logs / "traces"),
                 "DATABASE_URL": self._database_url(self.ports["pgbouncer"]),
                 "DATABASE_POOLER": "pgbouncer",
@@ -213,6 +214,7 @@ class Topology:
         self.base.mkdir(parents=True, exist_ok=True)
         self.logs.mkdir(parents=True, exist_ok=True)
         (self.base / "media").mkdir(exist_ok=True)
+        (self.base / "shared").mkdir(exist_ok=True)
         try:
             self._start_postgres()
             self._start_redis()
