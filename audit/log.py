@@ -8,12 +8,14 @@ log, under one advisory lock, so every release gets exactly one dense index."""
 
 import base64
 import logging
+from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import OuterRef, Subquery
 
 from audit.checkpoint import Checkpoint, checkpoint_sign
 from audit.merkle import MerkleTree, leaf_hash
@@ -163,6 +165,26 @@ def log_size() -> int:
     """How many entries the log holds (its indices are dense from 0)."""
     last = LogEntry.objects.order_by("-index").values_list("index", flat=True).first()
     return 0 if last is None else last + 1
+
+
+def log_positions(release_ids: Iterable[object]) -> dict[str, dict[str, Any]]:
+    """Where each integrated release stands in the log, keyed by release id (a release not
+    yet integrated has no key): its index, and the first signed checkpoint that covers it
+    (`tree_size` and `checkpoint` null while none does). Read beside a sealed body, never
+    part of it: the receipt's hashes stay what was sealed. One query for any number."""
+    covering = LogCheckpoint.objects.filter(size__gt=OuterRef("index")).order_by("size")[:1]
+    rows = (
+        LogEntry.objects.filter(release_id__in=list(release_ids))
+        .annotate(
+            covering_size=Subquery(covering.values("size")),
+            covering_note=Subquery(covering.values("note")),
+        )
+        .values_list("release_id", "index", "covering_size", "covering_note")
+    )
+    return {
+        str(release_id): {"index": index, "tree_size": size, "checkpoint": note}
+        for release_id, index, size, note in rows
+    }
 
 
 def log_inclusion_proof(*, entry: LogEntry, tree_size: int | None = None) -> dict[str, Any]:

@@ -534,3 +534,64 @@ def test_a_checkpoint_kept_outside_the_database_catches_an_owner_who_also_rewrot
     forged.write_text(checkpoint_sign(stolen, signer=NoteSigner.generate(ORIGIN)))
     ok, report = _verify(forged)
     assert not ok and "not one the log's key signed" in report, report
+
+
+@pytest.mark.django_db
+def test_the_receipt_gains_its_log_index_and_checkpoint_once_integrated_its_hashes_unchanged(
+    published, log_key, member
+):
+    from koinon_client import Release
+
+    from answers.models import AnswerRun
+
+    client = client_for(member)
+    path = f"/v1/runs/{published['run_id']}"
+    before = client.get(path).json()
+    assert "log" not in before["release"]  # sealed, not yet integrated
+    more_releases(2)
+    log_integrate()
+    after = client.get(path).json()
+    log = after["release"].pop("log")
+    assert (log["index"], log["tree_size"]) == (0, 3)
+    checkpoint = checkpoint_open(log["checkpoint"], verifier=log_key.verifier())
+    assert (checkpoint.size, checkpoint.root) == (3, log_tree().root())
+    # Read beside the sealed body: the receipt and what was sealed are exactly as before.
+    assert after == before
+    assert Release.from_body(after).verify(after)
+    stored = AnswerRun.objects.get(pk=published["run_id"]).response
+    assert "log" not in stored["release"]
+    assert stored["release"] == after["release"]
+
+
+@pytest.mark.django_db
+def test_a_receipt_integrated_before_any_checkpoint_has_its_index_and_no_checkpoint(
+    published, member, settings
+):
+    settings.KOINON_LOG_KEY_FILE = ""
+    log_integrate()
+    body = client_for(member).get(f"/v1/runs/{published['run_id']}").json()
+    assert body["release"]["log"] == {"index": 0, "tree_size": None, "checkpoint": None}
+
+
+@pytest.mark.django_db
+def test_a_later_checkpoint_does_not_move_the_one_a_receipt_names(published, log_key, member):
+    log_integrate()
+    more_releases(4)
+    log_integrate()
+    body = client_for(member).get(f"/v1/runs/{published['run_id']}").json()
+    assert body["release"]["log"]["tree_size"] == 1  # the first covering, not the latest
+    assert LogCheckpoint.objects.latest().size == 5
+
+
+@pytest.mark.django_db
+def test_the_chat_receipt_shows_the_log_index_and_checkpoint(published, log_key, member):
+    from django.test import Client
+
+    browser = Client()
+    browser.force_login(member)
+    path = f"/runs/{published['run_id']}/receipt/1/"
+    assert "not yet in the answer log" in browser.get(path).content.decode()
+    more_releases(1)
+    log_integrate()
+    page = browser.get(path).content.decode()
+    assert "entry 0, covered by the signed checkpoint of 2 entries" in page
