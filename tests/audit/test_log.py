@@ -19,9 +19,9 @@ from audit.tasks import log_integrate_task
 from core.embedded import RECORD_TABLES
 from core.queue import QueueUnavailable
 from tests.answers.helpers import MIXED_QUESTION, ask
+from tests.audit.helpers import ORIGIN, as_owner, more_releases
 from tests.helpers import client_for
 
-ORIGIN = "koinon.test/answers"
 ENTRY_KEYS = {
     "release",
     "run",
@@ -37,25 +37,6 @@ ENTRY_KEYS = {
     "policy_sha256",
     "sealed_at",
 }
-
-
-def more_releases(count: int) -> None:
-    """count further receipts, as refusals without a generation of the one published run
-    (unique per reset context), straight in SQL: the log reads receipts, however made."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "INSERT INTO audit_outputrelease (id, run_id, message_id, generation_id, kind, "
-            "reset_context, policy_version, publication_sequence, selected_fact_ids, "
-            "source_refs, result_hashes, text_sha256, citations_sha256, cards_sha256, "
-            "policy_sha256, searched, created_at) "
-            "SELECT gen_random_uuid(), r.run_id, r.message_id, NULL, 'refusal', "
-            "1000 + n + (SELECT count(*) FROM audit_outputrelease), '1', "
-            "nextval('audit_publication_sequence'), '[]', '[]', '{}', md5(n::text) || "
-            "md5(n::text), r.citations_sha256, r.cards_sha256, r.policy_sha256, '{}', now() "
-            "FROM (SELECT * FROM audit_outputrelease ORDER BY publication_sequence LIMIT 1) r, "
-            "generate_series(1, %s) n",
-            [count],
-        )
 
 
 def refused_in_savepoint(sql: str) -> str:
@@ -436,16 +417,6 @@ def test_a_consistency_proof_verifies_between_two_checkpoints_and_names_no_relea
     assert APIClient().get("/v1/log/consistency?from=1&to=4").status_code in (401, 403)
 
 
-def _as_owner(*statements: str | tuple[str, list]) -> None:
-    """What a database owner can do: change records with the triggers bypassed."""
-    with connection.cursor() as cursor:
-        cursor.execute("SET session_replication_role = replica")
-        for statement in statements:
-            sql, params = statement if isinstance(statement, tuple) else (statement, [])
-            cursor.execute(sql, params)
-        cursor.execute("SET session_replication_role = DEFAULT")
-
-
 def _verify(*checkpoint_files) -> tuple[bool, str]:
     from io import StringIO
 
@@ -510,7 +481,7 @@ def test_log_verify_reports_what_a_database_owner_changed(published, log_key, ta
     log_integrate()
     assert _verify()[0]  # the untouched log verifies
     statements, expected = TAMPERING[tampering]
-    _as_owner(*statements())
+    as_owner(*statements())
     ok, report = _verify()
     assert not ok
     assert expected in report, report
@@ -524,7 +495,7 @@ def test_a_checkpoint_kept_outside_the_database_catches_an_owner_who_also_rewrot
     log_integrate()
     witness = tmp_path / "checkpoint.txt"
     witness.write_text(LogCheckpoint.objects.get().note)
-    _as_owner(SWAP, "DELETE FROM audit_logcheckpoint")
+    as_owner(SWAP, "DELETE FROM audit_logcheckpoint")
     assert _verify()[0]  # with the stored checkpoints gone, the table alone cannot tell
     ok, report = _verify(witness)
     assert not ok and "supplied checkpoint of size 6" in report, report
