@@ -6,13 +6,20 @@ from django.core.management.base import BaseCommand, CommandError
 
 from audit.log import LogKeyUnavailable
 from audit.log_verify import log_verify
+from audit.log_witness import log_witness
 
 
 class Command(BaseCommand):
-    help = "The answer log: `verify` recomputes it and checks every checkpoint."
+    help = (
+        "The answer log: `verify` recomputes it and checks every checkpoint; `witness DIR` "
+        "appends each new checkpoint consistent with the newest one kept in DIR."
+    )
 
     def add_arguments(self, parser: ArgumentParser) -> None:
-        parser.add_argument("action", choices=["verify"])
+        parser.add_argument("action", choices=["verify", "witness"])
+        parser.add_argument(
+            "directory", nargs="?", metavar="DIR", help="witness: where checkpoints are kept"
+        )
         parser.add_argument(
             "--checkpoint",
             action="append",
@@ -22,6 +29,9 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: object, **options: Any) -> None:  # noqa: ANN401 - argparse values
+        if options["action"] == "witness":
+            self.witness(options["directory"])
+            return
         try:
             supplied = [Path(name).read_text(encoding="utf-8") for name in options["checkpoint"]]
         except OSError as error:
@@ -38,3 +48,22 @@ class Command(BaseCommand):
         )
         if report.problems:
             raise CommandError("the answer log does not verify")
+
+    def witness(self, directory: str | None) -> None:
+        if not directory:
+            raise CommandError("witness needs the directory to keep checkpoints in")
+        try:
+            report = log_witness(directory=Path(directory))
+        except LogKeyUnavailable as error:
+            raise CommandError(str(error)) from None
+        except OSError as error:
+            raise CommandError(f"the witness directory cannot be used: {error.strerror}") from None
+        for problem in report.problems:
+            self.stdout.write(f"PROBLEM {problem}")
+        newest = "none" if report.newest is None else f"size {report.newest}"
+        self.stdout.write(
+            f"{len(report.written)} new checkpoints kept, the newest kept: {newest}, "
+            f"{len(report.problems)} problems"
+        )
+        if report.problems:
+            raise CommandError("the answer log is not consistent with the kept checkpoints")
