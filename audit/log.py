@@ -9,6 +9,7 @@ log, under one advisory lock, so every release gets exactly one dense index."""
 import base64
 import logging
 from collections.abc import Iterable
+from datetime import datetime
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import OuterRef, Subquery
+from django.utils import timezone
 
 from audit.checkpoint import Checkpoint, checkpoint_sign
 from audit.merkle import MerkleTree, leaf_hash
@@ -88,8 +90,9 @@ def log_tree() -> MerkleTree:
 @transaction.atomic
 def log_integrate(*, batch: int = INTEGRATE_BATCH) -> int:
     """Append every release not yet in the log (at most batch, oldest publication first)
-    at the next dense indices, then sign a checkpoint of the new tree when a key is set.
-    Returns how many were integrated.
+    at the next dense indices, then sign a checkpoint of the whole tree when a key is set
+    and one is due (at most one per KOINON_LOG_CHECKPOINT_SECONDS; a deferred one is signed
+    by a later call, with or without new entries). Returns how many were integrated.
 
     Takes the log's advisory transaction lock first, so concurrent integrations run one
     after another and each sees the entries the one before committed (READ COMMITTED:
@@ -104,8 +107,6 @@ def log_integrate(*, batch: int = INTEGRATE_BATCH) -> int:
             :batch
         ]
     )
-    if not pending:
-        return 0
     entries = []
     for offset, release in enumerate(pending):
         entry = log_entry_json(release)
@@ -118,19 +119,57 @@ def log_integrate(*, batch: int = INTEGRATE_BATCH) -> int:
             )
         )
     LogEntry.objects.bulk_create(entries)
+    _checkpoint_if_due(size=start + len(entries))
+    return len(entries)
+
+
+def _checkpoint_if_due(*, size: int) -> None:
+    """Sign a checkpoint of the first `size` entries (the whole log) when it has grown since
+    the latest checkpoint and that one is at least KOINON_LOG_CHECKPOINT_SECONDS old; else a
+    later integration signs it (audit.tasks queues one for when it is due). The checkpoint
+    carries its time as the extension line `timestamp <unix seconds>`.
+
+    Precondition: the caller holds the log's advisory lock (one signer per size)."""
+    latest = log_checkpoint_latest()
+    if size == 0 or (latest is not None and latest.size >= size):
+        return
+    now = timezone.now()
+    if latest is not None and log_checkpoint_wait(latest=latest, now=now) > 0:
+        return
     try:
         signer = log_signer()
     except LogKeyUnavailable as error:
         logger.warning("answer log: %s; no checkpoint signed", error)
-        return len(entries)
+        return
     tree = log_tree()
-    checkpoint = Checkpoint(origin=signer.name, size=len(tree), root=tree.root())
+    checkpoint = Checkpoint(
+        origin=signer.name,
+        size=size,
+        root=tree.root(size),
+        extensions=(f"timestamp {int(now.timestamp())}",),
+    )
     LogCheckpoint.objects.create(
         size=checkpoint.size,
         root_hash=checkpoint.root.hex(),
         note=checkpoint_sign(checkpoint, signer=signer),
     )
-    return len(entries)
+
+
+def log_checkpoint_wait(
+    *, latest: LogCheckpoint | None = None, now: datetime | None = None
+) -> float:
+    """Seconds until the next checkpoint may be signed (0: now)."""
+    latest = latest if latest is not None else log_checkpoint_latest()
+    if latest is None:
+        return 0.0
+    elapsed = ((now or timezone.now()) - latest.created_at).total_seconds()
+    return max(0.0, settings.KOINON_LOG_CHECKPOINT_SECONDS - elapsed)
+
+
+def log_checkpoint_pending() -> bool:
+    """Whether the log holds entries no checkpoint covers yet (a checkpoint is deferred)."""
+    latest = log_checkpoint_latest()
+    return log_size() > (latest.size if latest is not None else 0)
 
 
 def log_checkpoint_latest() -> LogCheckpoint | None:
