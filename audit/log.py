@@ -8,6 +8,7 @@ log, under one advisory lock, so every release gets exactly one dense index."""
 
 import base64
 import logging
+import os
 from collections.abc import Iterable
 from datetime import datetime
 from functools import cache
@@ -72,6 +73,21 @@ def _signer_from(path: str) -> NoteSigner:
         return NoteSigner.from_key(text)
     except KeyMalformed as error:
         raise LogKeyUnavailable(f"the log key file holds no note signer key: {error}") from None
+
+
+def log_key_ensure(path: Path, *, origin: str) -> tuple[NoteSigner, bool]:
+    """The note signer key in the file at path, created there (readable by its owner only,
+    never overwritten) when there is none: (the key, whether it was created). For local use
+    (`koinon_up`); a deployment provisions its key itself. Raises LogKeyUnavailable for a
+    file that holds no key, KeyMalformed for an origin that cannot name one."""
+    signer = NoteSigner.generate(origin)
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return _signer_from(str(path)), False
+    with os.fdopen(descriptor, "w", encoding="utf-8") as out:
+        out.write(signer.key_string() + "\n")
+    return signer, True
 
 
 def log_signer() -> NoteSigner:

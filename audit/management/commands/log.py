@@ -4,21 +4,32 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from audit.log import LogKeyUnavailable
+from audit.log import LogKeyUnavailable, log_key_ensure
 from audit.log_verify import log_verify
 from audit.log_witness import log_witness
+from audit.signed_note import KeyMalformed
+
+# The origin of a key made for local use; a deployment names its own log.
+LOCAL_ORIGIN = "koinon.localhost/answers"
 
 
 class Command(BaseCommand):
     help = (
         "The answer log: `verify` recomputes it and checks every checkpoint; `witness DIR` "
-        "appends each new checkpoint consistent with the newest one kept in DIR."
+        "appends each new checkpoint consistent with the newest one kept in DIR; `key FILE` "
+        "creates a signing key in FILE unless one is there, and prints its public key."
     )
 
     def add_arguments(self, parser: ArgumentParser) -> None:
-        parser.add_argument("action", choices=["verify", "witness"])
+        parser.add_argument("action", choices=["verify", "witness", "key"])
         parser.add_argument(
-            "directory", nargs="?", metavar="DIR", help="witness: where checkpoints are kept"
+            "directory",
+            nargs="?",
+            metavar="DIR|FILE",
+            help="witness: where checkpoints are kept; key: the key file",
+        )
+        parser.add_argument(
+            "--origin", default=LOCAL_ORIGIN, help="key: the log's name, in every checkpoint"
         )
         parser.add_argument(
             "--checkpoint",
@@ -31,6 +42,9 @@ class Command(BaseCommand):
     def handle(self, *args: object, **options: Any) -> None:  # noqa: ANN401 - argparse values
         if options["action"] == "witness":
             self.witness(options["directory"])
+            return
+        if options["action"] == "key":
+            self.key(options["directory"], origin=options["origin"])
             return
         try:
             supplied = [Path(name).read_text(encoding="utf-8") for name in options["checkpoint"]]
@@ -67,3 +81,18 @@ class Command(BaseCommand):
         )
         if report.problems:
             raise CommandError("the answer log is not consistent with the kept checkpoints")
+
+    def key(self, name: str | None, *, origin: str) -> None:
+        """Never prints the private key: only the public one, which readers verify with."""
+        if not name:
+            raise CommandError("key needs the file to keep the signing key in")
+        try:
+            signer, created = log_key_ensure(Path(name), origin=origin)
+        except (LogKeyUnavailable, KeyMalformed) as error:
+            raise CommandError(str(error)) from None
+        except OSError as error:
+            raise CommandError(f"the key file cannot be written: {error.strerror}") from None
+        self.stdout.write(
+            f"{'created' if created else 'kept'} the answer log's signing key; "
+            f"its public key: {signer.verifier().key_string()}"
+        )
