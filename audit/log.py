@@ -20,11 +20,11 @@ from django.db import connection, transaction
 from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
-from audit.checkpoint import Checkpoint, checkpoint_sign
-from audit.merkle import MerkleTree, leaf_hash
+from audit.checkpoint import Checkpoint, checkpoint_open, checkpoint_sign
+from audit.merkle import MerkleTree, ProofInvalid, leaf_hash, verify_inclusion
 from audit.models import LogCheckpoint, LogEntry, OutputRelease
 from audit.services import canonical_jcs
-from audit.signed_note import KeyMalformed, NoteSigner
+from audit.signed_note import KeyMalformed, NoteMalformed, NoteSigner, SignatureInvalid
 from core.errors import UnprocessableError
 
 logger = logging.getLogger(__name__)
@@ -282,3 +282,70 @@ def log_consistency_proof(*, old_size: int, new_size: int) -> dict[str, Any]:
         )
     proof = log_tree().consistency_proof(old_size, new_size)
     return {"from": old_size, "to": new_size, "proof": [_b64(node) for node in proof]}
+
+
+def log_export_proofs(release_ids: Iterable[object]) -> dict[str, Any] | None:
+    """What an export carries of the log (conversations.services): the latest signed
+    checkpoint and, for each of the releases it covers, its index and inclusion proof
+    against it. None before the first checkpoint. Precondition: the caller may read them."""
+    latest = log_checkpoint_latest()
+    if latest is None:
+        return None
+    entries = LogEntry.objects.filter(release_id__in=list(release_ids), index__lt=latest.size)
+    tree = log_tree()
+    proofs = {
+        str(entry.release_id): {
+            "index": entry.index,
+            "proof": [_b64(node) for node in tree.inclusion_proof(entry.index, latest.size)],
+        }
+        for entry in entries.only("release_id", "index")
+    }
+    return {"tree_size": latest.size, "checkpoint": latest.note, "proofs": proofs}
+
+
+def log_export_problems(log: object, releases: dict[str, OutputRelease]) -> list[str]:
+    """Check the log part of an export against the releases stored for its sealed messages
+    (by release id): its checkpoint must be signed by the log's key, and each proof must
+    lead from the entry of the stored release — rebuilt here, as integration built it — to
+    that checkpoint's root. Every value is checked for its type before use. A release the
+    checkpoint covers must carry its proof. One line per problem."""
+    if not isinstance(log, dict) or not isinstance(log.get("proofs"), dict):
+        return ["its answer log part is malformed"]
+    try:
+        verifier = log_signer().verifier()
+    except LogKeyUnavailable:
+        return ["its answer log checkpoint cannot be checked: the log's key is not configured"]
+    try:
+        checkpoint = checkpoint_open(str(log.get("checkpoint")), verifier=verifier)
+    except (NoteMalformed, SignatureInvalid):
+        return ["its answer log checkpoint is not one the log's key signed"]
+    problems = []
+    covered = dict(
+        LogEntry.objects.filter(
+            release_id__in=[r.pk for r in releases.values()], index__lt=checkpoint.size
+        ).values_list("release_id", "index")
+    )
+    for release_id, release in releases.items():
+        item = log["proofs"].get(release_id)
+        if item is None:
+            if release.pk in covered:
+                problems.append(f"release {release_id} carries no proof, yet the log holds it")
+            continue
+        proof = item.get("proof") if isinstance(item, dict) else None
+        index = item.get("index") if isinstance(item, dict) else None
+        try:
+            if type(index) is not int or not isinstance(proof, list):
+                raise ProofInvalid("malformed")
+            verify_inclusion(
+                leaf=leaf_hash(log_entry_json(release).encode()),
+                index=index,
+                tree_size=checkpoint.size,
+                proof=[base64.b64decode(str(node), validate=True) for node in proof],
+                root=checkpoint.root,
+            )
+        except (ProofInvalid, ValueError):
+            problems.append(
+                f"release {release_id} is not in the answer log's checkpoint of size "
+                f"{checkpoint.size} as stored (rewritten since it was logged, or a bad proof)"
+            )
+    return problems
