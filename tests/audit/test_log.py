@@ -566,3 +566,46 @@ def test_the_chat_receipt_shows_the_log_index_and_checkpoint(published, log_key,
     log_integrate()
     page = browser.get(path).content.decode()
     assert "entry 0, covered by the signed checkpoint of 2 entries" in page
+
+
+@pytest.mark.django_db(transaction=True)
+def test_fifty_answers_sealed_in_parallel_each_get_exactly_one_index(library, member, log_key):
+    """50 answers sealed through the real pipeline by 16 threads at once, each thread
+    integrating after each of its publications (as the after-commit task would), so
+    integrations overlap publications and each other."""
+    errors: list[BaseException] = []
+    released: list[str] = []
+    start = threading.Barrier(16)
+
+    def seal(count: int) -> None:
+        try:
+            start.wait()
+            for _ in range(count):
+                body = ask(member, MIXED_QUESTION)
+                released.append(body["release"]["id"])
+                log_integrate()
+        except BaseException as error:  # reported below, in the test's thread
+            errors.append(error)
+        finally:
+            connections.close_all()
+
+    counts = [4] * 2 + [3] * 14  # 50 in all
+    threads = [threading.Thread(target=seal, args=(count,)) for count in counts]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=600)
+    assert not errors, errors
+    assert len(set(released)) == 50
+    log_integrate()  # whatever the last overlapping integration left
+    entries = list(LogEntry.objects.values_list("index", "release_id"))
+    assert [index for index, _ in entries] == list(range(50))
+    assert {str(release) for _, release in entries} == set(released)
+    tree = log_tree()
+    verifier = log_key.verifier()
+    checkpoints = list(LogCheckpoint.objects.all())
+    assert checkpoints[-1].size == 50
+    for checkpoint in checkpoints:
+        assert checkpoint_open(checkpoint.note, verifier=verifier).root == tree.root(
+            checkpoint.size
+        )
