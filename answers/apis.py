@@ -14,7 +14,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from answers.boundary import sealed_answer_read
+from answers.boundary import receipt_with_log, sealed_answer_read
 from answers.models import Conversation
 from answers.pipeline.events import STEPS
 from answers.pipeline.lifecycle import answer_create, answer_retry, answer_stream_start
@@ -263,7 +263,7 @@ class RunDetailApi(APIView):
         body = sealed_answer_read(user=request.user, run=run)
         if body is None:
             raise NotFoundError("This run has no published answer.", code="not_published")
-        return Response(body)
+        return Response(receipt_with_log(body))
 
 
 class RunRetryApi(APIView):

@@ -5,9 +5,10 @@ fixed access-failure text instead of it; a cited revision erased since gives the
 Sealed text never outlives the access it was sealed under, nor the text it quoted."""
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date
+from typing import Any
 
 from django.contrib.postgres.expressions import ArraySubquery
 from django.db.models import OuterRef
@@ -15,6 +16,7 @@ from django.db.models.functions import JSONObject
 
 from answers.models import AnswerRun
 from answers.pipeline import texts
+from audit.log import log_positions
 from audit.models import StreamEvent
 from core.types import User, UserOrAnonymous
 from datasets.models import Dataset
@@ -235,6 +237,19 @@ def sealed_answers_read(
     cited = [s for body in bodies.values() for s in body.get("evidence", {}).get("sources", [])]
     states = source_states(user=user, sources=cited)
     return {key: states.sealed(body) for key, body in bodies.items()}
+
+
+def receipt_with_log(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The body with its receipt's place in the answer log read beside it, once the release
+    is integrated: `release.log` holds the log index and the first signed checkpoint covering
+    it (null until one is signed). Absent before integration, so a body read then is the
+    response and the replayed `completed` payload exactly. Added on reading, never stored:
+    the sealed body, and every hash of the receipt, stay as sealed."""
+    release: dict[str, Any] = body.get("release") or {}
+    position = log_positions([release["id"]]).get(str(release["id"])) if release else None
+    if position is None:
+        return dict(body)
+    return {**body, "release": {**release, "log": position}}
 
 
 def capture_sources_fit(*, user: User, capture: dict, space_id: int) -> str | None:

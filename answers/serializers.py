@@ -120,6 +120,19 @@ class ReleaseSearchedOutput(serializers.Serializer):
     memory = MemorySteeringOutput(many=True, required=False)
 
 
+class ReleaseLogOutput(serializers.Serializer):
+    """Where the release stands in the answer log (docs/releases.md), read beside the sealed
+    body: not part of what was sealed or hashed."""
+
+    index = serializers.IntegerField(help_text="the release's index in the answer log")
+    tree_size = serializers.IntegerField(
+        allow_null=True, help_text="the size of the first signed checkpoint covering it"
+    )
+    checkpoint = serializers.CharField(
+        allow_null=True, help_text="that checkpoint's signed note; null until one is signed"
+    )
+
+
 class ReleaseOutput(serializers.Serializer):
     id = serializers.CharField()
     kind = serializers.ChoiceField(choices=["answer", "refusal"])
@@ -131,6 +144,10 @@ class ReleaseOutput(serializers.Serializer):
     cards_sha256 = serializers.CharField()
     policy_sha256 = serializers.CharField()
     searched = ReleaseSearchedOutput()
+    log = ReleaseLogOutput(
+        required=False,
+        help_text="GET /v1/runs/<id> only, once integrated into the answer log; never sealed.",
+    )
 
 
 class AnswerOutput(serializers.Serializer):

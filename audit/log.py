@@ -8,18 +8,23 @@ log, under one advisory lock, so every release gets exactly one dense index."""
 
 import base64
 import logging
+import os
+from collections.abc import Iterable
+from datetime import datetime
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import OuterRef, Subquery
+from django.utils import timezone
 
-from audit.checkpoint import Checkpoint, checkpoint_sign
-from audit.merkle import MerkleTree, leaf_hash
+from audit.checkpoint import Checkpoint, checkpoint_open, checkpoint_sign
+from audit.merkle import MerkleTree, ProofInvalid, leaf_hash, verify_inclusion
 from audit.models import LogCheckpoint, LogEntry, OutputRelease
 from audit.services import canonical_jcs
-from audit.signed_note import KeyMalformed, NoteSigner
+from audit.signed_note import KeyMalformed, NoteMalformed, NoteSigner, SignatureInvalid
 from core.errors import UnprocessableError
 
 logger = logging.getLogger(__name__)
@@ -70,6 +75,21 @@ def _signer_from(path: str) -> NoteSigner:
         raise LogKeyUnavailable(f"the log key file holds no note signer key: {error}") from None
 
 
+def log_key_ensure(path: Path, *, origin: str) -> tuple[NoteSigner, bool]:
+    """The note signer key in the file at path, created there (readable by its owner only,
+    never overwritten) when there is none: (the key, whether it was created). For local use
+    (`koinon_up`); a deployment provisions its key itself. Raises LogKeyUnavailable for a
+    file that holds no key, KeyMalformed for an origin that cannot name one."""
+    signer = NoteSigner.generate(origin)
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return _signer_from(str(path)), False
+    with os.fdopen(descriptor, "w", encoding="utf-8") as out:
+        out.write(signer.key_string() + "\n")
+    return signer, True
+
+
 def log_signer() -> NoteSigner:
     """The log's signing key, from KOINON_LOG_KEY_FILE. Raises LogKeyUnavailable."""
     if not settings.KOINON_LOG_KEY_FILE:
@@ -86,8 +106,9 @@ def log_tree() -> MerkleTree:
 @transaction.atomic
 def log_integrate(*, batch: int = INTEGRATE_BATCH) -> int:
     """Append every release not yet in the log (at most batch, oldest publication first)
-    at the next dense indices, then sign a checkpoint of the new tree when a key is set.
-    Returns how many were integrated.
+    at the next dense indices, then sign a checkpoint of the whole tree when a key is set
+    and one is due (at most one per KOINON_LOG_CHECKPOINT_SECONDS; a deferred one is signed
+    by a later call, with or without new entries). Returns how many were integrated.
 
     Takes the log's advisory transaction lock first, so concurrent integrations run one
     after another and each sees the entries the one before committed (READ COMMITTED:
@@ -102,8 +123,6 @@ def log_integrate(*, batch: int = INTEGRATE_BATCH) -> int:
             :batch
         ]
     )
-    if not pending:
-        return 0
     entries = []
     for offset, release in enumerate(pending):
         entry = log_entry_json(release)
@@ -116,19 +135,57 @@ def log_integrate(*, batch: int = INTEGRATE_BATCH) -> int:
             )
         )
     LogEntry.objects.bulk_create(entries)
+    _checkpoint_if_due(size=start + len(entries))
+    return len(entries)
+
+
+def _checkpoint_if_due(*, size: int) -> None:
+    """Sign a checkpoint of the first `size` entries (the whole log) when it has grown since
+    the latest checkpoint and that one is at least KOINON_LOG_CHECKPOINT_SECONDS old; else a
+    later integration signs it (audit.tasks queues one for when it is due). The checkpoint
+    carries its time as the extension line `timestamp <unix seconds>`.
+
+    Precondition: the caller holds the log's advisory lock (one signer per size)."""
+    latest = log_checkpoint_latest()
+    if size == 0 or (latest is not None and latest.size >= size):
+        return
+    now = timezone.now()
+    if latest is not None and log_checkpoint_wait(latest=latest, now=now) > 0:
+        return
     try:
         signer = log_signer()
     except LogKeyUnavailable as error:
         logger.warning("answer log: %s; no checkpoint signed", error)
-        return len(entries)
+        return
     tree = log_tree()
-    checkpoint = Checkpoint(origin=signer.name, size=len(tree), root=tree.root())
+    checkpoint = Checkpoint(
+        origin=signer.name,
+        size=size,
+        root=tree.root(size),
+        extensions=(f"timestamp {int(now.timestamp())}",),
+    )
     LogCheckpoint.objects.create(
         size=checkpoint.size,
         root_hash=checkpoint.root.hex(),
         note=checkpoint_sign(checkpoint, signer=signer),
     )
-    return len(entries)
+
+
+def log_checkpoint_wait(
+    *, latest: LogCheckpoint | None = None, now: datetime | None = None
+) -> float:
+    """Seconds until the next checkpoint may be signed (0: now)."""
+    latest = latest if latest is not None else log_checkpoint_latest()
+    if latest is None:
+        return 0.0
+    elapsed = ((now or timezone.now()) - latest.created_at).total_seconds()
+    return max(0.0, settings.KOINON_LOG_CHECKPOINT_SECONDS - elapsed)
+
+
+def log_checkpoint_pending() -> bool:
+    """Whether the log holds entries no checkpoint covers yet (a checkpoint is deferred)."""
+    latest = log_checkpoint_latest()
+    return log_size() > (latest.size if latest is not None else 0)
 
 
 def log_checkpoint_latest() -> LogCheckpoint | None:
@@ -163,6 +220,26 @@ def log_size() -> int:
     """How many entries the log holds (its indices are dense from 0)."""
     last = LogEntry.objects.order_by("-index").values_list("index", flat=True).first()
     return 0 if last is None else last + 1
+
+
+def log_positions(release_ids: Iterable[object]) -> dict[str, dict[str, Any]]:
+    """Where each integrated release stands in the log, keyed by release id (a release not
+    yet integrated has no key): its index, and the first signed checkpoint that covers it
+    (`tree_size` and `checkpoint` null while none does). Read beside a sealed body, never
+    part of it: the receipt's hashes stay what was sealed. One query for any number."""
+    covering = LogCheckpoint.objects.filter(size__gt=OuterRef("index")).order_by("size")[:1]
+    rows = (
+        LogEntry.objects.filter(release_id__in=list(release_ids))
+        .annotate(
+            covering_size=Subquery(covering.values("size")),
+            covering_note=Subquery(covering.values("note")),
+        )
+        .values_list("release_id", "index", "covering_size", "covering_note")
+    )
+    return {
+        str(release_id): {"index": index, "tree_size": size, "checkpoint": note}
+        for release_id, index, size, note in rows
+    }
 
 
 def log_inclusion_proof(*, entry: LogEntry, tree_size: int | None = None) -> dict[str, Any]:
@@ -205,3 +282,70 @@ def log_consistency_proof(*, old_size: int, new_size: int) -> dict[str, Any]:
         )
     proof = log_tree().consistency_proof(old_size, new_size)
     return {"from": old_size, "to": new_size, "proof": [_b64(node) for node in proof]}
+
+
+def log_export_proofs(release_ids: Iterable[object]) -> dict[str, Any] | None:
+    """What an export carries of the log (conversations.services): the latest signed
+    checkpoint and, for each of the releases it covers, its index and inclusion proof
+    against it. None before the first checkpoint. Precondition: the caller may read them."""
+    latest = log_checkpoint_latest()
+    if latest is None:
+        return None
+    entries = LogEntry.objects.filter(release_id__in=list(release_ids), index__lt=latest.size)
+    tree = log_tree()
+    proofs = {
+        str(entry.release_id): {
+            "index": entry.index,
+            "proof": [_b64(node) for node in tree.inclusion_proof(entry.index, latest.size)],
+        }
+        for entry in entries.only("release_id", "index")
+    }
+    return {"tree_size": latest.size, "checkpoint": latest.note, "proofs": proofs}
+
+
+def log_export_problems(log: object, releases: dict[str, OutputRelease]) -> list[str]:
+    """Check the log part of an export against the releases stored for its sealed messages
+    (by release id): its checkpoint must be signed by the log's key, and each proof must
+    lead from the entry of the stored release — rebuilt here, as integration built it — to
+    that checkpoint's root. Every value is checked for its type before use. A release the
+    checkpoint covers must carry its proof. One line per problem."""
+    if not isinstance(log, dict) or not isinstance(log.get("proofs"), dict):
+        return ["its answer log part is malformed"]
+    try:
+        verifier = log_signer().verifier()
+    except LogKeyUnavailable:
+        return ["its answer log checkpoint cannot be checked: the log's key is not configured"]
+    try:
+        checkpoint = checkpoint_open(str(log.get("checkpoint")), verifier=verifier)
+    except (NoteMalformed, SignatureInvalid):
+        return ["its answer log checkpoint is not one the log's key signed"]
+    problems = []
+    covered = dict(
+        LogEntry.objects.filter(
+            release_id__in=[r.pk for r in releases.values()], index__lt=checkpoint.size
+        ).values_list("release_id", "index")
+    )
+    for release_id, release in releases.items():
+        item = log["proofs"].get(release_id)
+        if item is None:
+            if release.pk in covered:
+                problems.append(f"release {release_id} carries no proof, yet the log holds it")
+            continue
+        proof = item.get("proof") if isinstance(item, dict) else None
+        index = item.get("index") if isinstance(item, dict) else None
+        try:
+            if type(index) is not int or not isinstance(proof, list):
+                raise ProofInvalid("malformed")
+            verify_inclusion(
+                leaf=leaf_hash(log_entry_json(release).encode()),
+                index=index,
+                tree_size=checkpoint.size,
+                proof=[base64.b64decode(str(node), validate=True) for node in proof],
+                root=checkpoint.root,
+            )
+        except (ProofInvalid, ValueError):
+            problems.append(
+                f"release {release_id} is not in the answer log's checkpoint of size "
+                f"{checkpoint.size} as stored (rewritten since it was logged, or a bad proof)"
+            )
+    return problems

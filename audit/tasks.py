@@ -1,7 +1,13 @@
+import logging
+
 from celery import shared_task
+from django.conf import settings
 from django.db import OperationalError
 
-from audit.log import log_integrate_all
+from audit.log import log_checkpoint_pending, log_checkpoint_wait, log_integrate_all
+from core.queue import QueueUnavailable, task_enqueue
+
+logger = logging.getLogger(__name__)
 
 
 @shared_task(
@@ -13,5 +19,14 @@ from audit.log import log_integrate_all
 )
 def log_integrate_task() -> None:
     """Integrate the releases not yet in the answer log (audit.log.log_integrate_all): many
-    queued at once integrate one after another, the later ones finding nothing to do."""
+    queued at once integrate one after another, the later ones finding nothing to do. When
+    the checkpoint of what it integrated is deferred (KOINON_LOG_CHECKPOINT_SECONDS), it
+    queues itself again for when one is due, so the entries never wait for a next answer."""
     log_integrate_all()
+    if not settings.KOINON_LOG_KEY_FILE or not log_checkpoint_pending():
+        return
+    wait = log_checkpoint_wait()
+    try:
+        task_enqueue(log_integrate_task, countdown=max(wait, 0.5))
+    except QueueUnavailable:
+        logger.warning("answer log: deferred checkpoint not queued; the next sweep signs it")

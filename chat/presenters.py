@@ -14,6 +14,7 @@ from answers.boundary import sealed_answer_read, sealed_answers_read
 from answers.models import AnswerRun
 from answers.pipeline import texts
 from answers.selectors import run_audit, run_release
+from audit.log import log_positions
 from audit.models import StreamEvent
 from audit.services import body_hashes
 from core.types import User
@@ -372,6 +373,8 @@ def receipt_view(*, user: User, run: AnswerRun, generation: int) -> dict | None:
         "facts": facts,
         "datasets": sorted({c["dataset"] for c in values}),
         "hashes": hashes,
+        # Read beside the sealed receipt, never part of it (docs/releases.md).
+        "log": log_positions([release.pk]).get(str(release.pk)),
         "steps": entry.get("steps", []),
         "sql": entry.get("sql", []),
         "memories": audit.get("memories_used", []),

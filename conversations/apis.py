@@ -83,6 +83,12 @@ class ExportOutput(serializers.Serializer):
     exported_at = serializers.DateTimeField()
     conversation = serializers.DictField()
     messages = MessageOutput(many=True)
+    log = serializers.DictField(
+        required=False,
+        help_text="The answer log's latest checkpoint (`tree_size`, `checkpoint`) and "
+        "`proofs` by release id (`index`, base64 `proof`), for the sealed answers it covers; "
+        "absent before the first checkpoint.",
+    )
 
 
 class ShareOutput(serializers.Serializer):

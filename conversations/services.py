@@ -29,6 +29,7 @@ from answers.models import AnswerRun, Conversation, Message
 from answers.pipeline import texts
 from answers.selectors import conversation_get_for_user as owner_conversation_get
 from answers.selectors import run_capture_current
+from audit.log import log_export_problems, log_export_proofs
 from audit.models import OutputRelease
 from audit.services import body_hashes, canonical_json, sha256_hex
 from conversations.models import ConversationShare, PublicationIntent
@@ -193,7 +194,8 @@ def conversation_export(*, user: User, conversation: Conversation) -> dict:
     """The conversation as it may leave now: the output check is repeated at this
     transfer boundary (only sealed answers, each with its release and hashes; unsealed
     prose as the notice). Precondition: the user's own conversation (selector)."""
-    return {
+    messages = conversation_messages(user=user, conversation=conversation)
+    export = {
         "format": EXPORT_FORMAT,
         "version": EXPORT_VERSION,
         "exported_at": timezone.now().isoformat(),
@@ -203,8 +205,26 @@ def conversation_export(*, user: User, conversation: Conversation) -> dict:
             "language": conversation.language,
             "created_at": conversation.created_at.isoformat(),
         },
-        "messages": conversation_messages(user=user, conversation=conversation),
+        "messages": messages,
     }
+    # Beside the sealed bodies, never in them: the answer log's latest checkpoint and the
+    # inclusion proof of each sealed release it covers (docs/releases.md).
+    log = log_export_proofs(_sealed_release_ids(messages))
+    if log is not None:
+        export["log"] = log
+    return export
+
+
+def _sealed_release_ids(messages: list) -> list[str]:
+    return [
+        str(m["body"]["release"]["id"])
+        for m in messages
+        if isinstance(m, dict)
+        and m.get("state") == "sealed"
+        and isinstance(m.get("body"), dict)
+        and isinstance(m["body"].get("release"), dict)
+        and "id" in m["body"]["release"]
+    ]
 
 
 def _inert(text: str) -> str:
@@ -292,6 +312,12 @@ def export_verify(export: object) -> list[str]:
     for pk, own in sorted(stored.items()):
         if pk not in seen and (until is None or own.created_at <= until):
             problems.append(f"message {pk} ({own.role}) is missing from the export")
+    if "log" in export:
+        sealed = {str(r.pk): r for r in releases.values()}
+        claimed = set(_sealed_release_ids(messages))
+        problems += log_export_problems(
+            export["log"], {key: r for key, r in sealed.items() if key in claimed}
+        )
     return problems
 
 

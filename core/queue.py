@@ -15,20 +15,23 @@ class QueueUnavailable(Exception):
     """The task could not be handed to the broker within KOINON_ENQUEUE_TIMEOUT."""
 
 
-def task_enqueue(task: Task[..., Any], *args: object) -> None:
+def task_enqueue(task: Task[..., Any], *args: object, countdown: float | None = None) -> None:
     """Publish task(*args) on a connection of the app's shared broker pool.
 
     Waits at most KOINON_ENQUEUE_TIMEOUT for a pooled connection and retries the
     publication once, so a busy pool or a broker that is down costs seconds, not a
     hung request. (Celery's own producer pool waits for its connection without any
-    bound.) Raises QueueUnavailable; the caller decides what it tells the user.
+    bound.) `countdown`: run it no sooner than that many seconds from now. Raises
+    QueueUnavailable; the caller decides what it tells the user.
     """
     timeout = settings.KOINON_ENQUEUE_TIMEOUT
     try:
         with task.app.pool.acquire(block=True, timeout=timeout) as connection:
-            # Celery's **options take `connection`; celery-types lists only the named options.
+            # Celery's **options take `connection`; celery-types lists only the named options
+            # (and types countdown without its None, which Celery reads as "now").
             task.apply_async(  # type: ignore[call-arg]
                 args=args,
+                countdown=countdown,  # type: ignore[arg-type]  # None: now
                 connection=connection,
                 retry=True,
                 retry_policy={

@@ -34,6 +34,14 @@ def env_int(name: str, default: int) -> int:
         raise ImproperlyConfiguredEnv(f"{name} must be an integer, got {raw!r}") from None
 
 
+def env_int_between(name: str, default: int, low: int, high: int) -> int:
+    """An integer from low to high (inclusive); anything else fails loudly, naming the range."""
+    value = env_int(name, default)
+    if not low <= value <= high:
+        raise ImproperlyConfiguredEnv(f"{name} must be between {low} and {high}, got {value}")
+    return value
+
+
 def env_float(name: str, default: float) -> float:
     raw = os.environ.get(name)
     if raw is None or raw == "":

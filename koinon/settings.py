@@ -17,6 +17,7 @@ from koinon.env import (
     env_float,
     env_host_ports,
     env_int,
+    env_int_between,
     env_list,
     env_path,
     env_str,
@@ -475,6 +476,12 @@ KOINON_LOG_KEY_FILE = env_str("KOINON_LOG_KEY_FILE")
 # queues it too). Off in the test settings: the suite's worker would integrate entries while
 # a test's teardown truncates the tables; the log's tests integrate themselves.
 KOINON_LOG_INTEGRATE_AFTER_COMMIT = True
+# `/v1/health`'s `answer_log` fails while a release has waited longer than this to be
+# integrated (its worker is down or stuck).
+KOINON_LOG_INTEGRATE_SECONDS = env_int_between("KOINON_LOG_INTEGRATE_SECONDS", 30, 1, 86_400)
+# At most one checkpoint this often: entries integrated sooner wait for the next (a checkpoint
+# per publication would make a witness keep one file per answer). 0: one per integration.
+KOINON_LOG_CHECKPOINT_SECONDS = env_int_between("KOINON_LOG_CHECKPOINT_SECONDS", 5, 0, 3600)
 KOINON_WORKER_HEARTBEAT_INTERVAL = env_float("KOINON_WORKER_HEARTBEAT_INTERVAL", 5.0)
 KOINON_WORKER_STALE_AFTER = env_int("KOINON_WORKER_STALE_AFTER", 30)
 KOINON_SWEEP_INTERVAL = env_float("KOINON_SWEEP_INTERVAL", 30.0)

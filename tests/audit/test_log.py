@@ -19,9 +19,9 @@ from audit.tasks import log_integrate_task
 from core.embedded import RECORD_TABLES
 from core.queue import QueueUnavailable
 from tests.answers.helpers import MIXED_QUESTION, ask
+from tests.audit.helpers import ORIGIN, as_owner, more_releases
 from tests.helpers import client_for
 
-ORIGIN = "koinon.test/answers"
 ENTRY_KEYS = {
     "release",
     "run",
@@ -37,25 +37,6 @@ ENTRY_KEYS = {
     "policy_sha256",
     "sealed_at",
 }
-
-
-def more_releases(count: int) -> None:
-    """count further receipts, as refusals without a generation of the one published run
-    (unique per reset context), straight in SQL: the log reads receipts, however made."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "INSERT INTO audit_outputrelease (id, run_id, message_id, generation_id, kind, "
-            "reset_context, policy_version, publication_sequence, selected_fact_ids, "
-            "source_refs, result_hashes, text_sha256, citations_sha256, cards_sha256, "
-            "policy_sha256, searched, created_at) "
-            "SELECT gen_random_uuid(), r.run_id, r.message_id, NULL, 'refusal', "
-            "1000 + n + (SELECT count(*) FROM audit_outputrelease), '1', "
-            "nextval('audit_publication_sequence'), '[]', '[]', '{}', md5(n::text) || "
-            "md5(n::text), r.citations_sha256, r.cards_sha256, r.policy_sha256, '{}', now() "
-            "FROM (SELECT * FROM audit_outputrelease ORDER BY publication_sequence LIMIT 1) r, "
-            "generate_series(1, %s) n",
-            [count],
-        )
 
 
 def refused_in_savepoint(sql: str) -> str:
@@ -436,16 +417,6 @@ def test_a_consistency_proof_verifies_between_two_checkpoints_and_names_no_relea
     assert APIClient().get("/v1/log/consistency?from=1&to=4").status_code in (401, 403)
 
 
-def _as_owner(*statements: str | tuple[str, list]) -> None:
-    """What a database owner can do: change records with the triggers bypassed."""
-    with connection.cursor() as cursor:
-        cursor.execute("SET session_replication_role = replica")
-        for statement in statements:
-            sql, params = statement if isinstance(statement, tuple) else (statement, [])
-            cursor.execute(sql, params)
-        cursor.execute("SET session_replication_role = DEFAULT")
-
-
 def _verify(*checkpoint_files) -> tuple[bool, str]:
     from io import StringIO
 
@@ -510,7 +481,7 @@ def test_log_verify_reports_what_a_database_owner_changed(published, log_key, ta
     log_integrate()
     assert _verify()[0]  # the untouched log verifies
     statements, expected = TAMPERING[tampering]
-    _as_owner(*statements())
+    as_owner(*statements())
     ok, report = _verify()
     assert not ok
     assert expected in report, report
@@ -524,7 +495,7 @@ def test_a_checkpoint_kept_outside_the_database_catches_an_owner_who_also_rewrot
     log_integrate()
     witness = tmp_path / "checkpoint.txt"
     witness.write_text(LogCheckpoint.objects.get().note)
-    _as_owner(SWAP, "DELETE FROM audit_logcheckpoint")
+    as_owner(SWAP, "DELETE FROM audit_logcheckpoint")
     assert _verify()[0]  # with the stored checkpoints gone, the table alone cannot tell
     ok, report = _verify(witness)
     assert not ok and "supplied checkpoint of size 6" in report, report
@@ -534,3 +505,107 @@ def test_a_checkpoint_kept_outside_the_database_catches_an_owner_who_also_rewrot
     forged.write_text(checkpoint_sign(stolen, signer=NoteSigner.generate(ORIGIN)))
     ok, report = _verify(forged)
     assert not ok and "not one the log's key signed" in report, report
+
+
+@pytest.mark.django_db
+def test_the_receipt_gains_its_log_index_and_checkpoint_once_integrated_its_hashes_unchanged(
+    published, log_key, member
+):
+    from koinon_client import Release
+
+    from answers.models import AnswerRun
+
+    client = client_for(member)
+    path = f"/v1/runs/{published['run_id']}"
+    before = client.get(path).json()
+    assert "log" not in before["release"]  # sealed, not yet integrated
+    more_releases(2)
+    log_integrate()
+    after = client.get(path).json()
+    log = after["release"].pop("log")
+    assert (log["index"], log["tree_size"]) == (0, 3)
+    checkpoint = checkpoint_open(log["checkpoint"], verifier=log_key.verifier())
+    assert (checkpoint.size, checkpoint.root) == (3, log_tree().root())
+    # Read beside the sealed body: the receipt and what was sealed are exactly as before.
+    assert after == before
+    assert Release.from_body(after).verify(after)
+    stored = AnswerRun.objects.get(pk=published["run_id"]).response
+    assert "log" not in stored["release"]
+    assert stored["release"] == after["release"]
+
+
+@pytest.mark.django_db
+def test_a_receipt_integrated_before_any_checkpoint_has_its_index_and_no_checkpoint(
+    published, member, settings
+):
+    settings.KOINON_LOG_KEY_FILE = ""
+    log_integrate()
+    body = client_for(member).get(f"/v1/runs/{published['run_id']}").json()
+    assert body["release"]["log"] == {"index": 0, "tree_size": None, "checkpoint": None}
+
+
+@pytest.mark.django_db
+def test_a_later_checkpoint_does_not_move_the_one_a_receipt_names(published, log_key, member):
+    log_integrate()
+    more_releases(4)
+    log_integrate()
+    body = client_for(member).get(f"/v1/runs/{published['run_id']}").json()
+    assert body["release"]["log"]["tree_size"] == 1  # the first covering, not the latest
+    assert LogCheckpoint.objects.latest().size == 5
+
+
+@pytest.mark.django_db
+def test_the_chat_receipt_shows_the_log_index_and_checkpoint(published, log_key, member):
+    from django.test import Client
+
+    browser = Client()
+    browser.force_login(member)
+    path = f"/runs/{published['run_id']}/receipt/1/"
+    assert "not yet in the answer log" in browser.get(path).content.decode()
+    more_releases(1)
+    log_integrate()
+    page = browser.get(path).content.decode()
+    assert "entry 0, covered by the signed checkpoint of 2 entries" in page
+
+
+@pytest.mark.django_db(transaction=True)
+def test_fifty_answers_sealed_in_parallel_each_get_exactly_one_index(library, member, log_key):
+    """50 answers sealed through the real pipeline by 16 threads at once, each thread
+    integrating after each of its publications (as the after-commit task would), so
+    integrations overlap publications and each other."""
+    errors: list[BaseException] = []
+    released: list[str] = []
+    start = threading.Barrier(16)
+
+    def seal(count: int) -> None:
+        try:
+            start.wait()
+            for _ in range(count):
+                body = ask(member, MIXED_QUESTION)
+                released.append(body["release"]["id"])
+                log_integrate()
+        except BaseException as error:  # reported below, in the test's thread
+            errors.append(error)
+        finally:
+            connections.close_all()
+
+    counts = [4] * 2 + [3] * 14  # 50 in all
+    threads = [threading.Thread(target=seal, args=(count,)) for count in counts]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=600)
+    assert not errors, errors
+    assert len(set(released)) == 50
+    log_integrate()  # whatever the last overlapping integration left
+    entries = list(LogEntry.objects.values_list("index", "release_id"))
+    assert [index for index, _ in entries] == list(range(50))
+    assert {str(release) for _, release in entries} == set(released)
+    tree = log_tree()
+    verifier = log_key.verifier()
+    checkpoints = list(LogCheckpoint.objects.all())
+    assert checkpoints[-1].size == 50
+    for checkpoint in checkpoints:
+        assert checkpoint_open(checkpoint.note, verifier=verifier).root == tree.root(
+            checkpoint.size
+        )

@@ -28,6 +28,7 @@ def test_health_reports_every_component_ok_with_a_worker(celery_worker):
         "extractions",
         "embeddings",
         "runs",
+        "answer_log",
     }
     assert all(component["status"] == "ok" for component in components.values())
     assert components["vector"]["detail"].startswith("pgvector 0.")

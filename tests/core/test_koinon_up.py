@@ -112,8 +112,15 @@ def test_koinon_up_serves_refuses_a_second_copy_and_stops_cleanly(up_data_dir):
                 "extractions": "ok",
                 "embeddings": "ok",
                 "runs": "ok",
+                "answer_log": "ok",
                 "database_pool": "ok",
             }
+            # No KOINON_LOG_KEY_FILE: a key for local use, created under the data directory
+            # and announced by its public half only.
+            key = (up_data_dir / "log.key").read_text()
+            assert (up_data_dir / "log.key").stat().st_mode & 0o777 == 0o600
+            said = log_path.read_text()
+            assert "answer log key (local use" in said and key.strip() not in said
             # Answers have worker processes of their own (issue 27, item 4).
             queues = {}
             for name in ("celery", "celery-answers"):

@@ -1,6 +1,6 @@
 """koinon's Python client. See the README section "Python client" for examples."""
 
-from koinon_client.client import AnswerApi, Client, DocumentsApi, RunsApi
+from koinon_client.client import AnswerApi, Client, DocumentsApi, LogApi, RunsApi
 from koinon_client.errors import (
     AuthenticationError,
     BadRequestError,
@@ -26,6 +26,7 @@ from koinon_client.models import (
     SearchResults,
     canonical,
 )
+from koinon_client.transparency import Checkpoint, LogVerificationError, checkpoint_open
 
 __all__ = [
     "POLICY_VERSIONS",
@@ -33,6 +34,7 @@ __all__ = [
     "AnswerApi",
     "AuthenticationError",
     "BadRequestError",
+    "Checkpoint",
     "Client",
     "ConflictError",
     "DocumentsApi",
@@ -40,6 +42,8 @@ __all__ = [
     "EvidencePolicy",
     "EvidenceReport",
     "KoinonError",
+    "LogApi",
+    "LogVerificationError",
     "NotFoundError",
     "PayloadTooLargeError",
     "PermissionDeniedError",
@@ -53,4 +57,5 @@ __all__ = [
     "StreamError",
     "ValidationError",
     "canonical",
+    "checkpoint_open",
 ]

@@ -20,6 +20,13 @@ from httpx_sse import SSEError, connect_sse
 
 from koinon_client.errors import RunFailedError, StreamError, error_from_response
 from koinon_client.models import Answer, Event, EvidencePolicy, SearchResults
+from koinon_client.transparency import (
+    Checkpoint,
+    LogVerificationError,
+    checkpoint_open,
+    proof_hashes,
+    verify_consistency,
+)
 
 STREAM_VERSION = "1"
 # What a dropped connection looks like to httpx while reading a stream.
@@ -50,6 +57,7 @@ class Client:
         self.answer = AnswerApi(self)
         self.runs = RunsApi(self)
         self.documents = DocumentsApi(self)
+        self.log = LogApi(self)
 
     def __enter__(self) -> Client:
         return self
@@ -273,6 +281,50 @@ class RunsApi:
     def retry(self, run_id: str) -> Answer:
         """`POST /v1/runs/<id>/retry`: generation n+1; earlier receipts remain."""
         return Answer.from_body(self._client.request("POST", f"/v1/runs/{run_id}/retry"))
+
+
+class LogApi:
+    """`client.log`: koinon's answer log (docs/releases.md), checked with only its public
+    key. Keep the checkpoints you verify (their `note`): a later one must extend them."""
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+
+    def checkpoint(self, *, verifier_key: str) -> Checkpoint:
+        """`GET /v1/log/checkpoint`: the latest checkpoint, verified with `verifier_key`
+        (never with the key the server sends along)."""
+        body = self._client.request("GET", "/v1/log/checkpoint")
+        return checkpoint_open(body["note"], verifier_key)
+
+    def verify_consistency(
+        self,
+        old_checkpoint: str | Checkpoint,
+        new_checkpoint: str | Checkpoint,
+        *,
+        verifier_key: str,
+    ) -> Checkpoint:
+        """Check that the log of `new_checkpoint` extends the log of `old_checkpoint`, both
+        signed notes the key signed (RFC 9162 §2.1.4, the proof from
+        `GET /v1/log/consistency`): nothing the old one covered was rewritten, removed or
+        reordered. Returns the new checkpoint; LogVerificationError for a fork."""
+        old, new = (
+            checkpoint_open(c.note if isinstance(c, Checkpoint) else c, verifier_key)
+            for c in (old_checkpoint, new_checkpoint)
+        )
+        if old.size > new.size:
+            raise LogVerificationError("the newer checkpoint is smaller", code="inconsistent")
+        proof: list[bytes] = []
+        if 0 < old.size < new.size:
+            served = self._client.request(
+                "GET", "/v1/log/consistency", params={"from": old.size, "to": new.size}
+            )
+            proof = proof_hashes(served.get("proof"))
+        if old.size == 0:
+            return new  # every tree extends the empty one
+        verify_consistency(
+            old_size=old.size, new_size=new.size, old_root=old.root, new_root=new.root, proof=proof
+        )
+        return new
 
 
 class DocumentsApi:

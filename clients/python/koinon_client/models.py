@@ -10,9 +10,22 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import rfc8785
+
+from koinon_client.transparency import (
+    Checkpoint,
+    LogVerificationError,
+    checkpoint_open,
+    entry_from_receipt,
+    leaf_hash,
+    proof_hashes,
+    verify_inclusion,
+)
+
+if TYPE_CHECKING:
+    from koinon_client.client import Client
 
 UNKNOWN = "unknown"
 # Release policy versions this client verifies: 1 hashes Python's JSON serialisation,
@@ -236,6 +249,63 @@ class Release:
     def verify(self, body: Any) -> bool:
         """True when every hash of the receipt matches the body."""
         return not self.mismatches(body)
+
+    def verify_inclusion(
+        self,
+        client: Client,
+        body: dict,
+        *,
+        verifier_key: str,
+        checkpoint: str | Checkpoint | None = None,
+    ) -> Checkpoint:
+        """Check that this receipt is in koinon's answer log, trusting only the log's public
+        key (`verifier_key`, `<name>+<hex id>+<base64 key>`, obtained out of band): the body
+        must match the receipt (`verify`); the log entry is rebuilt from the receipt as the
+        server builds it (RFC 8785 JSON, leaf SHA-256(0x00 ‖ entry)); the inclusion proof
+        fetched from `GET /v1/releases/<id>/proof` must lead to the root of a checkpoint
+        that key signed — `checkpoint` (a signed note you kept, e.g. a witness's) or, by
+        default, the latest one the server offers. Returns that checkpoint; raises
+        LogVerificationError (or the server's typed error, e.g. NotFoundError code
+        `not_integrated`) otherwise.
+
+        >>> answer = client.runs.get(run_id)  # doctest: +SKIP
+        >>> answer.release.verify_inclusion(client, answer.body, verifier_key=KEY)  # doctest: +SKIP
+        Checkpoint(origin='koinon.example/answers', size=1207, ...)
+        """
+        if self.mismatches(body) or Release.from_body(body) != self:
+            raise LogVerificationError("the body does not match this receipt", code="receipt")
+        trusted = None
+        if checkpoint is not None:
+            trusted = checkpoint_open(
+                checkpoint.note if isinstance(checkpoint, Checkpoint) else checkpoint,
+                verifier_key,
+            )
+        params = {"tree_size": trusted.size} if trusted is not None else {}
+        served = client.request("GET", f"/v1/releases/{self.id}/proof", params=params)
+        if trusted is None:
+            if not served.get("checkpoint"):
+                raise LogVerificationError(
+                    "no signed checkpoint covers this release yet", code="no_checkpoint"
+                )
+            trusted = checkpoint_open(served["checkpoint"], verifier_key)
+        if served.get("tree_size") != trusted.size or not isinstance(served.get("index"), int):
+            raise LogVerificationError("the proof is for another tree", code="proof_invalid")
+        try:
+            served_entry = json.loads(served["entry"])
+        except (KeyError, TypeError, ValueError):
+            raise LogVerificationError("the served entry is not JSON", code="malformed") from None
+        entry = entry_from_receipt(body, served_entry)
+        verify_inclusion(
+            leaf=leaf_hash(canonical(entry, "2")),
+            index=served["index"],
+            tree_size=trusted.size,
+            proof=proof_hashes(served.get("proof")),
+            root=trusted.root,
+        )
+        log = body["release"].get("log")
+        if isinstance(log, dict) and log.get("index") != served["index"]:
+            raise LogVerificationError("the receipt names another log index", code="proof_invalid")
+        return trusted
 
 
 @dataclass(frozen=True)

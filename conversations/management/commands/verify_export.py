@@ -30,7 +30,13 @@ class Command(BaseCommand):
                 self.stderr.write(problem)
             sys.exit(1)
         sealed = sum(1 for m in export["messages"] if m.get("state") == "sealed")
+        log = export.get("log")
+        logged = (
+            f"; {len(log['proofs'])} in the answer log's checkpoint of size {log['tree_size']}"
+            if isinstance(log, dict)
+            else ""
+        )
         self.stdout.write(
             f"verified: {sealed} sealed answer{'s' if sealed != 1 else ''}, "
-            "every hash matches its stored release"
+            f"every hash matches its stored release{logged}"
         )

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from io import StringIO
 from pathlib import Path
 from typing import IO
 
@@ -106,6 +107,7 @@ class Command(BaseCommand):
             if postgres is not None:
                 postgres.ensure_runtime_role(database=settings.DATABASES["default"]["NAME"])
                 self._say(f"runtime role {RUNTIME_ROLE} granted")
+            self._log_key = self._ensure_log_key()
             connections.close_all()
             self._start_children(run_dir, host, port, concurrency, answer_concurrency)
             self._wait_until_healthy(host, port)
@@ -126,6 +128,22 @@ class Command(BaseCommand):
             raise CommandError("a koinon process exited unexpectedly; see the output above")
 
     # --- steps ---------------------------------------------------------------------
+
+    def _ensure_log_key(self) -> str:
+        """The answer log's key file: KOINON_LOG_KEY_FILE, or else one under the data
+        directory, created on first use (`manage.py log key`), for local use only. Says
+        which, with the public key; never the private one."""
+        if settings.KOINON_LOG_KEY_FILE:
+            self._say("answer log key: KOINON_LOG_KEY_FILE")
+            return settings.KOINON_LOG_KEY_FILE
+        path = settings.DATA_DIR / "log.key"
+        out = StringIO()
+        call_command("log", "key", str(path), stdout=out)
+        self._say(
+            f"answer log key (local use; set KOINON_LOG_KEY_FILE to your own): "
+            f"{path.name} in the data directory, {out.getvalue().strip()}"
+        )
+        return str(path)
 
     def _say(self, message: str) -> None:
         self.stdout.write(message)
@@ -181,6 +199,7 @@ class Command(BaseCommand):
     ) -> None:
         env = dict(os.environ)
         env["DJANGO_SETTINGS_MODULE"] = os.environ.get("DJANGO_SETTINGS_MODULE", "koinon.settings")
+        env["KOINON_LOG_KEY_FILE"] = self._log_key
         if settings.EMBEDDED_POSTGRES:
             # Migrations ran as the owner; the processes serving users own nothing.
             env["KOINON_DATABASE_USER"] = RUNTIME_ROLE
