@@ -48,6 +48,13 @@ TOPOLOGY_TOOLS := /usr/sbin/pgbouncer /usr/bin/redis-server /usr/bin/redis-senti
 .PHONY: topology-tools
 topology-tools: $(TOPOLOGY_TOOLS)
 
+# The topology of deploy/docker-compose.yml from local binaries (tools/topology), no Docker:
+# PostgreSQL primary + streaming replica, PgBouncer, Redis + replica + three Sentinels, two
+# web hosts, two workers and HAProxy under var/topology, with the demo data. Ctrl-C stops it.
+.PHONY: topology
+topology: $(STAMP) topology-tools
+	$(PY) -m tools.topology
+
 $(TOPOLOGY_TOOLS) &:
 	$(SUDO) apt-get install -y --no-install-recommends pgbouncer redis-server redis-sentinel haproxy || \
 		{ $(SUDO) apt-get update && \
