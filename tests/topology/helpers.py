@@ -51,11 +51,14 @@ def embedded_wait(topology: Topology, document: int, timeout: float = 120) -> No
     """Until the workers have embedded every passage of the document (the vector channel
     finds it then; before, an answer is `partial`)."""
     deadline = time.monotonic() + timeout
-    while topology.primary_sql(
-        "SELECT count(*) FROM knowledge_passage WHERE document_id = %s "
-        "AND embedding_status <> 'embedded'",
-        [document],
-    )[0][0]:
+    while True:
+        ((passages, embedded),) = topology.primary_sql(
+            "SELECT count(*), count(*) FILTER (WHERE embedding_status = 'embedded') "
+            "FROM knowledge_passage WHERE document_id = %s AND is_current",
+            [document],
+        )
+        if passages and embedded == passages:
+            return
         assert time.monotonic() < deadline, "the passages were not embedded in time"
         time.sleep(0.25)
 

@@ -84,7 +84,7 @@ def test_an_answer_and_its_stream_pass_through_the_balancer_and_the_pooler(topol
     seeded = seed(topology, "balancer")
     body = ask(topology, seeded["member_key"])
     assert body["evidence"]["answer_status"] == "evidence_backed", (
-        body["evidence"],
+        body["evidence"]["outcomes"],
         body["quality"],
     )
     assert "platform operations team" in body["answer"]["text"]
