@@ -12,6 +12,7 @@ import os
 from collections.abc import Callable, Collection, Iterable
 from datetime import datetime
 from functools import cache, partial, reduce
+from itertools import islice
 from operator import or_
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,12 @@ logger = logging.getLogger(__name__)
 LOG_LOCK = 0x6B6F_696E_6C6F_6733  # "koinlog3"
 INTEGRATE_BATCH = 1000
 SUBTREE_FILL_BATCH = 5000
+SUBTREE_INSERT = (
+    "INSERT INTO audit_logsubtree (level, index, hash) "
+    "SELECT * FROM unnest(%s::smallint[], %s::bigint[], %s::varchar[])"
+)
+# Filling a log from before the table: keep whatever is stored (log verify checks it).
+SUBTREE_INSERT_FILLING = SUBTREE_INSERT + " ON CONFLICT (level, index) DO NOTHING"
 
 
 class LogKeyUnavailable(Exception):
@@ -188,13 +195,16 @@ def _subtrees_integrate(start: int, leaves: list[bytes]) -> None:
 def _subtrees_store(
     subtrees: Iterable[tuple[int, int, bytes]], *, ignore_conflicts: bool = False
 ) -> None:
-    batch: list[LogSubtree] = []
-    for level, index, value in subtrees:
-        batch.append(LogSubtree(level=level, index=index, hash=value.hex()))
-        if len(batch) == SUBTREE_FILL_BATCH:
-            LogSubtree.objects.bulk_create(batch, ignore_conflicts=ignore_conflicts)
-            batch = []
-    LogSubtree.objects.bulk_create(batch, ignore_conflicts=ignore_conflicts)
+    """Insert (level, index, hash) rows, SUBTREE_FILL_BATCH per statement, from arrays
+    (unnest) rather than model instances: a batch of 1,000 entries completes ~1,000."""
+    statement = SUBTREE_INSERT_FILLING if ignore_conflicts else SUBTREE_INSERT
+    rows = iter(subtrees)
+    with connection.cursor() as cursor:
+        while batch := list(islice(rows, SUBTREE_FILL_BATCH)):
+            levels, indices, hashes = zip(*batch, strict=True)
+            cursor.execute(
+                statement, [list(levels), list(indices), [value.hex() for value in hashes]]
+            )
 
 
 @transaction.atomic
