@@ -4,7 +4,9 @@ tree signed with the log's key (audit.checkpoint) after each integration batch.
 
 Publication takes no lock and writes nothing here: it queues the integration after commit
 (audit.services.release_record), and the worker integrates whatever is not yet in the
-log, under one advisory lock, so every release gets exactly one dense index."""
+log, under one advisory lock, so every release gets exactly one dense index. The same
+transaction stores the hash of every complete, aligned subtree its entries complete
+(audit_logsubtree), from which checkpoints and proofs are built in O(log n) rows."""
 
 import base64
 import logging
