@@ -4,25 +4,39 @@ tree signed with the log's key (audit.checkpoint) after each integration batch.
 
 Publication takes no lock and writes nothing here: it queues the integration after commit
 (audit.services.release_record), and the worker integrates whatever is not yet in the
-log, under one advisory lock, so every release gets exactly one dense index."""
+log, under one advisory lock, so every release gets exactly one dense index. The same
+transaction stores the hash of every complete, aligned subtree its entries complete
+(audit_logsubtree), from which checkpoints and proofs are built in O(log n) rows."""
 
 import base64
 import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Collection, Iterable
 from datetime import datetime
-from functools import cache
+from functools import cache, partial, reduce
+from itertools import islice
+from operator import or_
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import OuterRef, Subquery
+from django.db.models import OuterRef, Q, Subquery
 from django.utils import timezone
 
 from audit.checkpoint import Checkpoint, checkpoint_open, checkpoint_sign
-from audit.merkle import MerkleTree, ProofInvalid, leaf_hash, verify_inclusion
-from audit.models import LogCheckpoint, LogEntry, OutputRelease
+from audit.merkle import (
+    MerkleTree,
+    ProofInvalid,
+    SubtreeTree,
+    Tree,
+    frontier,
+    leaf_hash,
+    subtrees_completed,
+    subtrees_needed,
+    verify_inclusion,
+)
+from audit.models import LogCheckpoint, LogEntry, LogSubtree, OutputRelease
 from audit.services import canonical_jcs
 from audit.signed_note import KeyMalformed, NoteMalformed, NoteSigner, SignatureInvalid
 from core.errors import UnprocessableError
@@ -32,6 +46,13 @@ logger = logging.getLogger(__name__)
 # pg_advisory_xact_lock key of the integration: the one writer of the log at a time.
 LOG_LOCK = 0x6B6F_696E_6C6F_6733  # "koinlog3"
 INTEGRATE_BATCH = 1000
+SUBTREE_FILL_BATCH = 5000
+SUBTREE_INSERT = (
+    "INSERT INTO audit_logsubtree (level, index, hash) "
+    "SELECT * FROM unnest(%s::smallint[], %s::bigint[], %s::varchar[])"
+)
+# Filling a log from before the table: keep whatever is stored (log verify checks it).
+SUBTREE_INSERT_FILLING = SUBTREE_INSERT + " ON CONFLICT (level, index) DO NOTHING"
 
 
 class LogKeyUnavailable(Exception):
@@ -98,9 +119,94 @@ def log_signer() -> NoteSigner:
 
 
 def log_tree() -> MerkleTree:
-    """The whole tree, from the stored leaf hashes in index order."""
+    """The whole tree, from every stored leaf hash in index order: O(n) reads. For whoever
+    must not trust the stored subtrees (`log witness`, tests); proofs and checkpoints use
+    `log_subtree_hashes` instead."""
     hashes = LogEntry.objects.order_by("index").values_list("leaf_hash", flat=True)
     return MerkleTree(bytes.fromhex(value) for value in hashes.iterator(chunk_size=10_000))
+
+
+def _stored_subtrees(keys: Iterable[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
+    """The stored hashes (audit_logsubtree) of the subtrees above the leaves among keys,
+    in one statement; a key with no row is left out."""
+    by_level: dict[int, list[int]] = {}
+    for level, index in keys:
+        if level > 0:
+            by_level.setdefault(level, []).append(index)
+    if not by_level:
+        return {}
+    where = reduce(or_, (Q(level=lv, index__in=ix) for lv, ix in sorted(by_level.items())))
+    rows = LogSubtree.objects.filter(where).order_by().values_list("level", "index", "hash")
+    return {(level, index): bytes.fromhex(value) for level, index, value in rows}
+
+
+def log_subtree_hashes(keys: Collection[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
+    """The hashes of the complete subtrees keyed (level, index): leaves (level 0) from the
+    entries, the levels above from audit_logsubtree, in two statements whatever their
+    number. A subtree not stored (a log integrated before the table existed, until its next
+    integration fills it) is computed from its leaves.
+
+    Precondition: every key is a complete subtree of the log as it stands."""
+    found = _stored_subtrees(keys)
+    leaves = [index for level, index in keys if level == 0]
+    if leaves:
+        rows = (
+            LogEntry.objects.filter(index__in=leaves).order_by().values_list("index", "leaf_hash")
+        )
+        found.update(((0, index), bytes.fromhex(value)) for index, value in rows)
+    for level, index in set(keys) - found.keys():
+        hashes = LogEntry.objects.filter(
+            index__gte=index << level, index__lt=(index + 1) << level
+        ).order_by("index")
+        found[(level, index)] = MerkleTree(
+            bytes.fromhex(value) for value in hashes.values_list("leaf_hash", flat=True)
+        ).root()
+    return found
+
+
+def _from_subtrees[T](size: int, compute: Callable[[Tree], T]) -> T:
+    """compute (a tree head, proofs) on the log's tree of `size` entries, reading only the
+    stored subtrees it needs: O(log n) rows for one tree head or proof."""
+    needed = subtrees_needed(size, compute)
+    return compute(SubtreeTree(size, log_subtree_hashes(needed)))
+
+
+def log_root(size: int) -> bytes:
+    """The tree head of the log's first `size` entries, from O(log n) stored subtrees."""
+    return _from_subtrees(size, lambda tree: tree.root(size))
+
+
+def _subtrees_integrate(start: int, leaves: list[bytes]) -> None:
+    """Store the subtrees that appending `leaves` at index `start` completes. First, when
+    any subtree of the tree of `start` entries is not stored (a log integrated before the
+    table existed), fill every missing one from the leaves, once.
+
+    Precondition: the caller holds the log's advisory lock."""
+    keys = frontier(start)
+    if len(_stored_subtrees(keys)) < sum(1 for level, _ in keys if level > 0):
+        logger.info("answer log: filling the stored subtrees of its first %d entries", start)
+        hashes = LogEntry.objects.filter(index__lt=start).order_by("index")
+        values = hashes.values_list("leaf_hash", flat=True).iterator(chunk_size=10_000)
+        _subtrees_store(
+            subtrees_completed(0, {}, (bytes.fromhex(value) for value in values)),
+            ignore_conflicts=True,
+        )
+    _subtrees_store(subtrees_completed(start, log_subtree_hashes(keys), leaves))
+
+
+def _subtrees_store(
+    subtrees: Iterable[tuple[int, int, bytes]], *, ignore_conflicts: bool = False
+) -> None:
+    """Insert (level, index, hash) rows, SUBTREE_FILL_BATCH per statement, from arrays
+    (unnest) rather than model instances: a batch of 1,000 entries completes ~1,000."""
+    statement = SUBTREE_INSERT_FILLING if ignore_conflicts else SUBTREE_INSERT
+    rows = iter(subtrees)
+    with connection.cursor() as cursor:
+        while batch := list(islice(rows, SUBTREE_FILL_BATCH)):
+            levels, indices, hashes = zip(*batch, strict=True)
+            cursor.execute(
+                statement, [list(levels), list(indices), [value.hex() for value in hashes]]
+            )
 
 
 @transaction.atomic
@@ -135,6 +241,7 @@ def log_integrate(*, batch: int = INTEGRATE_BATCH) -> int:
             )
         )
     LogEntry.objects.bulk_create(entries)
+    _subtrees_integrate(start, [bytes.fromhex(entry.leaf_hash) for entry in entries])
     _checkpoint_if_due(size=start + len(entries))
     return len(entries)
 
@@ -157,11 +264,10 @@ def _checkpoint_if_due(*, size: int) -> None:
     except LogKeyUnavailable as error:
         logger.warning("answer log: %s; no checkpoint signed", error)
         return
-    tree = log_tree()
     checkpoint = Checkpoint(
         origin=signer.name,
         size=size,
-        root=tree.root(size),
+        root=log_root(size),
         extensions=(f"timestamp {int(now.timestamp())}",),
     )
     LogCheckpoint.objects.create(
@@ -258,7 +364,7 @@ def log_inclusion_proof(*, entry: LogEntry, tree_size: int | None = None) -> dic
             code="invalid",
             fields={"tree_size": f"From {entry.index + 1} to {size}."},
         )
-    proof = log_tree().inclusion_proof(entry.index, tree_size)
+    proof = _from_subtrees(tree_size, lambda tree: tree.inclusion_proof(entry.index, tree_size))
     checkpoint = LogCheckpoint.objects.filter(size=tree_size).first()
     return {
         "index": entry.index,
@@ -280,7 +386,7 @@ def log_consistency_proof(*, old_size: int, new_size: int) -> dict[str, Any]:
             code="invalid",
             fields={"from": f"From 1 to {size}.", "to": f"From `from` to {size}."},
         )
-    proof = log_tree().consistency_proof(old_size, new_size)
+    proof = _from_subtrees(new_size, lambda tree: tree.consistency_proof(old_size, new_size))
     return {"from": old_size, "to": new_size, "proof": [_b64(node) for node in proof]}
 
 
@@ -291,16 +397,28 @@ def log_export_proofs(release_ids: Iterable[object]) -> dict[str, Any] | None:
     latest = log_checkpoint_latest()
     if latest is None:
         return None
-    entries = LogEntry.objects.filter(release_id__in=list(release_ids), index__lt=latest.size)
-    tree = log_tree()
+    size = latest.size
+    indices = dict(
+        LogEntry.objects.filter(release_id__in=list(release_ids), index__lt=size).values_list(
+            "release_id", "index"
+        )
+    )
+    needed: set[tuple[int, int]] = set()
+    for index in indices.values():
+        needed |= subtrees_needed(size, partial(_inclusion, index=index, size=size))
+    tree = SubtreeTree(size, log_subtree_hashes(needed))
     proofs = {
-        str(entry.release_id): {
-            "index": entry.index,
-            "proof": [_b64(node) for node in tree.inclusion_proof(entry.index, latest.size)],
+        str(release_id): {
+            "index": index,
+            "proof": [_b64(node) for node in tree.inclusion_proof(index, size)],
         }
-        for entry in entries.only("release_id", "index")
+        for release_id, index in indices.items()
     }
     return {"tree_size": latest.size, "checkpoint": latest.note, "proofs": proofs}
+
+
+def _inclusion(tree: Tree, *, index: int, size: int) -> list[bytes]:
+    return tree.inclusion_proof(index, size)
 
 
 def log_export_problems(log: object, releases: dict[str, OutputRelease]) -> list[str]:

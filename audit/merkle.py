@@ -9,7 +9,7 @@ definitions, and a verifier should be readable on its own."""
 
 import hashlib
 import hmac
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 HASH_SIZE = 32
 LEAF_PREFIX = b"\x00"
@@ -40,34 +40,17 @@ def _split(size: int) -> int:
     return 1 << ((size - 1).bit_length() - 1)
 
 
-class MerkleTree:
-    """A tree over leaf hashes, appended to in order. Keeps every complete, aligned subtree
-    (level h holds the hashes of leaves [i·2ʰ, (i+1)·2ʰ)), so a tree head for any size up
-    to the current one, and any proof within it, costs O(log² n) hashes."""
-
-    def __init__(self, leaves: Iterable[bytes] = ()) -> None:
-        self._levels: list[list[bytes]] = [[]]
-        for leaf in leaves:
-            self.append(leaf)
+class Tree:
+    """The RFC 9162 algorithms over the complete, aligned subtrees of a tree of some size:
+    `_perfect(level, index)` is the hash of leaves [index·2ˡᵉᵛᵉˡ, (index+1)·2ˡᵉᵛᵉˡ), and
+    every tree head of a range and every proof node is a combination of O(log n) of them
+    (the RFC's split point k always falls on an aligned boundary)."""
 
     def __len__(self) -> int:
-        return len(self._levels[0])
+        raise NotImplementedError
 
-    def append(self, leaf: bytes) -> int:
-        """Add one leaf hash; its index."""
-        if len(leaf) != HASH_SIZE:
-            raise MerkleError(f"a leaf hash has {HASH_SIZE} bytes, not {len(leaf)}")
-        index = len(self._levels[0])
-        self._levels[0].append(leaf)
-        level, position = 0, index
-        while position % 2 == 1:
-            below = self._levels[level]
-            parent = node_hash(below[position - 1], below[position])
-            level, position = level + 1, position // 2
-            if level == len(self._levels):
-                self._levels.append([])
-            self._levels[level].append(parent)
-        return index
+    def _perfect(self, level: int, index: int) -> bytes:
+        raise NotImplementedError
 
     def _subtree(self, start: int, end: int) -> bytes:
         """MTH(D[start:end]) for a range within the tree."""
@@ -76,7 +59,7 @@ class MerkleTree:
             return EMPTY_ROOT
         height = size.bit_length() - 1
         if size == 1 << height and start % size == 0:
-            return self._levels[height][start >> height]
+            return self._perfect(height, start >> height)
         k = _split(size)
         return node_hash(self._subtree(start, start + k), self._subtree(start + k, end))
 
@@ -130,6 +113,127 @@ class MerkleTree:
             proof.append(self._subtree(start, end))
         proof.reverse()
         return proof
+
+
+class MerkleTree(Tree):
+    """A tree over leaf hashes, appended to in order. Keeps every complete, aligned subtree
+    (level h holds the hashes of leaves [i·2ʰ, (i+1)·2ʰ)), so a tree head for any size up
+    to the current one, and any proof within it, costs O(log² n) hashes."""
+
+    def __init__(self, leaves: Iterable[bytes] = ()) -> None:
+        self._levels: list[list[bytes]] = [[]]
+        for leaf in leaves:
+            self.append(leaf)
+
+    def __len__(self) -> int:
+        return len(self._levels[0])
+
+    def append(self, leaf: bytes) -> int:
+        """Add one leaf hash; its index."""
+        if len(leaf) != HASH_SIZE:
+            raise MerkleError(f"a leaf hash has {HASH_SIZE} bytes, not {len(leaf)}")
+        index = len(self._levels[0])
+        self._levels[0].append(leaf)
+        level, position = 0, index
+        while position % 2 == 1:
+            below = self._levels[level]
+            parent = node_hash(below[position - 1], below[position])
+            level, position = level + 1, position // 2
+            if level == len(self._levels):
+                self._levels.append([])
+            self._levels[level].append(parent)
+        return index
+
+    def _perfect(self, level: int, index: int) -> bytes:
+        return self._levels[level][index]
+
+    def perfect(self, level: int, index: int) -> bytes:
+        """The hash of the complete subtree of leaves [index·2ˡᵉᵛᵉˡ, (index+1)·2ˡᵉᵛᵉˡ)."""
+        if not (0 <= level < len(self._levels) and 0 <= index < len(self._levels[level])):
+            raise MerkleError(f"no complete subtree at level {level}, index {index}")
+        return self._levels[level][index]
+
+    def perfect_subtrees(self) -> Iterator[tuple[int, int, bytes]]:
+        """Every complete, aligned subtree above the leaves: (level, index, hash)."""
+        for level in range(1, len(self._levels)):
+            for index, value in enumerate(self._levels[level]):
+                yield level, index, value
+
+
+class SubtreeTree(Tree):
+    """A tree of `size` leaves known only by some of its complete, aligned subtrees, keyed
+    (level, index): enough of them for what is asked (`subtrees_needed` says which), as
+    a log stores them (audit.models.LogSubtree), without reading every leaf."""
+
+    def __init__(self, size: int, subtrees: Mapping[tuple[int, int], bytes]) -> None:
+        self._size = size
+        self._subtrees = subtrees
+
+    def __len__(self) -> int:
+        return self._size
+
+    def _perfect(self, level: int, index: int) -> bytes:
+        value = self._subtrees.get((level, index))
+        if value is None or len(value) != HASH_SIZE:
+            raise MerkleError(f"the subtree at level {level}, index {index} is not known")
+        return value
+
+
+class _Recorder(Tree):
+    """A tree of `size` leaves whose every subtree is a placeholder: records which ones a
+    computation asks for (the RFC's recursion depends on sizes only, never on hashes)."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self.asked: set[tuple[int, int]] = set()
+
+    def __len__(self) -> int:
+        return self._size
+
+    def _perfect(self, level: int, index: int) -> bytes:
+        self.asked.add((level, index))
+        return EMPTY_ROOT
+
+
+def subtrees_needed(size: int, compute: Callable[[Tree], object]) -> set[tuple[int, int]]:
+    """The (level, index) of every complete subtree that `compute`, run on a tree of `size`
+    leaves (its root, a proof), reads: O(log n) for one tree head or proof. Raises what
+    `compute` raises for sizes or indices out of range."""
+    recorder = _Recorder(size)
+    compute(recorder)
+    return recorder.asked
+
+
+def frontier(size: int) -> list[tuple[int, int]]:
+    """The complete subtrees the tree of `size` leaves is made of, largest first: one per
+    set bit of size. Appending to the tree combines new leaves with these only."""
+    return [
+        (level, (size >> level) - 1)
+        for level in reversed(range(size.bit_length()))
+        if size >> level & 1
+    ]
+
+
+def subtrees_completed(
+    start: int, known: Mapping[tuple[int, int], bytes], leaves: Iterable[bytes]
+) -> Iterator[tuple[int, int, bytes]]:
+    """The complete subtrees above the leaves (level ≥ 1) that appending `leaves` at
+    indices start, start+1, … completes, as (level, index, hash) in the order completed:
+    `known` holds at least `frontier(start)`, the tree's subtrees before the append. Keeps
+    O(log n) hashes, however many leaves."""
+    try:
+        stack = [(level, known[(level, index)]) for level, index in frontier(start)]
+    except KeyError as missing:
+        raise MerkleError(f"the subtree {missing} of the tree of size {start} is unknown") from None
+    for index, leaf in enumerate(leaves, start):
+        if len(leaf) != HASH_SIZE:
+            raise MerkleError(f"a leaf hash has {HASH_SIZE} bytes, not {len(leaf)}")
+        level, value = 0, leaf
+        while stack and stack[-1][0] == level:
+            value = node_hash(stack.pop()[1], value)
+            level += 1
+            yield level, index >> level, value
+        stack.append((level, value))
 
 
 def root_hash(leaves: Iterable[bytes]) -> bytes:

@@ -116,3 +116,24 @@ class LogCheckpoint(models.Model):
 
     def __str__(self) -> str:
         return f"checkpoint of {self.size}"
+
+
+class LogSubtree(models.Model):
+    """The hash of a complete, aligned subtree of the answer log's tree: leaves
+    [index·2^level, (index+1)·2^level), for every level ≥ 1 (level 0 is LogEntry.leaf_hash).
+    Written by integration in the transaction of the entries that complete it, so a tree
+    head or proof reads O(log n) of them instead of every leaf (audit.log). Derived, never
+    trusted by `manage.py log verify`, which recomputes and compares them. Append-only."""
+
+    level = models.PositiveSmallIntegerField()
+    index = models.PositiveBigIntegerField()
+    hash = models.CharField(max_length=64)
+
+    class Meta:
+        ordering = ["level", "index"]
+        constraints = [
+            models.UniqueConstraint(fields=["level", "index"], name="log_subtree_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"log subtree {self.level}/{self.index}"

@@ -12,13 +12,20 @@ On the bench's own embedded PostgreSQL and Redis under var/bench-answer-log. In 
    as copies of the one real receipt), integrated by `log_integrate_all` (batches of 1,000,
    one signed checkpoint per batch): entries per second, next to the baseline of plainly
    inserting the same rows. Then inclusion and consistency proofs as the API builds them
-   (`log_inclusion_proof`, which reads every leaf hash of the log): p50/p95 latency and
-   size, next to the baseline of only reading the leaf hashes.
-3. 1M entries: through the Merkle module directly (synthetic leaf hashes, no database: a
-   million release rows would take the bench longer than the measurement), tree build time,
-   proof generation and verification p50/p95, and proof sizes.
+   (`log_inclusion_proof`, `log_consistency_proof`: O(log n) stored subtree hashes and
+   leaves, audit_logsubtree): p50/p95 latency, size and rows read, next to the baseline of
+   reading every leaf hash (what each proof cost before the stored subtrees).
+3. The database path at a larger size (--large, default 100,000): the further release rows
+   and their log entries inserted in SQL in bulk (synthetic entries, leaf hashes computed by
+   PostgreSQL; integrating them one by one would take the bench longer than the measurement),
+   then the one-time fill of their stored subtrees (what the first integration after
+   migration 0006 does for an existing log), one integration batch of 1,000 real entries
+   on top, and API proofs as in 2.
+4. 1M entries: through the Merkle module directly (synthetic leaf hashes, no database),
+   tree build time, proof generation and verification p50/p95, and proof sizes.
 
-Run: .venv/bin/python bench/answer_log.py [--entries 10000] [--million 1000000] [--answers 40]
+Run: .venv/bin/python bench/answer_log.py [--entries 10000] [--large 100000]
+     [--million 1000000] [--answers 40]
 """
 
 import argparse
@@ -36,7 +43,7 @@ from common.bootstrap import ROOT, django_setup
 
 BENCH_DIR = ROOT / "var" / "bench-answer-log"
 django_setup(BENCH_DIR, KOINON_MODEL_PROVIDER="extractive")
-from common.services import embedded_services, recreate_database  # noqa: E402
+from common.services import embedded_services, recreate_database, vacuum_analyze  # noqa: E402
 from common.stats import percentile  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.contrib.auth import get_user_model  # noqa: E402
@@ -47,11 +54,18 @@ from answers.pipeline.request import answer_request_parse  # noqa: E402
 from audit.log import (  # noqa: E402
     log_consistency_proof,
     log_inclusion_proof,
+    log_integrate,
     log_integrate_all,
     log_tree,
 )
-from audit.merkle import MerkleTree, leaf_hash, verify_consistency, verify_inclusion  # noqa: E402
-from audit.models import LogEntry  # noqa: E402
+from audit.merkle import (  # noqa: E402
+    MerkleTree,
+    leaf_hash,
+    subtrees_needed,
+    verify_consistency,
+    verify_inclusion,
+)
+from audit.models import LogEntry, LogSubtree  # noqa: E402
 from audit.services import log_integration_queue  # noqa: E402
 from audit.signed_note import NoteSigner  # noqa: E402
 from knowledge.documents import document_upload, revision_extract  # noqa: E402
@@ -140,33 +154,84 @@ def integration(entries: int) -> None:
         f"   integration (hash, insert, sign per 1,000)  "
         f"{integrated / integrate_seconds:10,.0f} entries/s ({integrate_seconds:.2f} s)"
     )
-    size = LogEntry.objects.count()
-    read, inclusion, consistency, sizes = [], [], [], []
-    rows = list(LogEntry.objects.order_by("?")[:PROOFS])
-    for entry in rows:
-        started = time.perf_counter()
-        log_tree()
-        read.append(time.perf_counter() - started)
+    proofs(LogEntry.objects.count(), reads=PROOFS)
+
+
+def proofs(size: int, *, reads: int) -> None:
+    """API proofs at the log's size, next to reading every leaf hash `reads` times."""
+    read, inclusion, consistency, sizes, rows = [], [], [], [], []
+    entries = list(LogEntry.objects.order_by("?")[:PROOFS])
+    for n, entry in enumerate(entries):
+        if n < reads:
+            started = time.perf_counter()
+            log_tree()
+            read.append(time.perf_counter() - started)
         started = time.perf_counter()
         proof = log_inclusion_proof(entry=entry, tree_size=size)
         inclusion.append(time.perf_counter() - started)
         sizes.append(len(proof["proof"]))
+        rows.append(len(subtrees_needed(size, lambda t, i=entry.index: t.inclusion_proof(i, size))))
         old = random.randint(1, size)
         started = time.perf_counter()
         log_consistency_proof(old_size=old, new_size=size)
         consistency.append(time.perf_counter() - started)
-    body = json.dumps(log_inclusion_proof(entry=rows[0], tree_size=size))
+    body = json.dumps(log_inclusion_proof(entry=entries[0], tree_size=size))
     print("   " + line("baseline: reading every leaf hash", read))
     print("   " + line("inclusion proof (as the API builds it)", inclusion))
     print("   " + line("consistency proof (as the API builds it)", consistency))
     print(
-        f"   inclusion proof: {max(sizes)} hashes at most, a response of ~{len(body):,} bytes "
-        "(with its entry and checkpoint)"
+        f"   inclusion proof: {max(sizes)} hashes at most, {max(rows)} stored hashes read at "
+        f"most, a response of ~{len(body):,} bytes (with its entry and checkpoint)"
     )
 
 
+def insert_entries(count: int) -> None:
+    """count releases and their log entries straight in SQL, at the next indices: synthetic
+    entries (not what log_entry_json would give: `log verify` would refuse them), leaf hashes
+    by PostgreSQL's sha256, as audit.merkle.leaf_hash takes them."""
+    insert_releases(count)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO audit_logentry (index, release_id, entry, leaf_hash, integrated_at) "
+            "SELECT (SELECT coalesce(max(index) + 1, 0) FROM audit_logentry) - 1 "
+            "+ row_number() OVER (ORDER BY r.publication_sequence), r.id, e.entry, "
+            "encode(sha256('\\x00'::bytea || convert_to(e.entry, 'UTF8')), 'hex'), now() "
+            "FROM audit_outputrelease r CROSS JOIN LATERAL "
+            "(SELECT '{\"synthetic\":\"' || r.id::text || '\"}' AS entry) e "
+            "WHERE NOT EXISTS (SELECT 1 FROM audit_logentry l WHERE l.release_id = r.id)"
+        )
+
+
+def large(total: int) -> None:
+    start = LogEntry.objects.count()
+    if total <= start:
+        return
+    print(f"3. {total:,} entries in the database")
+    started = time.perf_counter()
+    insert_entries(total - start)
+    print(
+        f"   {total - start:,} releases and entries inserted in SQL: "
+        f"{time.perf_counter() - started:.1f} s"
+    )
+    vacuum_analyze("audit_outputrelease", "audit_logentry")
+    started = time.perf_counter()
+    log_integrate()  # nothing pending: fills every stored subtree of the inserted entries
+    fill = time.perf_counter() - started
+    print(
+        f"   one-time fill of the stored subtrees ({LogSubtree.objects.count():,} rows, as "
+        f"after migration 0006): {fill:.1f} s"
+    )
+    vacuum_analyze("audit_logsubtree")
+    insert_releases(1000)
+    started = time.perf_counter()
+    integrated = log_integrate()
+    batch = time.perf_counter() - started
+    print(f"   one integration batch of {integrated:,} at {total:,}: {batch * 1000:.0f} ms")
+    proofs(LogEntry.objects.count(), reads=5)
+
+
 def million(count: int) -> None:
-    print(f"3. {count:,} entries through the Merkle module (no database)")
+    print(f"4. {count:,} entries through the Merkle module (no database)")
     leaves = [hashlib.sha256(n.to_bytes(8, "big")).digest() for n in range(count)]
     started = time.perf_counter()
     tree = MerkleTree(leaf_hash(leaf) for leaf in leaves)
@@ -204,6 +269,7 @@ def million(count: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--entries", type=int, default=10_000)
+    parser.add_argument("--large", type=int, default=100_000)
     parser.add_argument("--million", type=int, default=1_000_000)
     parser.add_argument("--answers", type=int, default=40)
     options = parser.parse_args()
@@ -219,6 +285,7 @@ def main() -> None:
         user = setup_corpus()
         answer_cost(user, options.answers)
         integration(options.entries)
+        large(options.large)
     million(options.million)
 
 

@@ -38,6 +38,7 @@ RECORD_TABLES = (
     "knowledge_erasure",
     "audit_logentry",
     "audit_logcheckpoint",
+    "audit_logsubtree",
 )
 UNIX_SOCKET_PATH_MAX = 103  # sun_path is 108 bytes on Linux, 104 on macOS
 

@@ -18,5 +18,6 @@ REVOKE UPDATE, DELETE, TRUNCATE ON
     mcp_server_toolcall,
     knowledge_erasure,
     audit_logentry,
-    audit_logcheckpoint
+    audit_logcheckpoint,
+    audit_logsubtree
 FROM koinon_app;

@@ -3,6 +3,12 @@
 from django.db import connection
 
 ORIGIN = "koinon.test/answers"
+# Entries 1 and 2 swapped, through a free index: each row's index is unique on its own.
+SWAP = (
+    "UPDATE audit_logentry SET index = 1000000 WHERE index = 1; "
+    "UPDATE audit_logentry SET index = 1 WHERE index = 2; "
+    "UPDATE audit_logentry SET index = 2 WHERE index = 1000000"
+)
 
 
 def more_releases(count: int) -> None:

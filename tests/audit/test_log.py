@@ -12,14 +12,14 @@ from audit import log as answer_log
 from audit.checkpoint import checkpoint_open, checkpoint_sign
 from audit.log import LogKeyUnavailable, log_integrate, log_signer, log_tree
 from audit.merkle import MerkleTree, leaf_hash, verify_consistency, verify_inclusion
-from audit.models import LogCheckpoint, LogEntry, OutputRelease
+from audit.models import LogCheckpoint, LogEntry, LogSubtree, OutputRelease
 from audit.services import log_integration_queue
 from audit.signed_note import NoteSigner, NoteVerifier
 from audit.tasks import log_integrate_task
 from core.embedded import RECORD_TABLES
 from core.queue import QueueUnavailable
 from tests.answers.helpers import MIXED_QUESTION, ask
-from tests.audit.helpers import ORIGIN, as_owner, more_releases
+from tests.audit.helpers import ORIGIN, SWAP, as_owner, more_releases
 from tests.helpers import client_for
 
 ENTRY_KEYS = {
@@ -37,6 +37,9 @@ ENTRY_KEYS = {
     "policy_sha256",
     "sealed_at",
 }
+
+
+LOG_TABLES = ("audit_logentry", "audit_logcheckpoint", "audit_logsubtree")
 
 
 def refused_in_savepoint(sql: str) -> str:
@@ -261,8 +264,9 @@ def test_the_worker_sweep_queues_the_integration_of_a_release_whose_queueing_was
 
 @pytest.mark.django_db
 def test_log_rows_are_append_only(published, log_key):
+    more_releases(1)  # two entries: one stored subtree
     log_integrate()
-    for table in ("audit_logentry", "audit_logcheckpoint"):
+    for table in LOG_TABLES:
         assert table in RECORD_TABLES
         assert "append-only (UPDATE refused)" in refused_in_savepoint(
             f"UPDATE {table} SET id = id"  # noqa: S608
@@ -271,24 +275,26 @@ def test_log_rows_are_append_only(published, log_key):
             f"DELETE FROM {table}"  # noqa: S608
         )
         assert "TRUNCATE refused" in refused_in_savepoint(f"TRUNCATE {table} CASCADE")
-    assert LogEntry.objects.count() == 1
+    assert LogEntry.objects.count() == 2
     assert LogCheckpoint.objects.count() == 1
+    assert LogSubtree.objects.count() == 1
 
 
 @pytest.mark.django_db
 def test_the_runtime_role_cannot_change_log_rows_even_without_triggers(published, log_key):
+    more_releases(1)
     log_integrate()
     role = f"koinon_log_test_{connection.settings_dict['NAME']}"[:60]
     with connection.cursor() as cursor:
         cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # no pending FK checks: ALTER may run
         cursor.execute(f'CREATE ROLE "{role}" NOLOGIN')
         cursor.execute(f'GRANT USAGE ON SCHEMA public TO "{role}"')
-        for table in ("audit_logentry", "audit_logcheckpoint"):
+        for table in LOG_TABLES:
             cursor.execute(f'GRANT SELECT, INSERT ON {table} TO "{role}"')
             cursor.execute(f"ALTER TABLE {table} DISABLE TRIGGER USER")
         cursor.execute(f'SET ROLE "{role}"')
         try:
-            for table in ("audit_logentry", "audit_logcheckpoint"):
+            for table in LOG_TABLES:
                 for statement in (
                     f"UPDATE {table} SET id = id",  # noqa: S608
                     f"DELETE FROM {table}",  # noqa: S608
@@ -297,9 +303,10 @@ def test_the_runtime_role_cannot_change_log_rows_even_without_triggers(published
                     assert "permission denied" in refused_in_savepoint(statement)
         finally:
             cursor.execute("RESET ROLE")
-            for table in ("audit_logentry", "audit_logcheckpoint"):
+            for table in LOG_TABLES:
                 cursor.execute(f"ALTER TABLE {table} ENABLE TRIGGER USER")
-    assert LogEntry.objects.count() == 1
+    assert LogEntry.objects.count() == 2
+    assert LogSubtree.objects.count() == 1
 
 
 def _b64(text: str) -> bytes:
@@ -447,12 +454,6 @@ def _rewrite_receipt_and_entry() -> list[str]:
     ]
 
 
-# Through a free index: each row's index is unique on its own.
-SWAP = (
-    "UPDATE audit_logentry SET index = 1000000 WHERE index = 1; "
-    "UPDATE audit_logentry SET index = 1 WHERE index = 2; "
-    "UPDATE audit_logentry SET index = 2 WHERE index = 1000000"
-)
 TAMPERING = {
     "a receipt's text hash rewritten": (
         lambda: [
@@ -496,7 +497,10 @@ def test_a_checkpoint_kept_outside_the_database_catches_an_owner_who_also_rewrot
     witness = tmp_path / "checkpoint.txt"
     witness.write_text(LogCheckpoint.objects.get().note)
     as_owner(SWAP, "DELETE FROM audit_logcheckpoint")
-    assert _verify()[0]  # with the stored checkpoints gone, the table alone cannot tell
+    ok, report = _verify()  # the stored subtree hashes still tell (they no longer match)
+    assert not ok and "stored subtree 1/0: not the hash its entries give" in report, report
+    as_owner("DELETE FROM audit_logsubtree")
+    assert _verify()[0]  # with those gone too, the tables alone cannot tell
     ok, report = _verify(witness)
     assert not ok and "supplied checkpoint of size 6" in report, report
     # The same checkpoint signed by another key is not the log's.

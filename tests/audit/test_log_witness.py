@@ -14,7 +14,7 @@ from audit.merkle import leaf_hash
 from audit.models import LogCheckpoint
 from audit.signed_note import NoteSigner
 from tests.answers.helpers import MIXED_QUESTION, ask
-from tests.audit.helpers import ORIGIN, as_owner, more_releases
+from tests.audit.helpers import ORIGIN, SWAP, as_owner, more_releases
 
 
 @pytest.fixture
@@ -77,13 +77,10 @@ def test_it_refuses_a_checkpoint_of_a_log_rewritten_since_the_newest_kept(
     more_releases(5)
     log_integrate()
     assert witness(directory)[0]
-    # The database owner swaps two receipts' entries; the server then signs whatever the
-    # table holds: a checkpoint of 9 over the rewritten log, with the log's own key.
-    as_owner(
-        "UPDATE audit_logentry SET index = 1000000 WHERE index = 1; "
-        "UPDATE audit_logentry SET index = 1 WHERE index = 2; "
-        "UPDATE audit_logentry SET index = 2 WHERE index = 1000000"
-    )
+    # The database owner swaps two receipts' entries and removes the stored subtrees; the
+    # next integration refills them from the rewritten entries and the server signs
+    # whatever the tables hold: a checkpoint of 9 over the rewritten log, with its own key.
+    as_owner(SWAP, "DELETE FROM audit_logsubtree")
     more_releases(3)
     log_integrate()
     assert LogCheckpoint.objects.filter(size=9).exists()
@@ -94,6 +91,23 @@ def test_it_refuses_a_checkpoint_of_a_log_rewritten_since_the_newest_kept(
         in out
     ), out
     assert kept(directory) == ["6.checkpoint"]  # nothing written
+
+
+@pytest.mark.django_db
+def test_it_reads_the_entries_afresh_not_the_stored_subtrees(published, log_key, tmp_path):
+    directory = tmp_path / "witness"
+    more_releases(5)
+    log_integrate()
+    assert witness(directory)[0]
+    # Entries swapped, stored subtrees left: the server signs the size-9 root from its stored
+    # subtrees (the tree before the swap); the witness, rebuilding from the entries, differs.
+    as_owner(SWAP)
+    more_releases(3)
+    log_integrate()
+    ok, out = witness(directory)
+    assert not ok
+    assert "PROBLEM stored checkpoint of size 9: the stored entries give another root" in out
+    assert kept(directory) == ["6.checkpoint"]
 
 
 @pytest.mark.django_db

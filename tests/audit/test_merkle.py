@@ -12,9 +12,13 @@ from audit.merkle import (
     MerkleError,
     MerkleTree,
     ProofInvalid,
+    SubtreeTree,
+    frontier,
     leaf_hash,
     node_hash,
     root_hash,
+    subtrees_completed,
+    subtrees_needed,
     verify_consistency,
     verify_inclusion,
 )
@@ -296,3 +300,79 @@ def test_node_hash_is_sha256_of_0x01_left_right():
     left, right = b"\x11" * 32, b"\x22" * 32
     assert node_hash(left, right) == hashlib.sha256(b"\x01" + left + right).digest()
     assert leaf_hash(b"abc") == hashlib.sha256(b"\x00abc").digest()
+
+
+# Stored subtrees (issue 33): a tree known only by the complete, aligned subtrees a
+# computation asks for gives the same heads and proofs as the whole tree, from O(log n) of
+# them. The whole tree is the reference here, itself checked against the RFC above.
+BIG = 1100
+POWER_SIZES = sorted(
+    {size for p in range(1, 11) for size in (2**p - 1, 2**p, 2**p + 1) if size <= BIG} | {BIG}
+)
+
+
+@pytest.fixture(scope="module")
+def big_tree() -> MerkleTree:
+    return MerkleTree(hashlib.sha256(n.to_bytes(4, "big")).digest() for n in range(BIG))
+
+
+def known_only(tree: MerkleTree, size: int, compute) -> SubtreeTree:
+    """A SubtreeTree of size holding just the subtrees compute reads (at most 2 per level)."""
+    needed = subtrees_needed(size, compute)
+    assert len(needed) <= 2 * size.bit_length(), (size, len(needed))
+    return SubtreeTree(size, {(lv, ix): tree.perfect(lv, ix) for lv, ix in needed})
+
+
+def test_from_stored_subtrees_every_head_and_inclusion_proof_is_the_trees(big_tree):
+    """Every size 1..300 with every leaf, and sizes around each power of two to 1,100 with
+    every 7th leaf and the last."""
+    for n in [*range(1, MAX_SIZE + 1), *POWER_SIZES]:
+        assert known_only(big_tree, n, lambda t, n=n: t.root(n)).root(n) == big_tree.root(n)
+        step = 1 if n <= MAX_SIZE else 7
+        for m in [*range(0, n, step), n - 1]:
+            compute = lambda t, m=m, n=n: t.inclusion_proof(m, n)  # noqa: E731
+            assert compute(known_only(big_tree, n, compute)) == compute(big_tree), (m, n)
+
+
+def test_from_stored_subtrees_every_consistency_proof_is_the_trees(big_tree):
+    """Every pair of sizes up to 300, and every 7th old size against sizes to 1,100."""
+    for n in [*range(1, MAX_SIZE + 1), *POWER_SIZES]:
+        step = 1 if n <= MAX_SIZE else 7
+        for m in [*range(1, n + 1, step), n]:
+            compute = lambda t, m=m, n=n: t.consistency_proof(m, n)  # noqa: E731
+            assert compute(known_only(big_tree, n, compute)) == compute(big_tree), (m, n)
+
+
+def test_a_subtree_the_tree_was_not_given_is_an_error_not_a_guess(big_tree):
+    needed = subtrees_needed(300, lambda t: t.root(300))
+    missing = sorted(needed)[0]
+    partial = {key: big_tree.perfect(*key) for key in needed if key != missing}
+    with pytest.raises(MerkleError):
+        SubtreeTree(300, partial).root(300)
+    with pytest.raises(MerkleError):
+        subtrees_needed(300, lambda t: t.inclusion_proof(300, 300))
+    with pytest.raises(MerkleError):
+        big_tree.perfect(3, BIG // 8)  # leaves 1096..1103: not complete
+
+
+@pytest.mark.parametrize("batches", [[1] * 40, [3, 5, 1, 64, 7, 300, 1, 679], [BIG], [513, 587]])
+def test_appending_in_batches_completes_exactly_the_trees_subtrees(big_tree, batches):
+    """Each batch, given only the frontier of the tree before it, completes exactly the
+    subtrees above the leaves that the whole tree of its new size has and the old lacked."""
+    leaves = [big_tree.perfect(0, i) for i in range(BIG)]
+    stored: dict[tuple[int, int], bytes] = {}
+    start = 0
+    for count in batches:
+        end = min(start + count, BIG)
+        frontier_known = {key: big_tree.perfect(*key) for key in frontier(start)}
+        assert sum(1 << level for level, _ in frontier_known) == start
+        completed = list(subtrees_completed(start, frontier_known, leaves[start:end]))
+        assert len(completed) == len({(lv, ix) for lv, ix, _ in completed})
+        assert not {(lv, ix) for lv, ix, _ in completed} & stored.keys()
+        stored.update(((lv, ix), value) for lv, ix, value in completed)
+        whole = MerkleTree(leaves[:end])
+        assert stored == {(lv, ix): value for lv, ix, value in whole.perfect_subtrees()}
+        assert len(stored) == end - end.bit_count()
+        start = end
+    with pytest.raises(MerkleError):
+        list(subtrees_completed(6, {(2, 0): leaves[0]}, leaves[6:8]))  # (1, 2) not known

@@ -58,6 +58,8 @@ class Command(BaseCommand):
             self.stdout.write(f"PROBLEM {problem}")
         self.stdout.write(
             f"{report.entries} entries, {report.checkpoints} checkpoints checked, "
+            f"{report.subtrees} stored subtree hashes checked "
+            f"({report.subtrees_missing} not stored yet), "
             f"{report.pending} releases not yet integrated, {len(report.problems)} problems"
         )
         if report.problems:
