@@ -121,12 +121,14 @@ def check_model() -> ComponentStatus:
 
 
 def health_check(*, scope: str = "all") -> tuple[bool, dict[str, dict[str, str]]]:
-    """Every component (`all`), or only what this web host needs to serve a request
-    (`host`: the database, its pool, the replicas and Redis, as this host reaches them).
+    """Every component (`all`), or whether this web process can serve (`host`: its
+    database and pool fail it; replicas and Redis are reported, degraded at worst).
 
-    A load balancer checks `host`: a condition every host shares (no worker heartbeat, a
-    run stuck) would take every host out of rotation at once and turn a degraded service
-    into none; `all` is for people and monitoring."""
+    A load balancer checks `host`. What every host shares alike takes no host out of
+    rotation: no worker heartbeat, a stuck run, or Redis during a Sentinel failover (the
+    app answers typed 503s meanwhile and streams read the store) would otherwise take every
+    host out at once and turn a degraded service into none. `all` is for people and
+    monitoring."""
     from django.conf import settings
 
     components = check_database()
@@ -136,7 +138,10 @@ def health_check(*, scope: str = "all") -> tuple[bool, dict[str, dict[str, str]]
     components.extend(check_replicas())
     redis_and_workers = check_redis_and_workers()
     if scope == "host":
-        components.append(redis_and_workers[0])
+        redis_status = redis_and_workers[0]
+        if not redis_status.ok:
+            redis_status = ComponentStatus("redis", True, redis_status.detail, degraded=True)
+        components.append(redis_status)
     else:
         components.extend(redis_and_workers)
         components.extend(check() for check in health_checks)

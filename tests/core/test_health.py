@@ -161,11 +161,34 @@ def test_the_host_scope_reports_what_this_host_needs_to_serve_and_nothing_shared
     assert {"celery", "runs", "extractions"} <= set(everything)
 
 
-def test_the_host_scope_still_fails_without_redis(settings):
+def test_the_host_scope_reports_redis_away_as_degraded_and_stays_in_rotation(settings):
+    """Redis away (a Sentinel failover) is the same for every host: it must not empty the
+    balancer; the full report still fails."""
     settings.REDIS_URL = "redis://127.0.0.1:9/0"  # nothing listens on the discard port
     response = APIClient().get("/v1/health", {"scope": "host"})
+    assert response.status_code == 200
+    assert response.json()["components"]["redis"] == {
+        "status": "degraded",
+        "detail": "unreachable",
+    }
+    assert APIClient().get("/v1/health").status_code == 503
+
+
+def test_the_host_scope_fails_when_this_host_cannot_reach_its_database(settings):
+    from django.db import connection
+
+    real = connection.cursor
+
+    def unreachable(*args, **kwargs):
+        raise OSError("connection refused")
+
+    connection.cursor = unreachable
+    try:
+        response = APIClient().get("/v1/health", {"scope": "host"})
+    finally:
+        connection.cursor = real
     assert response.status_code == 503
-    assert response.json()["components"]["redis"]["status"] == "failed"
+    assert response.json()["components"]["database"]["status"] == "failed"
 
 
 def test_an_unknown_health_scope_is_a_typed_422():

@@ -376,7 +376,7 @@ class Topology:
             "    balance roundrobin\n"
             "    option httpchk\n"
             # This host's own readiness (core.health): a shared condition (no worker, a
-            # stuck run) must not take every host out at once.
+            # stuck run, Redis mid-failover) must not take every host out at once.
             "    http-check send meth GET uri /v1/health?scope=host ver HTTP/1.1 "
             "hdr Host 127.0.0.1\n"
             "    http-check expect status 200\n"
