@@ -430,7 +430,8 @@ def _verify(*checkpoint_files) -> tuple[bool, str]:
     from django.core.management import CommandError, call_command
 
     out = StringIO()
-    args = [arg for path in checkpoint_files for arg in ("--checkpoint", str(path))]
+    # The spelling; the witness tests use the singular, both are accepted.
+    args = [arg for path in checkpoint_files for arg in ("--checkpoints", str(path))]
     try:
         call_command("log", "verify", *args, stdout=out)
     except CommandError:

@@ -33,6 +33,8 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--checkpoint",
+            "--checkpoints",
+            dest="checkpoint",
             action="append",
             default=[],
             metavar="FILE",
