@@ -3,11 +3,13 @@ from collections.abc import Iterator
 import pytest
 from django.conf import settings
 
+from audit.signed_note import NoteSigner
 from core.embedded import EmbeddedPostgres, EmbeddedRedis
 from datasets.services import dataset_upload
 from knowledge.models import Space
 from knowledge.services import space_create, space_member_set
 from tests.answers.helpers import ACCOUNTING, INVOICES, OPERATIONS, ingest
+from tests.audit.helpers import ORIGIN
 from tests.helpers import make_user
 from tests.services import celery_worker_process, daphne_process
 
@@ -113,6 +115,16 @@ def library(space, owner):
         user=owner, space=space, filename="invoices.csv", data=INVOICES, table="orders"
     )
     return {"operations": operations, "accounting": accounting, "snapshot": snapshot}
+
+
+@pytest.fixture
+def log_key(tmp_path, settings) -> NoteSigner:
+    """The answer log's signing key, installed as KOINON_LOG_KEY_FILE for this test."""
+    signer = NoteSigner.generate(ORIGIN)
+    path = tmp_path / "log.key"
+    path.write_text(signer.key_string() + "\n")
+    settings.KOINON_LOG_KEY_FILE = str(path)
+    return signer
 
 
 @pytest.fixture(autouse=True)

@@ -50,20 +50,6 @@ def refused_in_savepoint(sql: str) -> str:
     return str(failure.value)
 
 
-@pytest.fixture
-def published(library, member) -> dict:
-    return ask(member, MIXED_QUESTION)
-
-
-@pytest.fixture
-def log_key(tmp_path, settings):
-    signer = NoteSigner.generate(ORIGIN)
-    path = tmp_path / "log.key"
-    path.write_text(signer.key_string() + "\n")
-    settings.KOINON_LOG_KEY_FILE = str(path)
-    return signer
-
-
 @pytest.mark.django_db
 def test_every_release_gets_one_dense_index_in_publication_order(published):
     more_releases(9)

@@ -14,24 +14,8 @@ from audit.checkpoint import checkpoint_open
 from audit.health import check_answer_log
 from audit.log import log_checkpoint_pending, log_checkpoint_wait, log_integrate, log_tree
 from audit.models import LogCheckpoint
-from audit.signed_note import NoteSigner
-from tests.answers.helpers import MIXED_QUESTION, ask
-from tests.audit.helpers import ORIGIN, as_owner, more_releases
+from tests.audit.helpers import as_owner, more_releases
 from tests.settings_checks import django_setup_with
-
-
-@pytest.fixture
-def published(library, member) -> dict:
-    return ask(member, MIXED_QUESTION)
-
-
-@pytest.fixture
-def log_key(tmp_path, settings) -> NoteSigner:
-    signer = NoteSigner.generate(ORIGIN)
-    path = tmp_path / "log.key"
-    path.write_text(signer.key_string() + "\n")
-    settings.KOINON_LOG_KEY_FILE = str(path)
-    return signer
 
 
 @pytest.mark.django_db

@@ -20,26 +20,15 @@ from audit.log import (
 )
 from audit.merkle import MerkleTree, verify_inclusion
 from audit.models import LogCheckpoint, LogEntry, LogSubtree, OutputRelease
-from tests.answers.helpers import MIXED_QUESTION, ask
-from tests.audit.helpers import ORIGIN, as_owner, more_releases
+from tests.audit.helpers import as_owner, more_releases
 from tests.helpers import client_for
 
 
 @pytest.fixture
-def published(library, member) -> dict:
-    return ask(member, MIXED_QUESTION)
-
-
-@pytest.fixture
-def log_key(tmp_path, settings):
-    from audit.signed_note import NoteSigner
-
-    signer = NoteSigner.generate(ORIGIN)
-    path = tmp_path / "log.key"
-    path.write_text(signer.key_string() + "\n")
-    settings.KOINON_LOG_KEY_FILE = str(path)
+def log_key(log_key, settings):
+    """The shared key, with a checkpoint allowed after every batch."""
     settings.KOINON_LOG_CHECKPOINT_SECONDS = 0
-    return signer
+    return log_key
 
 
 def stored() -> dict[tuple[int, int], bytes]:

@@ -13,22 +13,7 @@ from audit.log import log_integrate
 from audit.merkle import leaf_hash
 from audit.models import LogCheckpoint
 from audit.signed_note import NoteSigner
-from tests.answers.helpers import MIXED_QUESTION, ask
 from tests.audit.helpers import ORIGIN, SWAP, as_owner, more_releases
-
-
-@pytest.fixture
-def published(library, member) -> dict:
-    return ask(member, MIXED_QUESTION)
-
-
-@pytest.fixture
-def log_key(tmp_path, settings) -> NoteSigner:
-    signer = NoteSigner.generate(ORIGIN)
-    path = tmp_path / "log.key"
-    path.write_text(signer.key_string() + "\n")
-    settings.KOINON_LOG_KEY_FILE = str(path)
-    return signer
 
 
 def witness(directory) -> tuple[bool, str]:

@@ -60,11 +60,6 @@ NEW_VALUE = {
 }
 
 
-@pytest.fixture
-def published(library, member) -> dict:
-    return ask(member, MIXED_QUESTION)
-
-
 def refused_in_savepoint(sql: str, params: list | None = None) -> str:
     """Run sql in its own savepoint; return the database's error text (it must fail)."""
     with pytest.raises(DatabaseError) as failure, transaction.atomic(), connection.cursor() as c:

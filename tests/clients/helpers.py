@@ -12,6 +12,9 @@ from core.services import api_key_create
 from knowledge.models import DocumentRevision
 from tests.knowledge.test_documents import wait_for_extraction
 
+TEXT = "The platform operations team owns service reviews."
+QUESTION = "Who owns service reviews?"
+
 
 def toolchain(name: str, install: str) -> str:
     """The path of a toolchain's command; the test fails (never skips) without it."""

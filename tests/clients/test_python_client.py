@@ -26,28 +26,13 @@ from koinon_client import (
 )
 
 from core.services import api_key_create
-from knowledge.documents import document_upload, revision_extract
+from tests.clients.helpers import QUESTION, TEXT
 from tests.knowledge.test_documents import wait_for_extraction
 from tests.services import ROOT
 
 VECTORS = ROOT / "clients" / "conformance" / "vectors.json"
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-TEXT = "The platform operations team owns service reviews."
-QUESTION = "Who owns service reviews?"
-
-
-@pytest.fixture
-def corpus(space, owner):
-    result = document_upload(user=owner, filename="ops.txt", data=TEXT.encode(), space=space)
-    revision_extract(revision_id=result.revision.pk)
-    return result
-
-
-@pytest.fixture
-def reader_key(member) -> str:
-    return api_key_create(user=member).secret
 
 
 class CutAfterFirstEvent(httpx.BaseTransport):

@@ -26,36 +26,9 @@ from audit.merkle import MerkleTree
 from audit.merkle import leaf_hash as server_leaf_hash
 from audit.models import LogCheckpoint
 from audit.signed_note import NoteSigner
-from core.services import api_key_create
-from knowledge.documents import document_upload, revision_extract
 from tests.audit.helpers import ORIGIN, as_owner, more_releases
+from tests.clients.helpers import QUESTION
 from tests.services import ROOT
-
-TEXT = "The platform operations team owns service reviews."
-QUESTION = "Who owns service reviews?"
-
-
-@pytest.fixture
-def corpus(space, owner):
-    result = document_upload(user=owner, filename="ops.txt", data=TEXT.encode(), space=space)
-    revision_extract(revision_id=result.revision.pk)
-    return result
-
-
-@pytest.fixture
-def reader_key(member) -> str:
-    return api_key_create(user=member).secret
-
-
-@pytest.fixture
-def log_key(tmp_path, settings) -> NoteSigner:
-    """The log's key, used by this process's integration; the client gets only the public
-    key string, as a reader would out of band."""
-    signer = NoteSigner.generate(ORIGIN)
-    path = tmp_path / "log.key"
-    path.write_text(signer.key_string() + "\n")
-    settings.KOINON_LOG_KEY_FILE = str(path)
-    return signer
 
 
 def answered(client: Client):

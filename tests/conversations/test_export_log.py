@@ -31,15 +31,6 @@ TEXTS = {
 
 
 @pytest.fixture
-def log_key(tmp_path, settings) -> NoteSigner:
-    signer = NoteSigner.generate(ORIGIN)
-    path = tmp_path / "log.key"
-    path.write_text(signer.key_string() + "\n")
-    settings.KOINON_LOG_KEY_FILE = str(path)
-    return signer
-
-
-@pytest.fixture
 def conversation(space, owner, member) -> dict:
     """Two sealed answers in one conversation: the log's tree has two entries."""
     for name, text in TEXTS.items():
