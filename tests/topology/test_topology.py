@@ -289,32 +289,9 @@ def test_reads_move_to_the_primary_when_the_replica_goes_down_mid_load(topology)
 def test_a_replica_lagging_beyond_the_bound_is_skipped_and_reported(topology):
     """A web host whose bound is 1 s: with replay paused and the primary writing, its
     health reports the replica lagging and its reads on the primary."""
-    from tests.services import free_port
-
-    port = free_port()
-    env = topology.app_env("strict", DATABASE_REPLICA_MAX_LAG="1")
-    log = (topology.logs / "strict.log").open("w")
-    strict = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "core.server",
-            "-b",
-            "127.0.0.1",
-            "-p",
-            str(port),
-            "koinon.asgi:application",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}"
+    url = topology.web_host_extra("strict", DATABASE_REPLICA_MAX_LAG="1")
     topology.replica_pause()
     try:
-        wait_for("the strict host", lambda: _answers(url))
         seeded = seed_on_primary(topology, "strict")
         wait_for(
             "the lag reported",
@@ -333,16 +310,8 @@ def test_a_replica_lagging_beyond_the_bound_is_skipped_and_reported(topology):
         assert response.json()["evidence"]["answer_status"] == "evidence_backed"
     finally:
         topology.replica_resume()
-        os.killpg(strict.pid, signal.SIGTERM)
-        strict.wait(30)
-        log.close()
+        topology.processes["strict"].stop()
     topology.replica_wait()
-
-
-def _answers(url: str) -> bool:
-    with contextlib.suppress(httpx.HTTPError):
-        return httpx.get(f"{url}/v1/health", timeout=5).status_code in (200, 503)
-    return False
 
 
 # --- a web host dies --------------------------------------------------------------------

@@ -329,7 +329,10 @@ class Topology:
             self.web_wait(n)
 
     def _web_command(self, number: int) -> list[str]:
-        port = str(self.ports[f"web_{number}"])
+        return self._daphne(self.ports[f"web_{number}"])
+
+    @staticmethod
+    def _daphne(port: int) -> list[str]:
         return [
             sys.executable,
             "-m",
@@ -337,7 +340,7 @@ class Topology:
             "-b",
             "127.0.0.1",
             "-p",
-            port,
+            str(port),
             "koinon.asgi:application",
         ]
 
@@ -345,6 +348,16 @@ class Topology:
         url = f"{self.web_url(number)}/v1/health"
         log = self.processes[f"web_{number}"].log
         _wait(f"web host {number}", lambda: httpx.get(url, timeout=5).status_code == 200, 120, log)
+
+    def web_host_extra(self, name: str, **overrides: str) -> str:
+        """One more web host, not behind HAProxy, with settings of its own (`overrides`);
+        returns its URL once it answers (stopped with the rest, or by `processes[name]`)."""
+        port = free_port()
+        self._spawn(name, self._daphne(port), env=self.app_env(name, **overrides))
+        url = f"http://127.0.0.1:{port}"
+        log = self.processes[name].log
+        _wait(name, lambda: httpx.get(f"{url}/v1/health", timeout=5).status_code < 600, 120, log)
+        return url
 
     def _start_haproxy(self) -> None:
         directory = self.base / "haproxy"
