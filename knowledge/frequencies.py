@@ -8,14 +8,11 @@ reads a few index rows per word and space. Private files have no space: the few 
 selects are counted live.
 """
 
-from dataclasses import replace
-
 from django.contrib.postgres.search import SearchQuery
 from django.core.exceptions import EmptyResultSet
 from django.db import connection, connections, transaction
 from django.db.models import QuerySet
 
-from core.replicas import replica_read
 from knowledge.models import Document, DocumentRevision, LexemeFrequency, Passage
 from knowledge.scope import AccessScope
 
@@ -83,10 +80,7 @@ def document_frequencies(*, scope: AccessScope, words: list[str]) -> tuple[dict[
     scope holds private files. Read on the scope's database (a replica that fails gives
     way to the primary).
     """
-    return replica_read(
-        lambda database: _document_frequencies(replace(scope, database=database), words),
-        database=scope.database,
-    )
+    return scope.read(lambda scope: _document_frequencies(scope, words))
 
 
 def _document_frequencies(scope: AccessScope, words: list[str]) -> tuple[dict[str, int], int]:

@@ -8,7 +8,7 @@ import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any, Literal, TypedDict
 
@@ -27,7 +27,6 @@ from django.db.models.sql.compiler import SQLCompiler
 from pgvector.django import CosineDistance
 
 from core.fields import column_name
-from core.replicas import replica_read
 from knowledge.models import EmbeddingStatus, LexemeFrequency, Passage
 from knowledge.normalise import normalised_words
 from knowledge.scope import AccessScope
@@ -479,12 +478,7 @@ def retrieve(
     transaction; the result is the same either way. Reads the scope's database; a replica
     that fails the reads gives way to the primary (core.replicas).
     """
-    return replica_read(
-        lambda database: _retrieve(
-            scope=replace(scope, database=database), query=query, tools=tools, limit=limit
-        ),
-        database=scope.database,
-    )
+    return scope.read(lambda scope: _retrieve(scope=scope, query=query, tools=tools, limit=limit))
 
 
 def _retrieve(

@@ -15,11 +15,13 @@ primary), or for an answer run's gathering a streaming replica (core.replicas), 
 the recheck on the primary checks again before anything is published.
 """
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 from django.db import DEFAULT_DB_ALIAS
 from django.db.models import Q, QuerySet
 
+from core.replicas import replica_read
 from core.types import UserOrAnonymous
 from knowledge.models import Document, Passage
 from knowledge.selectors import private_files_of, spaces_visible_to
@@ -53,6 +55,13 @@ class AccessScope:
     def documents(self) -> QuerySet[Document]:
         """Documents in scope (withdrawn ones included: callers decide about those)."""
         return Document.objects.using(self.database).filter(self._of_spaces_or_files("pk"))
+
+    def read[T](self, read: Callable[["AccessScope"], T]) -> T:
+        """`read(scope)` on this scope's database; when that is a replica and it fails the
+        read, once more with the same scope on the primary (core.replicas.replica_read)."""
+        return replica_read(
+            lambda database: read(replace(self, database=database)), database=self.database
+        )
 
     def _of_spaces_or_files(self, document: str) -> Q:
         scope = Q(space_id__in=sorted(self.space_ids)) if self.space_ids else Q(pk__in=[])
