@@ -35,13 +35,35 @@ def embedded_services() -> Iterator[None]:
 
 
 @pytest.fixture(scope="session")
-def django_db_setup(embedded_services, django_db_setup):
+def django_db_setup(embedded_services, django_db_setup, django_db_blocker):
     """pytest-django's test database, created once the embedded services run."""
     yield
     # The keyword channel's thread has a connection of its own: closed before the drop.
     from knowledge.retrieval import CHANNEL_THREAD
 
     CHANNEL_THREAD.close_connection()
+    with django_db_blocker.unblock():
+        _other_sessions_wait()
+
+
+def _other_sessions_wait(timeout: float = 30) -> None:
+    """Until the backends of the suite's stopped processes (worker, Daphne) have noticed
+    their clients are gone: DROP DATABASE refuses while any session remains. A guard
+    against a hang, not a bound: after `timeout` the drop is tried all the same."""
+    import time
+
+    from django.db import connection
+
+    deadline = time.monotonic() + timeout
+    with connection.cursor() as cursor:
+        while time.monotonic() < deadline:
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+            if not cursor.fetchone()[0]:
+                return
+            time.sleep(0.1)
 
 
 @pytest.fixture(scope="session")
