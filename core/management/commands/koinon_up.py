@@ -18,6 +18,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connections
 
+from core.dbcheck import database_self_check, self_check_line
 from core.embedded import RUNTIME_ROLE, EmbeddedPostgres, EmbeddedRedis
 from core.processes import terminate_tree
 
@@ -101,6 +102,7 @@ class Command(BaseCommand):
             call_command("check")
             call_command("migrate", interactive=False, verbosity=0)
             self._say("database migrated")
+            self._check_database(postgres)
             call_command("collectstatic", interactive=False, verbosity=0)
             if demo:
                 call_command("loaddemo", if_empty=True)
@@ -144,6 +146,17 @@ class Command(BaseCommand):
             f"{path.name} in the data directory, {out.getvalue().strip()}"
         )
         return str(path)
+
+    def _check_database(self, postgres: EmbeddedPostgres | None) -> None:
+        """Refuse to start on a database that cannot do what koinon needs (core.dbcheck):
+        before the demo data is embedded and before anything serves a user."""
+        failures = database_self_check(
+            connection=connections["default"],
+            server_log=postgres.log_file if postgres is not None else None,
+        )
+        if failures:
+            raise CommandError(self_check_line(failures))
+        self._say("database self-check passed (vectors, HNSW, trigrams, full text)")
 
     def _say(self, message: str) -> None:
         self.stdout.write(message)
