@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import redis
 from django.db import connection
 
-from core.ports import Hooks
+from core.ports import Hooks, Port
 from core.replicas import replica_states
 from core.worker import redis_client, workers_alive
 
@@ -29,6 +29,9 @@ class ComponentStatus:
 
 # The apps' own components (extractions, embeddings, runs), added in their AppConfig.ready().
 health_checks: "Hooks[Callable[[], ComponentStatus]]" = Hooks("health checks")
+# How many documents are not yet searchable by both channels (still being extracted or
+# embedded): koinon_up --demo waits for none before it prints its URLs. From knowledge.
+documents_being_indexed: "Port[Callable[[], int]]" = Port("documents being indexed")
 
 
 def check_database() -> list[ComponentStatus]:

@@ -273,6 +273,15 @@ def test_a_killed_worker_is_restarted_while_daphne_keeps_serving(up_data_dir):
             while "koinon is up" not in log_path.read_text():
                 assert time.monotonic() < deadline, "koinon_up did not finish starting"
                 time.sleep(0.2)
+            # --demo: the URLs came once the demo was searchable by both channels (issue 46).
+            from core.embedded import EmbeddedPostgres
+
+            with EmbeddedPostgres(up_data_dir / "pg").connect("koinon") as database:
+                passages, waiting = database.execute(
+                    "SELECT count(*), count(*) FILTER (WHERE embedding_status <> 'embedded') "
+                    "FROM knowledge_passage"
+                ).fetchone()
+            assert passages > 0 and waiting == 0
             pidfile = up_data_dir / "run" / "celery.pid"
             worker = psutil.Process(int(pidfile.read_text()))
             pool_children = worker.children(recursive=True)
