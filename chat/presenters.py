@@ -20,6 +20,7 @@ from audit.services import body_hashes
 from core.types import User
 from knowledge.display import single_line
 from knowledge.models import Document, ExtractionRole, ExtractionStatus
+from knowledge.retrieval import INDEXING
 from knowledge.selectors import documents_visible_to
 
 EXTRACTION_ERRORS = {
@@ -130,6 +131,7 @@ class AnswerView:
     outcomes: list[dict] = field(default_factory=list)
     unanswered: list[str] = field(default_factory=list)
     failed_tools: list[str] = field(default_factory=list)
+    indexing: bool = False  # semantic search was still waiting for vectors
     released: bool = False
     searched_as: str = ""  # the question as searched, when rewritten from the conversation
     total: int = 1  # the run's generations: "Answer 2 of 2" once there was a regenerate
@@ -221,8 +223,15 @@ def answer_view(
         view.unanswered = [
             searches[i] for i in range(parts) if i not in answered and i < len(searches)
         ]
+        # A channel still catching up (vectors being written) is said as such, not as a
+        # source that could not be searched.
+        view.indexing = any(o.get("code") == INDEXING for o in view.outcomes)
         view.failed_tools = sorted(
-            {o["tool"] for o in view.outcomes if o.get("state") not in {"succeeded", "skipped"}}
+            {
+                o["tool"]
+                for o in view.outcomes
+                if o.get("state") not in {"succeeded", "skipped"} and o.get("code") != INDEXING
+            }
         )
     return view
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import redis
 from django.db import connection
 
-from core.ports import Hooks
+from core.ports import Hooks, Port
 from core.replicas import replica_states
 from core.worker import redis_client, workers_alive
 
@@ -29,10 +29,16 @@ class ComponentStatus:
 
 # The apps' own components (extractions, embeddings, runs), added in their AppConfig.ready().
 health_checks: "Hooks[Callable[[], ComponentStatus]]" = Hooks("health checks")
+# How many documents are not yet searchable by both channels (still being extracted or
+# embedded): koinon_up --demo waits for none before it prints its URLs. From knowledge.
+documents_being_indexed: "Port[Callable[[], int]]" = Port("documents being indexed")
 
 
 def check_database() -> list[ComponentStatus]:
-    """Database reachable, and the vector extension installed in it."""
+    """Database reachable, the vector extension installed in it, and a vector distance
+    computed by it: a pgvector build that kills its backend at the first distance (a CPU
+    without the instructions it was built for, issue 46) is not healthy. One statement more
+    than the reachability check, of constants: nothing is read."""
     try:
         with connection.cursor() as cursor:
             cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
@@ -45,7 +51,26 @@ def check_database() -> list[ComponentStatus]:
     database = ComponentStatus("database", True, "reachable")
     if row is None:
         return [database, ComponentStatus("vector", False, "extension missing")]
-    return [database, ComponentStatus("vector", True, f"pgvector {row[0]}")]
+    return [database, check_vector_operation(version=row[0])]
+
+
+def check_vector_operation(*, version: str) -> ComponentStatus:
+    """One vector distance, checked (|(3,4) - (0,0)| = 5)."""
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT '[3,4]'::vector <-> '[0,0]'::vector")
+            (distance,) = cursor.fetchone()
+    except Exception:
+        if connection.connection is None or connection.connection.closed:
+            # The server ended the connection: its backend is gone.
+            connection.close()
+            return ComponentStatus(
+                "vector", False, "vector operation failed: the database process died"
+            )
+        return ComponentStatus("vector", False, "vector operation failed")
+    if distance != 5.0:
+        return ComponentStatus("vector", False, f"vector operation wrong: {distance} for 5")
+    return ComponentStatus("vector", True, f"pgvector {version}")
 
 
 def check_database_pool() -> ComponentStatus | None:

@@ -35,6 +35,10 @@ VECTOR_SEARCH = "vector_search"
 KEYWORD_SEARCH = "keyword_search"
 RETRIEVAL_TOOLS = (VECTOR_SEARCH, KEYWORD_SEARCH)
 RRF_K = 60
+# The vector channel's outcome while passages in scope still wait for their vectors: it
+# searched only those that have one (state `failed`: incomplete, retryable), never an access
+# failure.
+INDEXING = "indexing"
 
 
 OutcomeState = Literal["succeeded", "failed"]
@@ -43,7 +47,7 @@ OutcomeState = Literal["succeeded", "failed"]
 @dataclass(frozen=True)
 class ToolOutcome:
     """One tool's outcome (SPEC §5 outcome codes: matched, empty_corpus, no_relevant_hit,
-    embedding_*, timeout, not_configured, …)."""
+    embedding_*, timeout, not_configured, …, and `indexing`)."""
 
     tool: str
     state: OutcomeState
@@ -348,11 +352,16 @@ def vector_search(scope: QuerySet[Passage], query: str, limit: int) -> tuple[lis
                 [str(max(limit * 4, settings.HNSW_EF_SEARCH))],
             )
             rows = _scored_rows(nearest, "distance")
+    # Passages still waiting for their vectors (a fresh start, a large upload): the channel
+    # is catching up, not failing; keyword search finds them meanwhile.
+    indexing = scope.filter(embedding_status=EmbeddingStatus.PENDING).exists()
     if not rows and not embedded.filter(embedding_model=provider.model_id).exists():
         # Why nothing came back (checked only then, not on every search):
         if embedded.exists():
             # Vectors of another model are not comparable: refuse rather than mislead.
             return [], ToolOutcome(VECTOR_SEARCH, "failed", "embedding_configuration_invalid")
+        if indexing:
+            return [], ToolOutcome(VECTOR_SEARCH, "failed", INDEXING, 0, True)
         return [], ToolOutcome(VECTOR_SEARCH, "failed", "embedding_unavailable", 0, True)
     # relaxed_order may return rows slightly out of order: sort them.
     rows.sort(key=lambda item: (item[1], item[0].passage_id))
@@ -361,8 +370,16 @@ def vector_search(scope: QuerySet[Passage], query: str, limit: int) -> tuple[lis
         for row, distance in rows
         if 1 - distance >= settings.KOINON_VECTOR_MIN_SIMILARITY
     ]
+    if indexing:
+        return scored, ToolOutcome(VECTOR_SEARCH, "failed", INDEXING, len(scored), True)
     code = "matched" if scored else "no_relevant_hit"
     return scored, ToolOutcome(VECTOR_SEARCH, "succeeded", code, len(scored))
+
+
+def documents_indexing(scope: QuerySet[Passage]) -> int:
+    """How many documents in scope have passages still waiting for their vectors."""
+    pending = scope.filter(embedding_status=EmbeddingStatus.PENDING)
+    return pending.values("document_id").distinct().count()
 
 
 BEGIN_WAIT = 0.05  # seconds a caller waits at most for the channel thread to begin

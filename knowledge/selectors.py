@@ -279,3 +279,18 @@ def embeddings_of_another_model_exist(*, model_id: str) -> bool:
         embedded.filter(embedding_model__lt=model_id).exists()
         or embedded.filter(embedding_model__gt=model_id).exists()
     )
+
+
+def documents_being_indexed() -> int:
+    """How many documents are not yet searchable by both channels: an extraction still
+    pending or running (no passages yet), or passages waiting for their vectors. Failed
+    extractions are not waiting: they never become searchable."""
+    extracting = Extraction.objects.filter(
+        status__in=[ExtractionStatus.PENDING, ExtractionStatus.RUNNING]
+    ).values_list("revision__document_id", flat=True)
+    embedding = (
+        Passage.objects.filter(embedding_status=EmbeddingStatus.PENDING)
+        .values_list("document_id", flat=True)
+        .distinct()
+    )
+    return len(set(extracting) | set(embedding))

@@ -21,6 +21,7 @@ from answers.pipeline.rendering import render_answer
 from answers.pipeline.validation import (
     SelectedFact,
 )
+from knowledge.retrieval import documents_indexing
 
 # A recheck that failed on these may pass when asked again (a new revision is current, the
 # permission rows can be read again).
@@ -77,9 +78,11 @@ def abstention(
     status: EvidenceStatus = evidence_status or (
         judgement.evidence_status if judgement else "unavailable"
     )
+    # While vectors catch up, the refusal says for how many documents (counted only then).
+    documents = documents_indexing(ctx.scope.passages()) if explanation == "indexing" else 0
     return Ending(
         kind="refusal",
-        text=texts.explanation(explanation, ctx.language),
+        text=texts.explanation(explanation, ctx.language, documents=documents),
         evidence={
             "status": status,
             "answer_status": "abstained",

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from core.errors import UnprocessableError
+from knowledge.retrieval import INDEXING
 
 if TYPE_CHECKING:  # the vocabulary; contracts imports the request, which imports this module
     from collections.abc import Sequence
@@ -128,7 +129,8 @@ class Judgement:
     evidence_status: EvidenceStatus
     answer_status: AnswerStatus
     completeness: Completeness
-    explanation: str | None = None  # insufficient_evidence | access_failure | unsupported
+    # insufficient_evidence | access_failure | indexing | unsupported
+    explanation: str | None = None
     issues: list[str] = field(default_factory=list)
 
     @property
@@ -153,27 +155,36 @@ def policy_judge(
     answer to some parts only is `partial`, never silently complete.
     """
     failed = {
-        o["tool"] for o in outcomes if o["state"] == "failed" and o["code"] != "not_configured"
+        o["tool"]
+        for o in outcomes
+        if o["state"] == "failed" and o["code"] not in {"not_configured", INDEXING}
     }
+    # A channel still catching up (passages waiting for their vectors) is incomplete, not
+    # failed: its refusal says so, never that a source could not be accessed.
+    indexing = {o["tool"] for o in outcomes if o["code"] == INDEXING} - failed
     unconfigured = {o["tool"] for o in outcomes if o["code"] == "not_configured"}
     has_evidence = bool(selected_tools)
     evidence_tools = set().union(*selected_tools) if selected_tools else set()
     unmet = [
         tool
         for tool in policy.required_tools
-        if tool not in evidence_tools or tool in failed or tool in unconfigured
+        if tool not in evidence_tools or tool in failed | indexing or tool in unconfigured
     ]
     issues = [f"required_tool_unmet:{tool}" for tool in unmet]
     issues += [f"tool_failed:{tool}" for tool in sorted(failed)]
+    issues += [f"tool_indexing:{tool}" for tool in sorted(indexing)]
     if unanswered_parts and selected_tools:
         issues.append("unanswered_part")
 
     if policy.mode == "strict":
-        if failed or unmet or not has_evidence:
-            explanation = (
-                "access_failure" if failed and not has_evidence else "insufficient_evidence"
-            )
-            status: EvidenceStatus = "unavailable" if failed else "absent"
+        if failed or indexing or unmet or not has_evidence:
+            if failed and not has_evidence:
+                explanation = "access_failure"
+            elif indexing and not failed:
+                explanation = "indexing"
+            else:
+                explanation = "insufficient_evidence"
+            status: EvidenceStatus = "unavailable" if failed or indexing else "absent"
             return Judgement(False, status, "abstained", "none", explanation, issues)
         if unanswered_parts:
             return Judgement(True, "partial", "partial", "partial", None, issues)
@@ -182,7 +193,9 @@ def policy_judge(
     if not has_evidence:
         if failed:
             return Judgement(False, "unavailable", "abstained", "none", "access_failure", issues)
+        if indexing:
+            return Judgement(False, "unavailable", "abstained", "none", "indexing", issues)
         return Judgement(False, "absent", "abstained", "none", "insufficient_evidence", issues)
-    if failed or unmet or unanswered_parts:
+    if failed or indexing or unmet or unanswered_parts:
         return Judgement(True, "partial", "partial", "partial", None, issues)
     return Judgement(True, "available", "evidence_backed", "complete", None, issues)

@@ -4,6 +4,7 @@ from collections.abc import Callable
 
 from django.utils import translation
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 LANGUAGES = ("en", "de", "fr", "ja")
 
@@ -24,8 +25,11 @@ def general_knowledge_label(language: str) -> str:
     )
 
 
-def explanation(kind: str, language: str) -> str:
-    """The fixed text that replaces an answer: no prose, sources or claims."""
+def explanation(kind: str, language: str, *, documents: int = 0) -> str:
+    """The fixed text that replaces an answer: no prose, sources or claims. `documents`:
+    for `indexing`, how many documents were still waiting for their vectors."""
+    if kind == "indexing":
+        return _in(language, lambda: _indexing(documents))
     texts = {
         "insufficient_evidence": lambda: _(
             "Not in your library: the sources you may see do not answer this question. "
@@ -45,6 +49,23 @@ def explanation(kind: str, language: str) -> str:
         ),
     }
     return _in(language, texts[kind])
+
+
+def _indexing(documents: int) -> str:
+    # Said while the semantic search channel catches up (a fresh start, a large upload):
+    # nothing is inaccessible, and asking again soon will do.
+    if not documents:
+        return _(
+            "Documents were still being indexed for semantic search, so the search was "
+            "incomplete and no answer was published. Try again in a few minutes."
+        )
+    return ngettext(
+        "%(count)s document is still being indexed for semantic search, so the search was "
+        "incomplete and no answer was published. Try again in a few minutes.",
+        "%(count)s documents are still being indexed for semantic search, so the search was "
+        "incomplete and no answer was published. Try again in a few minutes.",
+        documents,
+    ) % {"count": documents}
 
 
 def regeneration_notice(language: str) -> str:

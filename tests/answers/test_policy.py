@@ -109,6 +109,54 @@ def test_auto_with_no_evidence_and_a_failure_abstains(library, member, broken_ve
     assert body["answer"]["text"] == explanation("access_failure", "en")
 
 
+@pytest.fixture
+def vectors_pending(library):
+    """Right after a start (or a large upload): the passages are extracted and keyword
+    searchable, their vectors not written yet."""
+    from knowledge.models import EmbeddingStatus, Passage
+
+    Passage.objects.update(embedding=None, embedding_model="", embedding_status="pending")
+    assert not Passage.objects.filter(embedding_status=EmbeddingStatus.EMBEDDED).exists()
+
+
+def test_the_first_answer_while_vectors_are_pending_says_indexing_not_access_failure(
+    vectors_pending, member
+):
+    body = ask(member, "Which moons orbit Jupiter?")  # no keyword hit either
+    assert body["evidence"]["answer_status"] == "abstained"
+    assert outcome(body, "vector_search") == ("failed", "indexing")
+    assert outcome(body, "keyword_search") == ("succeeded", "no_relevant_hit")
+    text = body["answer"]["text"]
+    assert text == explanation("indexing", "en", documents=2)
+    assert text.startswith("2 documents are still being indexed for semantic search")
+    assert "could not be accessed" not in text and text != explanation("access_failure", "en")
+    issues = body["quality"]["issues"]
+    assert "tool_indexing:vector_search" in issues and "tool_failed:vector_search" not in issues
+
+
+def test_while_vectors_are_pending_the_keyword_channel_answers_marked_partial(
+    vectors_pending, member
+):
+    body = ask(member, OWNERS)
+    assert body["evidence"]["answer_status"] == "partial"
+    assert body["quality"]["completeness"] == "partial"
+    assert "tool_indexing:vector_search" in body["quality"]["issues"]
+    assert "owns service reviews" in body["answer"]["text"]
+    # strict: no answer from an incomplete search, and the refusal says why.
+    strict = ask(member, OWNERS, evidence_policy={"mode": "strict"})
+    assert strict["evidence"]["answer_status"] == "abstained"
+    assert strict["answer"]["text"] == explanation("indexing", "en", documents=2)
+
+
+def test_indexing_is_said_in_each_language():
+    for language in ("de", "fr", "ja"):
+        assert explanation("indexing", language, documents=3) != explanation(
+            "indexing", "en", documents=3
+        )
+        assert "3" in explanation("indexing", language, documents=3)
+        assert explanation("indexing", language) != explanation("indexing", "en")
+
+
 def test_a_successful_empty_retrieval_gives_the_no_evidence_text(library, member):
     body = ask(member, "Which moons orbit Jupiter?")
     assert body["evidence"]["status"] == "absent"

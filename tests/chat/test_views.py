@@ -368,6 +368,22 @@ def test_a_longer_conversation_costs_no_more_queries(corpus, member):
     assert len(five_answers) <= len(one_run)
 
 
+def test_the_first_answers_while_vectors_are_pending_say_indexing_not_access_failure(
+    corpus, member
+):
+    from knowledge.models import Passage
+
+    Passage.objects.update(embedding=None, embedding_model="", embedding_status="pending")
+    client = browser(member)
+    page, _ = ask(client, "Which moons orbit Jupiter?")
+    assert "1 document is still being indexed for semantic search" in page
+    assert "could not be accessed" not in page
+    # The keyword channel answers meanwhile; the page says the semantic one is catching up.
+    page, _ = ask(client)
+    assert TEXT in page and "still being indexed for semantic search" in page
+    assert "could not be searched" not in page
+
+
 def test_a_reader_who_lost_access_sees_the_access_failure_text_not_the_quote(corpus, space, member):
     from knowledge.services import space_member_remove
 

@@ -202,3 +202,45 @@ def test_a_degraded_component_keeps_the_server_healthy():
         "status": "degraded",
         "detail": "down",
     }
+
+
+# pgvector's distance function replaced inside the test's transaction (rolled back with it):
+# raising, as a missing library would, or ending its backend, as a build for instructions
+# this CPU lacks does (issue 46).
+DISTANCE_RAISES = """
+CREATE OR REPLACE FUNCTION l2_distance(vector, vector) RETURNS float8 LANGUAGE plpgsql AS
+$$ BEGIN RAISE EXCEPTION 'could not load library vector.so'; END $$
+"""
+DISTANCE_KILLS_ITS_BACKEND = """
+CREATE OR REPLACE FUNCTION l2_distance(vector, vector) RETURNS float8 LANGUAGE sql AS
+$$ SELECT pg_terminate_backend(pg_backend_pid())::int::float8 $$
+"""
+
+
+@pytest.mark.django_db
+def test_a_database_that_fails_vector_operations_is_not_healthy_even_for_the_balancer():
+    from django.db import connection
+
+    assert APIClient().get("/v1/health?scope=host").status_code == 200
+    with connection.cursor() as cursor:
+        cursor.execute(DISTANCE_RAISES)
+    response = APIClient().get("/v1/health?scope=host")
+    assert response.status_code == 503
+    components = response.json()["components"]
+    assert components["database"]["status"] == "ok"  # reachable: the vectors fail
+    assert components["vector"] == {"status": "failed", "detail": "vector operation failed"}
+
+
+@pytest.mark.django_db
+def test_a_database_whose_process_dies_at_a_vector_distance_is_reported_so():
+    from django.db import connection
+
+    from core.health import check_database
+
+    with connection.cursor() as cursor:
+        cursor.execute(DISTANCE_KILLS_ITS_BACKEND)
+    database, vector = check_database()
+    assert database.ok
+    assert vector == ComponentStatus(
+        "vector", False, "vector operation failed: the database process died"
+    )

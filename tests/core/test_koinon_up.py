@@ -208,6 +208,52 @@ def test_koinon_up_refuses_a_port_in_use(up_data_dir):
     assert processes_using(up_data_dir) == []
 
 
+# What a pgvector built for AVX-512 does on a CPU without it (issue 46): the backend that
+# computes a vector distance dies of signal 4. Here it sends the signal to itself, through a
+# shell whose parent it is (COPY TO PROGRAM), so the server logs what it logs on such a CPU.
+DISTANCE_DIES_OF_SIGILL = """
+CREATE OR REPLACE FUNCTION l2_distance(vector, vector) RETURNS float8 LANGUAGE plpgsql AS
+$body$ BEGIN COPY (SELECT 1) TO PROGRAM 'kill -ILL $PPID'; PERFORM pg_sleep(30); RETURN 0; END
+$body$
+"""
+
+
+def test_koinon_up_refuses_a_database_that_dies_at_the_first_vector_distance(up_data_dir):
+    from core.embedded import EmbeddedPostgres
+
+    postgres = EmbeddedPostgres(up_data_dir / "pg")
+    postgres.start()
+    try:
+        postgres.ensure_database("koinon")
+        with postgres.connect("koinon", autocommit=True) as owner:
+            owner.execute("CREATE EXTENSION vector")
+            owner.execute(DISTANCE_DIES_OF_SIGILL)
+        result = subprocess.run(
+            [sys.executable, "manage.py", "koinon_up", "--port", str(free_port()), "--demo"],
+            cwd=ROOT,
+            env=up_env(up_data_dir),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    finally:
+        postgres.stop()
+    assert result.returncode != 0
+    # One line: what failed, the likely cause, the remedy; no traceback.
+    assert result.stderr.strip().splitlines() == [
+        "CommandError: database self-check failed: the database process died while "
+        "computing a vector distance (signal 4: Illegal instruction): the CPU lacks an "
+        "instruction set this PostgreSQL build needs (e.g. AVX-512); remedy: run a PostgreSQL "
+        "with a pgvector build made for this CPU (set DATABASE_URL to such a server, or install "
+        "an embedded PostgreSQL package built for this machine)"
+    ]
+    # Stopped before the demo data was embedded and before anything served a user.
+    assert "database migrated" in result.stdout
+    assert "demo data" not in result.stdout and "started (pid" not in result.stdout
+    assert "koinon stopped" in result.stdout
+    assert processes_using(up_data_dir) == []
+
+
 def test_a_killed_worker_is_restarted_while_daphne_keeps_serving(up_data_dir):
     from celery import Celery
 
@@ -227,6 +273,15 @@ def test_a_killed_worker_is_restarted_while_daphne_keeps_serving(up_data_dir):
             while "koinon is up" not in log_path.read_text():
                 assert time.monotonic() < deadline, "koinon_up did not finish starting"
                 time.sleep(0.2)
+            # --demo: the URLs came once the demo was searchable by both channels (issue 46).
+            from core.embedded import EmbeddedPostgres
+
+            with EmbeddedPostgres(up_data_dir / "pg").connect("koinon") as database:
+                passages, waiting = database.execute(
+                    "SELECT count(*), count(*) FILTER (WHERE embedding_status <> 'embedded') "
+                    "FROM knowledge_passage"
+                ).fetchone()
+            assert passages > 0 and waiting == 0
             pidfile = up_data_dir / "run" / "celery.pid"
             worker = psutil.Process(int(pidfile.read_text()))
             pool_children = worker.children(recursive=True)

@@ -18,7 +18,9 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connections
 
+from core.dbcheck import database_self_check, self_check_line
 from core.embedded import RUNTIME_ROLE, EmbeddedPostgres, EmbeddedRedis
+from core.health import documents_being_indexed
 from core.processes import terminate_tree
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -27,6 +29,7 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 RESTART_BACKOFF_MIN = 1.0
 RESTART_BACKOFF_MAX = 60.0
 RESTART_BACKOFF_RESET = 60.0
+DEMO_INDEXING_TIMEOUT = 300.0  # seconds koinon_up --demo waits for the demo to be searchable
 WORKERS = frozenset(
     {"celery", "celery-answers"}
 )  # restarted when they exit; anything else stops koinon
@@ -103,6 +106,7 @@ class Command(BaseCommand):
             call_command("check")
             call_command("migrate", interactive=False, verbosity=0)
             self._say("database migrated")
+            self._check_database(postgres)
             call_command("collectstatic", interactive=False, verbosity=0)
             if demo:
                 call_command("loaddemo", if_empty=True)
@@ -113,6 +117,8 @@ class Command(BaseCommand):
             connections.close_all()
             self._start_children(run_dir, host, port, concurrency, answer_concurrency)
             self._wait_until_healthy(host, port)
+            if demo:
+                self._wait_until_searchable()
             base = f"http://{host}:{port}"
             self._say(f"koinon is up: {base}/  API {base}/v1/  health {base}/v1/health")
             self._say(f"admin {base}/admin/  API docs {base}/v1/schema/docs/  (Ctrl-C stops)")
@@ -146,6 +152,17 @@ class Command(BaseCommand):
             f"{path.name} in the data directory, {out.getvalue().strip()}"
         )
         return str(path)
+
+    def _check_database(self, postgres: EmbeddedPostgres | None) -> None:
+        """Refuse to start on a database that cannot do what koinon needs (core.dbcheck):
+        before the demo data is embedded and before anything serves a user."""
+        failures = database_self_check(
+            connection=connections["default"],
+            server_log=postgres.log_file if postgres is not None else None,
+        )
+        if failures:
+            raise CommandError(self_check_line(failures))
+        self._say("database self-check passed (vectors, HNSW, trigrams, full text)")
 
     def _say(self, message: str) -> None:
         self.stdout.write(message)
@@ -333,6 +350,34 @@ class Command(BaseCommand):
             time.sleep(0.5)
         if not self._stopping:
             self._say(f"warning: {url} did not report healthy within {timeout:.0f}s")
+
+    def _wait_until_searchable(self, timeout: float = DEMO_INDEXING_TIMEOUT) -> None:
+        """--demo: the URLs are printed once every document is searchable by both channels
+        (extracted, every passage with its vector), so the first question after `make run`
+        is answered from the whole demo. Says how many are left meanwhile; after `timeout`
+        it goes on with a warning (answers say which channel is still catching up)."""
+        deadline = time.monotonic() + timeout
+        said = None
+        while not self._stopping:
+            for name, process in self.children:
+                if process.poll() is not None and name not in WORKERS:
+                    raise CommandError(f"{name} exited during start-up (code {process.returncode})")
+            left = documents_being_indexed.call()
+            connections.close_all()  # not held while the worker writes
+            if not left:
+                if said is not None:
+                    self._say("demo data indexed: searchable by keyword and semantic search")
+                return
+            if left != said:
+                self._say(f"indexing the demo data: {left} document(s) left")
+                said = left
+            if time.monotonic() > deadline:
+                self._say(
+                    f"warning: {left} document(s) still being indexed after {timeout:.0f}s; "
+                    "answers say so until they are searchable"
+                )
+                return
+            time.sleep(0.5)
 
     def _supervise(self) -> int:
         """Wait for a stop signal. A worker that dies is restarted with backoff (answers
