@@ -185,8 +185,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
 
     if isinstance(exc, ApiError):
         body = error_body(exc.error_code, str(exc.detail), exc.fields)
-        headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after else None
-        return Response(body, status=exc.status_code, headers=headers)
+        retry = {"Retry-After": str(exc.retry_after)} if exc.retry_after else None
+        return Response(body, status=exc.status_code, headers=retry)
     if isinstance(exc, exceptions.ValidationError):
         message, fields = _validation_fields(exc.detail)
         return Response(

@@ -218,7 +218,7 @@ def _upload(
     revision.file.save(
         f"{sha256}{PurePath(filename).suffix.lower()[:10]}", ContentFile(data), save=False
     )
-    stored.append(revision.file.name)
+    stored.append(str(revision.file.name))
     revision.save()
     Extraction.objects.bulk_create(
         [Extraction(revision=revision, role=role) for role in ExtractionRole.values]
