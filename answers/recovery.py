@@ -9,9 +9,9 @@ until the visibility timeout, and maybe never delivered again). So:
 - `running` for KOINON_RUN_CLAIM_TIMEOUT seconds without a claim → queued again, once;
   still unclaimed after that → `failed`, `worker_lost`.
 - `executing` on a worker whose heartbeat is gone → `failed`, `worker_lost` (not run
-  again: its tool activity is already recorded, and events are append-only). Executed
-  in a web process (no worker name) and still `executing` after the task time limit →
-  the same.
+  again: its tool activity is already recorded, and events are append-only). Still
+  `executing` after the task time limit — in a web process (no worker name), or on a
+  live worker whose failure could not be recorded while the database was away → the same.
 
 Every ending is `run_fail`'s: status, a `failed` event to replay; streams listening on
 the run are told it is sealed. Rows locked by another sweeper are skipped.
@@ -74,9 +74,11 @@ def runs_recover(*, now: datetime | None = None, alive: object = _ASK_REDIS) -> 
     alive = workers_alive_names() if alive is _ASK_REDIS else alive
     claim_deadline = now - timedelta(seconds=settings.KOINON_RUN_CLAIM_TIMEOUT)
     grace = now - timedelta(seconds=settings.KOINON_WORKER_STALE_AFTER)
-    inline_deadline = now - timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT + 60)
+    overdue = now - timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT + 60)
+    # Executing past the hard time limit is lost on any worker: the limit killed it, or its
+    # failure could not be recorded (the database was away when it failed).
     lost = Q(status=RUNNING, queued_at__lt=claim_deadline) | Q(
-        status=EXECUTING, worker="", claimed_at__lt=inline_deadline
+        status=EXECUTING, claimed_at__lt=overdue
     )
     if alive is not None:
         lost |= Q(status=EXECUTING, claimed_at__lt=grace) & ~Q(worker="") & ~Q(worker__in=alive)

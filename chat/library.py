@@ -21,7 +21,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from chat.presenters import file_state
 from chat.views import _not_found_is_404, _page
-from core.errors import ApiError, ForbiddenError, NotFoundError
+from core.errors import ApiError, ForbiddenError, NotFoundError, WriteNotSaved
 from core.types import request_user
 from knowledge.documents import document_change_check, document_upload
 from knowledge.erasure import ERASE_REASON_MAX, revision_erase
@@ -143,6 +143,8 @@ def space_upload(request: HttpRequest, space_id: int) -> HttpResponse:
         )
     if _wants_json(request):
         status = 202 if any(o["ok"] for o in outcomes) else 422
+        if all(o.get("code") == WriteNotSaved.default_code for o in outcomes):
+            status = 503  # none stored, and sending them again later is expected to work
         return JsonResponse({"files": outcomes}, status=status)
     for outcome in outcomes:
         if outcome["ok"]:
@@ -176,6 +178,8 @@ def _lifecycle(
         change(document)
     except ForbiddenError as error:
         return _refused(request, space, error)
+    except WriteNotSaved:
+        raise  # its page (core.errors) names the change and sends the same form again
     except ApiError as error:  # a missing reason, an erasure made twice
         if error.status_code == 404:
             raise

@@ -135,6 +135,8 @@ def _ask(request: HttpRequest, form: AskForm, conversation: Conversation | None)
         )["run_id"]
     except RunFailed as failed:
         run_id = failed.run_id  # the page shows the failed run with its notice
+        if failed.retry_after:  # the database was lost: say so, asking again will work
+            messages.error(request, str(failed.detail))
     run = run_get_for_user(user=request.user, run_id=run_id)
     return redirect(reverse("chat:conversation", args=[run.conversation_id]) + f"#run-{run_id}")
 

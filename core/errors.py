@@ -1,18 +1,25 @@
 """One error shape for the whole API: {"error": {"code", "message", "fields"}}."""
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, TypedDict
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.template.loader import render_to_string
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import get_language
 from django.views.defaults import page_not_found, server_error
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
 logger = logging.getLogger(__name__)
+
+DATABASE_AWAY = "The database cannot be reached right now; try again shortly."
+DATABASE_RETRY_AFTER = 5  # seconds a client is told to wait while the database is away
 
 
 class ApiError(exceptions.APIException):
@@ -21,6 +28,7 @@ class ApiError(exceptions.APIException):
     status_code: int = status.HTTP_400_BAD_REQUEST
     default_code = "bad_request"
     default_detail = "The request could not be processed."
+    retry_after: int | None = None  # seconds; set where trying again later is expected to work
 
     def __init__(
         self,
@@ -77,6 +85,58 @@ class ServiceUnavailableError(ApiError):
     default_code = "service_unavailable"
 
 
+class WriteNotSaved(ServiceUnavailableError):
+    """A person's change that the database lost before it committed (a restart, a killed
+    backend, a failover): nothing of it was kept, and the same request may be sent again.
+    Raised by `writing`; 503 `database_unavailable` with Retry-After, and a message that
+    names the change."""
+
+    default_code = "database_unavailable"
+    retry_after = DATABASE_RETRY_AFTER
+
+    def __init__(self, action: str) -> None:
+        self.action = action
+        super().__init__(
+            f"{action[:1].upper()}{action[1:]} was not saved: the database restarted before "
+            "it was done. Nothing of it was kept; try again."
+        )
+
+
+@contextmanager
+def writing(action: str) -> Iterator[None]:
+    """Name the change a block writes (`with writing(f"the withdrawal of “{title}”")`)
+    so that losing the database in it says which change was not saved (WriteNotSaved)
+    instead of a generic error page.
+
+    Wrap the whole transaction, not a part of it: the block's atomic rollback has then
+    undone everything when this raises. The connection the failure broke is closed (unless
+    a caller's transaction is still open; its atomic block closes it), so that a retry —
+    the same request, or the next statement of this one — opens a live one. A WriteNotSaved
+    from an inner `writing` is renamed for the outer change: the person asked for that one.
+    """
+    try:
+        yield
+    except WriteNotSaved as lost:
+        raise WriteNotSaved(action) from lost.__cause__
+    except Exception as exc:
+        if not database_unavailable(exc):
+            raise
+        database_connection_discard()
+        logger.warning("database lost while saving: %s", action)
+        raise WriteNotSaved(action) from exc
+
+
+def database_connection_discard() -> None:
+    """Close this thread's connection after the database was lost on it, so that the next
+    statement opens a live one (a pooled connection goes back to the pool, which drops a
+    broken one). Inside a transaction it is left to the outermost atomic block, which
+    closes a connection it cannot roll back."""
+    from django.db import connection
+
+    if not connection.in_atomic_block:
+        connection.close()
+
+
 class ErrorDetail(TypedDict):
     code: str
     message: str
@@ -125,7 +185,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
 
     if isinstance(exc, ApiError):
         body = error_body(exc.error_code, str(exc.detail), exc.fields)
-        return Response(body, status=exc.status_code)
+        retry = {"Retry-After": str(exc.retry_after)} if exc.retry_after else None
+        return Response(body, status=exc.status_code, headers=retry)
     if isinstance(exc, exceptions.ValidationError):
         message, fields = _validation_fields(exc.detail)
         return Response(
@@ -154,10 +215,6 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     )
 
 
-DATABASE_AWAY = "The database cannot be reached right now; try again shortly."
-DATABASE_RETRY_AFTER = 5  # seconds a client is told to wait while the database is away
-
-
 def database_unavailable(exc: BaseException) -> bool:
     """Whether an exception means "PostgreSQL cannot be reached now" (a restart, a
     failover, the pool found no live connection in time) rather than a bug."""
@@ -170,9 +227,7 @@ def database_unavailable(exc: BaseException) -> bool:
 def _database_unavailable_response() -> Response:
     logger.warning("database unavailable")
     return Response(
-        error_body(
-            "database_unavailable", "The database cannot be reached right now; try again shortly."
-        ),
+        error_body("database_unavailable", DATABASE_AWAY),
         status=status.HTTP_503_SERVICE_UNAVAILABLE,
         headers={"Retry-After": str(DATABASE_RETRY_AFTER)},
     )
@@ -180,7 +235,9 @@ def _database_unavailable_response() -> Response:
 
 class DatabaseUnavailableMiddleware:
     """Pages and API views alike: a database that cannot be reached is a 503 with
-    Retry-After (JSON under /v1/, a short page elsewhere), never a 500 with a trace."""
+    Retry-After (JSON under /v1/, a page elsewhere), never a 500 with a trace. A change
+    that was lost (WriteNotSaved, also when a page showing it then failed in turn) is
+    named; the page offers to send the same form again."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -189,20 +246,50 @@ class DatabaseUnavailableMiddleware:
         return self.get_response(request)
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
-        if not database_unavailable(exception):
+        lost = _write_not_saved(exception)
+        if lost is None and not database_unavailable(exception):
             return None
         logger.warning("database unavailable")
+        message = str(lost.detail) if lost is not None else DATABASE_AWAY
         response: HttpResponse
         if _is_api(request):
-            response = JsonResponse(error_body("database_unavailable", DATABASE_AWAY), status=503)
+            response = JsonResponse(error_body("database_unavailable", message), status=503)
         else:
-            response = HttpResponse(
-                "koinon cannot reach its database right now; try again in a few seconds.",
-                status=503,
-                content_type="text/plain; charset=utf-8",
-            )
+            response = HttpResponse(_database_page(request, message), status=503)
         response["Retry-After"] = str(DATABASE_RETRY_AFTER)
         return response
+
+
+def _write_not_saved(exception: BaseException | None) -> WriteNotSaved | None:
+    """The lost change behind an exception: itself, or one being handled when it was
+    raised (a view that caught WriteNotSaved and could not show its page either)."""
+    seen = 0
+    while exception is not None and seen < 10:
+        if isinstance(exception, WriteNotSaved):
+            return exception
+        exception, seen = exception.__context__, seen + 1
+    return None
+
+
+def _database_page(request: HttpRequest, message: str) -> str:
+    """Rendered without the request's context processors: they may read the database
+    (the session, the user), which is what is missing. A POST's fields (not its files)
+    come back as hidden inputs, so that "Try again" sends the same change."""
+    back = request.headers.get("Referer", "")
+    fields = []
+    if request.method == "POST":
+        fields = [(name, value) for name, values in request.POST.lists() for value in values]
+    context = {
+        "message": message,
+        "LANGUAGE_CODE": get_language(),
+        "retry_after": DATABASE_RETRY_AFTER,
+        "method": request.method,
+        "action": request.get_full_path(),
+        "fields": fields,
+        "had_files": bool(request.method == "POST" and request.FILES),
+        "back": back if url_has_allowed_host_and_scheme(back, {request.get_host()}) else "/",
+    }
+    return render_to_string("503.html", context)
 
 
 def _is_api(request: HttpRequest) -> bool:

@@ -10,6 +10,7 @@ from typing import Literal
 
 from django.conf import settings
 from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
@@ -21,6 +22,7 @@ from core.errors import (
     PayloadTooLargeError,
     ServiceUnavailableError,
     UnprocessableError,
+    writing,
 )
 from core.queue import QueueUnavailable, task_enqueue
 from core.types import User
@@ -100,7 +102,6 @@ def document_change_check(
         raise NotFoundError("Document not found.")
 
 
-@transaction.atomic
 def document_upload(
     *,
     user: User,
@@ -121,8 +122,46 @@ def document_upload(
     Raises NotFoundError (the space or document is not visible to user), ForbiddenError
     (visible, not theirs to change), PayloadTooLargeError (nothing stored) and
     UnprocessableError with code `unsupported_type` when the name or content is not a
-    supported format.
+    supported format. The database lost before the commit: WriteNotSaved naming the file,
+    nothing written, and the bytes already stored for it deleted again (a retry stores
+    them anew; no copy is left that an erasure would not find).
     """
+    stored: list[str] = []
+    finished = False
+    try:
+        with writing(f"the upload of “{PurePath(filename).name}”"), transaction.atomic():
+            result = _upload(
+                user=user,
+                filename=filename,
+                data=data,
+                space=space,
+                private=private,
+                title=title,
+                document=document,
+                stored=stored,
+            )
+            # Past this point a lost connection may have lost the COMMIT or not; the file
+            # stays, as the revision may exist (the retry then finds it by its bytes).
+            finished = True
+    except BaseException:
+        if not finished:
+            for name in stored:
+                default_storage.delete(name)
+        raise
+    return result
+
+
+def _upload(
+    *,
+    user: User,
+    filename: str,
+    data: bytes,
+    space: Space | None,
+    private: bool,
+    title: str,
+    document: Document | None,
+    stored: list[str],
+) -> UploadResult:
     document_change_check(user=user, space=space, private=private, document=document)
     if len(data) > settings.KOINON_UPLOAD_MAX_BYTES:
         raise PayloadTooLargeError(
@@ -179,6 +218,7 @@ def document_upload(
     revision.file.save(
         f"{sha256}{PurePath(filename).suffix.lower()[:10]}", ContentFile(data), save=False
     )
+    stored.append(str(revision.file.name))
     revision.save()
     Extraction.objects.bulk_create(
         [Extraction(revision=revision, role=role) for role in ExtractionRole.values]

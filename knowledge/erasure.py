@@ -23,7 +23,7 @@ from django.conf import settings
 from django.core.files.storage import default_storage
 from django.db import connection, transaction
 
-from core.errors import ConflictError, UnprocessableError
+from core.errors import ConflictError, UnprocessableError, writing
 from core.types import User
 from knowledge.display import quote_display, single_line
 from knowledge.documents import document_change_check
@@ -67,7 +67,8 @@ def revision_erase(
             code="invalid",
             fields={"revision": "Not a revision of this document."},
         )
-    with transaction.atomic():
+    action = f"the erasure of revision {revision.number} of “{document.title}”"
+    with writing(action), transaction.atomic():
         locked = Document.objects.select_for_update().get(pk=document.pk)
         if Erasure.objects.filter(revision=revision).exists():
             raise ConflictError("This revision's text is already erased.", code="already_erased")

@@ -9,6 +9,7 @@ cited it stay. Sealed answers that quoted it read as a fixed "source withdrawn" 
 from django.db import transaction
 from django.utils import timezone
 
+from core.errors import writing
 from core.types import User
 from knowledge.documents import document_change_check, document_set_current
 from knowledge.frequencies import lexeme_frequencies_shift
@@ -32,7 +33,7 @@ def document_withdraw(*, user: User, document: Document, reason: str = "") -> Do
     an answer sealed after this commits cannot quote it.
     """
     _check(user, document)
-    with transaction.atomic():
+    with writing(f"the withdrawal of “{document.title}”"), transaction.atomic():
         locked = Document.objects.select_for_update().get(pk=document.pk)
         if locked.withdrawn_at is None:
             lexeme_frequencies_shift(document=locked, revision=None)
@@ -48,7 +49,7 @@ def document_restore(*, user: User, document: Document) -> Document:
     """Bring a withdrawn document back: its current revision is searched and quotable
     again. Not withdrawn: unchanged. Same role check as withdrawing."""
     _check(user, document)
-    with transaction.atomic():
+    with writing(f"the restoring of “{document.title}”"), transaction.atomic():
         locked = Document.objects.select_for_update().get(pk=document.pk)
         if locked.withdrawn_at is not None:
             locked.withdrawn_at, locked.withdrawn_by, locked.withdrawn_reason = None, None, ""

@@ -3,7 +3,7 @@
 from django.db import IntegrityError, transaction
 from guardian.shortcuts import assign_perm, remove_perm
 
-from core.errors import ConflictError, NotFoundError, UnprocessableError
+from core.errors import ConflictError, NotFoundError, UnprocessableError, writing
 from core.selectors import user_get_by_username
 from core.types import User
 from knowledge.models import Space
@@ -12,12 +12,16 @@ from knowledge.selectors import ROLE_CURATOR, ROLE_READER
 ROLES = (ROLE_READER, ROLE_CURATOR)
 
 
-@transaction.atomic
 def space_create(*, name: str, description: str = "", created_by: User) -> Space:
     """Create a space; its creator becomes its first curator.
 
     Raises ConflictError when the name is taken.
     """
+    with writing(f"creating the space “{name}”"), transaction.atomic():
+        return _space_create(name=name, description=description, created_by=created_by)
+
+
+def _space_create(*, name: str, description: str, created_by: User) -> Space:
     try:
         with transaction.atomic():
             space = Space.objects.create(name=name, description=description, created_by=created_by)
@@ -31,9 +35,13 @@ def space_create(*, name: str, description: str = "", created_by: User) -> Space
     return space
 
 
-@transaction.atomic
 def space_member_set(*, space: Space, username: str, role: str) -> User:
     """Give username exactly `role` in space (reader, or curator which implies reader)."""
+    with writing(f"making {username} a {role} of “{space.name}”"), transaction.atomic():
+        return _member_set(space=space, username=username, role=role)
+
+
+def _member_set(*, space: Space, username: str, role: str) -> User:
     if role not in ROLES:
         raise UnprocessableError(
             "Unknown role.", code="invalid_role", fields={"role": "Must be 'reader' or 'curator'."}
@@ -53,9 +61,13 @@ def space_member_set(*, space: Space, username: str, role: str) -> User:
     return user
 
 
-@transaction.atomic
 def space_member_remove(*, space: Space, username: str) -> None:
     """Take every role in space away from username. NotFoundError when not a member."""
+    with writing(f"removing {username} from “{space.name}”"), transaction.atomic():
+        _member_remove(space=space, username=username)
+
+
+def _member_remove(*, space: Space, username: str) -> None:
     user = user_get_by_username(username=username)
     if user is None or not (
         user.has_perm("knowledge.view_space", space)

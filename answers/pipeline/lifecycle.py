@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
 
-from django.db import DatabaseError, transaction
+from django.db import Error, transaction
 from django.db.models import Max
 from django.utils import timezone
 
@@ -24,7 +24,15 @@ from answers.pipeline.sealing import seal_decision
 from answers.pipeline.strategies import decide
 from answers.services import conversation_sources_set
 from audit.services import stream_event_started, stream_events_fail
-from core.errors import ApiError, NotFoundError, ServiceUnavailableError
+from core.errors import (
+    DATABASE_RETRY_AFTER,
+    ApiError,
+    NotFoundError,
+    ServiceUnavailableError,
+    database_connection_discard,
+    database_unavailable,
+    writing,
+)
 from core.models import ApiKey
 from core.replicas import replica_read
 from core.types import User
@@ -60,16 +68,22 @@ def _conversation(*, user: User, request: AnswerRequest, origin: str) -> Convers
 
 
 class RunFailed(ApiError):
-    """A run that ended `failed`: a typed reason, never the exception's text."""
+    """A run that ended `failed`: a typed reason, never the exception's text. Reason
+    `database_unavailable` (the database lost mid-run, its publication rolled back) says
+    so and carries Retry-After: asking again, or retrying the run, is expected to work."""
 
     status_code = 503
     default_code = "run_failed"
 
     def __init__(self, *, run_id: UUID, reason: str) -> None:
-        super().__init__(
-            "The answer could not be completed; nothing was published.",
-            fields={"run_id": str(run_id), "reason": reason},
-        )
+        message = "The answer could not be completed; nothing was published."
+        if reason == "database_unavailable":
+            message = (
+                "The answer was not published: the database restarted while it was being "
+                "saved. Nothing of it was kept; ask again."
+            )
+            self.retry_after = DATABASE_RETRY_AFTER
+        super().__init__(message, fields={"run_id": str(run_id), "reason": reason})
         self.run_id = run_id
         self.reason = reason
 
@@ -87,7 +101,7 @@ def run_start(
     foreign (or deleted) conversation. `origin` marks a new conversation: where it was
     started (the chat lists its own by default)."""
     provider = provider or get_model_provider()
-    with transaction.atomic():
+    with writing(f"your question “{request.query[:80]}”"), transaction.atomic():
         conversation = _conversation(user=user, request=request, origin=origin)
         # The request's selection becomes the conversation's current one (recheck reads it).
         conversation_sources_set(
@@ -217,12 +231,18 @@ def run_execute(
     except ProviderFailed:
         logger.exception("model provider failed while planning run %s", run.pk)
         reason = "provider_error"
-    except Exception:
+    except Exception as exc:
         logger.exception("run %s failed", run.pk)
         reason = "internal_error"
+        if database_unavailable(exc):
+            # Its transaction rolled back; the failure is recorded on a live connection.
+            reason = "database_unavailable"
+            database_connection_discard()
     try:
         run_fail(run_id=run.pk, generation=generation, reason=reason, events=trace.stream_events())
-    except DatabaseError:
+    except Error:
+        # Still away: the generation stays `executing` until the sweeper ends it
+        # (answers.recovery: executing past the task time limit is lost).
         logger.exception("run %s: its failure could not be recorded", run.pk)
     events.sealed(run_id=run.pk, generation=generation)
     raise RunFailed(run_id=run.pk, reason=reason)
@@ -237,11 +257,17 @@ def run_fail(
     events: Sequence[tuple[str, dict[str, Any]]] = (),
 ) -> None:
     """End a generation `failed`: status on run and generation, and the events a replay
-    shows (started, the steps and tool activity so far, failed). No text, no release."""
+    shows (started, the steps and tool activity so far, failed). No text, no release.
+    A generation already published or failed is left as it is (a failure noticed after
+    its publication committed does not unpublish it)."""
+    ended = Generation.objects.filter(
+        run_id=run_id,
+        number=generation,
+        status__in=(Generation.Status.RUNNING, Generation.Status.EXECUTING),
+    ).update(status=Generation.Status.FAILED)
+    if not ended:
+        return
     AnswerRun.objects.filter(pk=run_id).update(status=AnswerRun.Status.FAILED)
-    Generation.objects.filter(run_id=run_id, number=generation).update(
-        status=Generation.Status.FAILED
-    )
     stream_events_fail(run_id=run_id, generation=generation, reason=reason, events=events)
 
 

@@ -1,9 +1,12 @@
 """Sealing a decision: the one builder of every response body (`response_body`), and its
 publication in one transaction (`seal`), rechecked for an answer (`publish`)."""
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import replace
+
+from django.db import Error
 
 from answers.pipeline import hooks
 from answers.pipeline.contracts import AnswerBody, Decision, Ending, RunContext, Trace
@@ -11,6 +14,9 @@ from answers.pipeline.endings import abstention, raw_fact
 from answers.pipeline.publication import Publication, PublicationDenied, answer_publish
 from answers.pipeline.recheck import publication_recheck
 from audit.services import audit_step_append
+from core.errors import database_connection_discard, database_unavailable
+
+logger = logging.getLogger(__name__)
 
 
 def response_body(ctx: RunContext, trace: Trace, decision: Decision) -> AnswerBody:
@@ -92,7 +98,15 @@ def seal(
     )
     trace.step("publication", started)
     ctx.events.sealed(run_id=ctx.run.pk, generation=ctx.generation.number)
-    audit_step_append(run_id=ctx.run.pk, generation=ctx.generation.number, step=trace.steps[-1])
+    try:
+        audit_step_append(run_id=ctx.run.pk, generation=ctx.generation.number, step=trace.steps[-1])
+    except Error as exc:
+        # The answer is published (committed above): losing the database now costs the
+        # audit this step's timing, never the answer.
+        if not database_unavailable(exc):
+            raise
+        logger.warning("run %s: publication's timing not audited (database lost)", ctx.run.pk)
+        database_connection_discard()
     return body
 
 

@@ -54,7 +54,9 @@ def test_a_scope_that_cannot_be_read_ends_the_run_failed_not_executing(member, m
     run = run_start(user=member, request=answer_request_parse({"query": "Who owns it?"}))
     with pytest.raises(RunFailed) as failure:
         run_execute(run_id=run.pk, generation=1)
-    assert failure.value.reason == "internal_error"
+    # The database failed it: typed as such, and worth trying again (issue 46).
+    assert failure.value.reason == "database_unavailable"
+    assert failure.value.retry_after
     run.refresh_from_db()
     assert run.status == AnswerRun.Status.FAILED
     assert run.generations.get().status == "failed"

@@ -86,6 +86,11 @@ def test_an_execution_whose_worker_heartbeat_is_gone_ends_worker_lost(member):
     overdue = timezone.now() - timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT + 61)
     age(inline, claimed_at=overdue)
     assert runs_recover(alive={"koinon@here"})["failed"] == [f"{inline.pk}:1"]
+    # On a live worker too: its failure could not be recorded while the database was away
+    # (issue 46), and no task outlives the time limit.
+    age(live, claimed_at=overdue)
+    assert runs_recover(alive={"koinon@here"})["failed"] == [f"{live.pk}:1"]
+    assert failed_worker_lost(live)
 
 
 @pytest.mark.django_db

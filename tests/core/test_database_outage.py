@@ -128,7 +128,7 @@ def test_a_database_restart_is_a_fast_503_and_the_same_process_recovers(
     proxy.cut()
 
 
-@pytest.mark.parametrize(("path", "kind"), [("/c/1/", "text/plain"), ("/v1/x", "application/json")])
+@pytest.mark.parametrize(("path", "kind"), [("/c/1/", "text/html"), ("/v1/x", "application/json")])
 def test_pages_and_api_views_answer_503_while_the_database_is_away(path, kind):
     from django.db import OperationalError
     from django.http import HttpResponse

@@ -73,7 +73,8 @@ class StreamError(KoinonError):
 
 
 class RunFailedError(StreamError):
-    """The run ended `failed` (`code`: `provider_error`, `internal_error`, `queue_unavailable`)."""
+    """The run ended `failed` (`code`: `provider_error`, `internal_error`, `queue_unavailable`,
+    `database_unavailable`)."""
 
 
 _BY_STATUS: dict[int, type[KoinonError]] = {
