@@ -40,7 +40,7 @@ from conversations.services import (
     run_get_for_reader,
 )
 from conversations.services import conversation_get_for_user as conversation_readable
-from core.errors import ApiError, NotFoundError
+from core.errors import ApiError, NotFoundError, writing
 from core.types import request_user
 from knowledge.documents import document_upload
 from knowledge.models import Document
@@ -335,22 +335,29 @@ def file_upload(request: HttpRequest) -> HttpResponse:
         result = document_upload(
             user=request_user(request), filename=upload.name, data=upload.read(), private=True
         )
+        document = result.document
+        if item is not None:
+            # Its own write: a database lost here keeps the stored file and says that only
+            # the selection was not saved (uploading the same file again selects it).
+            with writing(f"selecting “{document.title}” in this conversation"):
+                spaces, files = conversation_selection(conversation_id=item.pk)
+                conversation_sources_set(
+                    user=request_user(request),
+                    conversation=item,
+                    space_ids=spaces,
+                    file_ids=files | {document.pk},
+                )
     except ApiError as error:
-        # 503 `extraction_delayed`: the file is stored and the sweeper queues it later.
+        # 503 `extraction_delayed`: the file is stored and the sweeper queues it later;
+        # 503 `database_unavailable`: the upload or its selection was not saved, as it says.
         if wants_json:
             body = {"error": {"code": error.error_code, "message": str(error.detail)}}
-            return JsonResponse(body, status=error.status_code)
+            response = JsonResponse(body, status=error.status_code)
+            if error.retry_after:
+                response["Retry-After"] = str(error.retry_after)
+            return response
         _form_error(request, error)
         return redirect(target)
-    document = result.document
-    if item is not None:
-        spaces, files = conversation_selection(conversation_id=item.pk)
-        conversation_sources_set(
-            user=request_user(request),
-            conversation=item,
-            space_ids=spaces,
-            file_ids=files | {document.pk},
-        )
     if wants_json:
         # The file just stored is the user's own: found, with its extractions prefetched.
         document = _file_with_extractions(request, document.pk) or document

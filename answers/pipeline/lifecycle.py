@@ -328,7 +328,7 @@ def answer_retry(
     Earlier generations, their messages and their releases stay as they are.
     """
     provider = provider or get_model_provider()
-    with transaction.atomic():
+    with writing(f"the new attempt at “{run.question[:80]}”"), transaction.atomic():
         run = AnswerRun.objects.select_for_update().get(pk=run.pk)
         number = (run.generations.aggregate(top=Max("number"))["top"] or 0) + 1
         run.reset_context += 1

@@ -15,7 +15,14 @@ import pytest
 from django.db import connection
 from guardian.models import UserObjectPermission
 
-from answers.models import AnswerRun, Citation, Conversation, Message
+from answers.models import (
+    AnswerRun,
+    Citation,
+    Conversation,
+    ConversationSource,
+    Generation,
+    Message,
+)
 from answers.pipeline.lifecycle import answer_stream_start
 from answers.pipeline.request import answer_request_parse
 from audit.models import OutputRelease, StreamEvent
@@ -225,6 +232,40 @@ def test_an_upload_from_the_library_page_says_which_file_was_not_stored(
     assert Document.objects.get().title == "travel"
 
 
+def test_a_private_file_whose_selection_is_killed_is_kept_and_says_only_that_was_lost(
+    client, member, media, kill_backend_once
+):
+    conversation = Conversation.objects.create(user=member)
+    kill_backend_once(ConversationSource)
+    client.force_login(member)
+    data = b"Expenses above the limit need the director's approval."
+
+    def upload():
+        return client.post(
+            "/files/",
+            {"file": _file("expenses.txt", data), "conversation": str(conversation.pk)},
+            HTTP_ACCEPT="application/json",
+        )
+
+    lost = upload()
+
+    assert lost.status_code == 503, lost.content
+    assert lost["Retry-After"] == "5"
+    error = lost.json()["error"]
+    assert error["code"] == "database_unavailable"
+    assert error["message"].startswith(f"Selecting “expenses” in this conversation {KILLED}")
+    stored = Document.objects.get()  # the upload itself was saved, whole
+    assert not ConversationSource.objects.filter(conversation=conversation).exists()
+    again = upload()
+    assert again.status_code == 202, again.content
+    assert Document.objects.get().pk == stored.pk  # the same bytes: the same file
+    assert list(
+        ConversationSource.objects.filter(conversation=conversation).values_list(
+            "document_id", flat=True
+        )
+    ) == [stored.pk]
+
+
 # --- erase ------------------------------------------------------------------------------
 
 
@@ -333,6 +374,28 @@ def test_an_answer_killed_in_its_publication_is_failed_typed_with_nothing_publis
     assert retried.status_code == 200, retried.content
     assert retried.json()["evidence"]["answer_status"] == "evidence_backed"
     assert OutputRelease.objects.filter(run_id=run.pk).count() == 1
+
+
+def test_a_retry_killed_as_its_generation_is_stored_leaves_the_run_as_it_was(
+    library, member, kill_backend_once
+):
+    client = client_for(member)
+    first = client.post("/v1/answer", {"query": MIXED_QUESTION}, format="json")
+    assert first.status_code == 200, first.content
+    run = AnswerRun.objects.get(pk=first.json()["run_id"])
+    kill_backend_once(Generation, when="NEW.number = 2")
+
+    lost = client.post(f"/v1/runs/{run.pk}/retry")
+
+    assert_lost(lost, f"The new attempt at “{MIXED_QUESTION[:80]}”")
+    run.refresh_from_db()
+    assert run.reset_context == 0 and run.status == "published"
+    assert list(run.generations.values_list("number", flat=True)) == [1]
+    assert OutputRelease.objects.filter(run_id=run.pk).count() == 1
+    again = client.post(f"/v1/runs/{run.pk}/retry")
+    assert again.status_code == 200, again.content
+    assert again.json()["evidence"]["answer_status"] == "evidence_backed"
+    assert OutputRelease.objects.filter(run_id=run.pk).count() == 2
 
 
 def test_a_question_asked_in_the_chat_killed_midway_is_kept_in_the_form(
