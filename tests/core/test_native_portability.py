@@ -5,16 +5,20 @@ the first vector operation on CPUs without AVX-512. This machine has AVX-512, so
 crashes here; the proof is the scan (tools/native_scan.py) and an emulated Haswell (qemu-user:
 AVX2, no AVX-512).
 
-Needs binutils (objdump), gcc and qemu-user (Makefile); none needs the database.
+Needs binutils (objdump), gcc and qemu-user (Makefile); none needs the suite's database (the
+self-check's run against servers of their own).
 """
 
+import contextlib
 import os
 import platform
 import pwd
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -351,3 +355,109 @@ def test_the_embedding_model_runs_on_an_avx2_cpu() -> None:
 
     assert result.returncode == 0, result.stderr[-2000:]
     assert "shape (2, 12, 384) finite True" in result.stdout
+
+
+# --- The start-up self-check, against a server on an emulated CPU without AVX-512 -----------
+
+
+@contextlib.contextmanager
+def _server_under_haswell(install: Path, scratch: Path) -> Iterator[tuple[str, Path]]:
+    """A PostgreSQL server of `install` running on an emulated Haswell (its backends are
+    forks of the emulated postmaster, so every query runs there too), on a unix socket in
+    `scratch`, with vector and pg_trgm created. Yields (a Django alias for it, its log)."""
+    import copy
+
+    import psycopg
+    from django.db import connections
+
+    assert QEMU is not None
+    user = PG_SYSTEM_USER if _running_as_root() else None
+    data, log = scratch / "data", scratch / "server.log"
+    subprocess.run(
+        [install / "bin" / "initdb", "-D", data, "-U", "postgres", "-A", "trust", "--no-sync"],
+        check=True,
+        capture_output=True,
+        user=user,
+        timeout=60,
+    )
+    # A unix socket only (no TCP port to collide with), fsync off: a throwaway server.
+    options = ["-k", scratch, "-c", "listen_addresses=", "-F"]
+    with log.open("wb") as output:
+        server = subprocess.Popen(
+            [QEMU, *HASWELL, install / "bin" / "postgres", "-D", data, *options],
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            user=user,
+            cwd=scratch,  # where qemu writes a core file, if any: removed with it
+        )
+    alias = "emulated_haswell"
+    try:
+        deadline = time.monotonic() + 60  # a guard against a hang, not a bound
+        while True:
+            try:
+                with psycopg.connect(host=str(scratch), user="postgres", autocommit=True) as c:
+                    c.execute("CREATE EXTENSION vector")
+                    c.execute("CREATE EXTENSION pg_trgm")
+                break
+            except psycopg.OperationalError:
+                assert server.poll() is None, log.read_text()[-2000:]
+                assert time.monotonic() < deadline, "the emulated server did not start"
+                time.sleep(0.1)
+        database = copy.deepcopy(connections.settings["default"])
+        database.update(HOST=str(scratch), PORT="", NAME="postgres", USER="postgres")
+        database["PASSWORD"] = ""
+        database["OPTIONS"] = {
+            key: value for key, value in database.get("OPTIONS", {}).items() if key != "pool"
+        }
+        connections.settings[alias] = database
+        yield alias, log
+    finally:
+        if alias in connections.settings:
+            connections[alias].close()
+            del connections[alias]
+            del connections.settings[alias]
+        server.send_signal(signal.SIGQUIT)  # immediate shutdown
+        try:
+            server.wait(30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(30)
+
+
+def test_the_self_check_stops_the_old_build_naming_the_illegal_instruction(
+    pg_scratch: Path, django_db_blocker
+) -> None:
+    """What koinon_up now says on a CPU without AVX-512 with the build it shipped before
+    (core/dbcheck.py), where it used to report healthy and crash at the first upload."""
+    from django.db import connections
+
+    from core.dbcheck import database_self_check, self_check_line
+
+    with (
+        django_db_blocker.unblock(),
+        _server_under_haswell(legacy_pg_install(), pg_scratch) as (alias, log),
+    ):
+        failures = database_self_check(connection=connections[alias], server_log=log)
+
+    assert [failure.kind for failure in failures] == ["died"]
+    line = self_check_line(failures)
+    assert "\n" not in line
+    assert "(signal 4: Illegal instruction)" in line
+    assert "the CPU lacks an instruction set this PostgreSQL build needs" in line
+    assert "remedy:" in line
+
+
+def test_the_self_check_passes_on_the_embedded_build_on_an_avx2_cpu(
+    pg_scratch: Path, django_db_blocker
+) -> None:
+    from django.db import connections
+
+    from core.dbcheck import database_self_check
+
+    with (
+        django_db_blocker.unblock(),
+        _server_under_haswell(embedded_pg_install(), pg_scratch) as (alias, log),
+    ):
+        failures = database_self_check(connection=connections[alias], server_log=log)
+
+    assert failures == []
