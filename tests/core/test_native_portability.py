@@ -259,9 +259,9 @@ def pg_scratch() -> Iterator[Path]:
         yield directory
 
 
-def _single_user_under_haswell(install: Path, scratch: Path) -> subprocess.CompletedProcess:
-    """initdb natively, then the SQL in a single-user backend on an emulated Haswell."""
-    assert QEMU is not None
+def _initdb(install: Path, scratch: Path) -> tuple[str | None, Path]:
+    """A data directory made natively by `install`'s initdb in `scratch`: (the user its
+    server runs as, the directory)."""
     user = PG_SYSTEM_USER if _running_as_root() else None
     data = scratch / "data"
     subprocess.run(
@@ -271,6 +271,13 @@ def _single_user_under_haswell(install: Path, scratch: Path) -> subprocess.Compl
         user=user,
         timeout=60,
     )
+    return user, data
+
+
+def _single_user_under_haswell(install: Path, scratch: Path) -> subprocess.CompletedProcess:
+    """initdb natively, then the SQL in a single-user backend on an emulated Haswell."""
+    assert QEMU is not None
+    user, data = _initdb(install, scratch)
     return subprocess.run(
         [QEMU, *HASWELL, install / "bin" / "postgres", "--single", "-D", data, "-F", "postgres"],
         input=SQL,
@@ -371,15 +378,8 @@ def _server_under_haswell(install: Path, scratch: Path) -> Iterator[tuple[str, P
     from django.db import connections
 
     assert QEMU is not None
-    user = PG_SYSTEM_USER if _running_as_root() else None
-    data, log = scratch / "data", scratch / "server.log"
-    subprocess.run(
-        [install / "bin" / "initdb", "-D", data, "-U", "postgres", "-A", "trust", "--no-sync"],
-        check=True,
-        capture_output=True,
-        user=user,
-        timeout=60,
-    )
+    user, data = _initdb(install, scratch)
+    log = scratch / "server.log"
     # A unix socket only (no TCP port to collide with), fsync off: a throwaway server.
     options = ["-k", scratch, "-c", "listen_addresses=", "-F"]
     with log.open("wb") as output:
