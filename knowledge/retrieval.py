@@ -87,6 +87,8 @@ class Candidate:
     locator: dict
     score: float = 0.0
     contributions: dict[str, dict] = field(default_factory=dict)
+    # Structured units in `text` (knowledge.units): (start, end, alone_start, alone_end).
+    units: list[tuple[int, int, int, int]] = field(default_factory=list)
 
 
 @dataclass

@@ -19,6 +19,7 @@ from datasets.services import governed_query_facts, governed_query_run, snapshot
 from knowledge.models import Document, Extraction, ExtractionStatus
 from knowledge.retrieval import RETRIEVAL_TOOLS, OutcomeState, retrieve
 from knowledge.scope import AccessScope
+from knowledge.units import candidates_widen
 
 DATASET_QUERY = "dataset_query"
 DEPTH = {"quick": 3, "ask": 5, "agent": 5, "pro": 8, "deep": 12, "debug": 5, "raw": 10, "plan": 0}
@@ -82,6 +83,7 @@ def run_tools(
                 for tool, contribution in candidate.contributions.items():
                     entry["candidate"].contributions.setdefault(tool, contribution)
 
+    passages = _widened(scope, passages)
     facts: list[CandidateFact] = []
     admitted = set(
         Extraction.objects.filter(
@@ -113,6 +115,7 @@ def run_tools(
             "locator": candidate.locator,
             "searches": entry["searches"],
             "score": entry["score"],
+            "units": candidate.units,
         }
         facts.append(
             CandidateFact(
@@ -137,6 +140,25 @@ def run_tools(
             outcomes.append(outcome(tool, "failed", "not_configured"))
     CandidateFact.objects.bulk_create(facts)
     return facts, outcomes
+
+
+def _widened(scope: AccessScope, passages: dict[int, dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    """Each found passage widened to the structured units it is part of (knowledge.units);
+    passages widened to the same span are one candidate, found by all their searches."""
+    widened = candidates_widen(scope=scope, candidates=[e["candidate"] for e in passages.values()])
+    merged: dict[tuple[int, int, int], dict[str, Any]] = {}
+    result: dict[int, dict[str, Any]] = {}
+    for (passage_id, entry), candidate in zip(passages.items(), widened, strict=True):
+        key = (candidate.extraction_id, candidate.char_start, candidate.char_end)
+        first = merged.get(key)
+        if first is None:
+            merged[key] = result[passage_id] = {**entry, "candidate": candidate}
+            continue
+        first["searches"] += [s for s in entry["searches"] if s not in first["searches"]]
+        first["score"] = max(first["score"], entry["score"])
+        for tool, contribution in candidate.contributions.items():
+            first["candidate"].contributions.setdefault(tool, contribution)
+    return result
 
 
 def _dataset_tool(
@@ -235,6 +257,7 @@ def candidate_views(facts: list[CandidateFact]) -> list[CandidateView]:
             fact.source.get("score", 1.0),
             tuple((fact.source.get("locator") or {}).get("headings", ())),
             fact.source.get("title", ""),
+            tuple((a, b, c, d) for a, b, c, d in fact.source.get("units", ())),
         )
         for fact in facts
         if not value_unmet(fact)

@@ -58,8 +58,12 @@ def _check_archive(data: bytes, limits: Limits) -> None:
                     del parent[0]
 
 
-def _iter_paragraphs(container: BaseOxmlElement, parent: ProvidesStoryPart) -> Iterator[Paragraph]:
-    """Paragraphs in reading order, descending into tables and content controls.
+def _iter_paragraphs(
+    container: BaseOxmlElement, parent: ProvidesStoryPart, tables: list[int] | None = None
+) -> Iterator[tuple[Paragraph, dict]]:
+    """Paragraphs in reading order, descending into tables and content controls, each with
+    the structure it stands in (knowledge.structure): a table cell's table, row and whether
+    that row is the header (marked as one, or the table's first row).
 
     python-docx's own iteration skips w:sdt blocks (tables of contents, form
     fields) that docx2txt reads, which would make the two readings disagree.
@@ -67,16 +71,33 @@ def _iter_paragraphs(container: BaseOxmlElement, parent: ProvidesStoryPart) -> I
     from docx.oxml.ns import qn
     from docx.text.paragraph import Paragraph
 
+    tables = [0] if tables is None else tables  # tables seen so far, shared with nested calls
     for child in container.iterchildren():
         if child.tag == qn("w:p"):
-            yield Paragraph(cast("CT_P", child), parent)  # python-docx parses w:p as CT_P
+            yield Paragraph(cast("CT_P", child), parent), {}  # python-docx parses w:p as CT_P
         elif child.tag == qn("w:tbl"):
-            for row in child.iterchildren(qn("w:tr")):
-                for cell in row.iterchildren(qn("w:tc")):
-                    yield from _iter_paragraphs(cell, parent)
+            tables[0] += 1
+            table = tables[0]
+            for number, row in enumerate(child.iterchildren(qn("w:tr")), start=1):
+                header = number == 1 or row.find(f"{qn('w:trPr')}/{qn('w:tblHeader')}") is not None
+                cell = {"block": "cell", "table": table, "row": number, "header": header}
+                for cell_element in row.iterchildren(qn("w:tc")):
+                    for paragraph, inner in _iter_paragraphs(cell_element, parent, tables):
+                        yield paragraph, inner or cell
         elif child.tag == qn("w:sdt"):
             for content in child.iterchildren(qn("w:sdtContent")):
-                yield from _iter_paragraphs(content, parent)
+                yield from _iter_paragraphs(content, parent, tables)
+
+
+def _is_list_item(paragraph: Paragraph) -> bool:
+    """Numbered or bulleted: list numbering on the paragraph, or a "List …" style."""
+    from docx.oxml.ns import qn
+
+    properties = paragraph._p.pPr
+    if properties is not None and properties.find(qn("w:numPr")) is not None:
+        return True
+    style = paragraph.style
+    return style is not None and (style.name or "").lower().startswith("list")
 
 
 def _heading_level(paragraph: Paragraph) -> int | None:
@@ -93,13 +114,17 @@ def extract_primary(data: bytes, limits: Limits) -> ExtractionResult:
     body = document.element.body
     builder = TextBuilder(limits)
     path: list[tuple[int, str]] = []
-    for paragraph in _iter_paragraphs(body, document):
+    for paragraph, structure in _iter_paragraphs(body, document):
         text = paragraph.text
         level = _heading_level(paragraph)
         if level is not None and text.strip():
             path = [entry for entry in path if entry[0] < level]
             path.append((level, " ".join(text.split())))
-        locator = {"headings": [title for _, title in path]} if path else {}
+        locator: dict = {"headings": [title for _, title in path]} if path else {}
+        if structure:
+            locator |= structure
+        elif level is None and _is_list_item(paragraph):
+            locator["block"] = "item"
         builder.add(text, locator)
     return builder.result("python-docx", dist_version("python-docx"))
 

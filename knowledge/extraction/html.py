@@ -65,6 +65,9 @@ BLOCK_TAGS = frozenset(
         "ul",
     }
 )
+# The structure a quote unit follows (knowledge.structure): the innermost of these a
+# piece stands in is written into its locator as "block".
+STRUCTURE_TAGS = {"li": "item", "dt": "term", "dd": "description", "td": "cell", "th": "cell"}
 _SPACES = re.compile(r"\s+")
 _HIDDEN_STYLE = re.compile(r"(?:^|;)\s*(?:display\s*:\s*none|visibility\s*:\s*hidden)\b", re.I)
 _BREAK = "\x01"
@@ -79,6 +82,11 @@ class BlockCollector:
         self._buffer: list[str] = []
         self._heading_level = 0
         self._preformatted = 0
+        self._structure: list[str] = []  # the open li/dt/dd/td/th, innermost last
+        # Per open table: [its number, its current row].
+        self._tables: list[list[int]] = []
+        self._table_count = 0
+        self._in_thead = 0
 
     def text(self, value: str) -> None:
         self._buffer.append(value if self._preformatted else _SPACES.sub(" ", value))
@@ -104,6 +112,7 @@ class BlockCollector:
         if name in HEADING_TAGS and not self._heading_level:
             self._heading_level = HEADING_TAGS[name]
         self._preformatted += name == "pre"
+        self._structure_enter(name)
 
     def leave(self, name: str) -> None:
         if name in HEADING_TAGS and self._heading_level == HEADING_TAGS[name]:
@@ -116,9 +125,37 @@ class BlockCollector:
                 self.builder.add(title, self._locator())
         self.flush()
         self._preformatted -= name == "pre"
+        self._structure_leave(name)
+
+    def _structure_enter(self, name: str) -> None:
+        if name in STRUCTURE_TAGS:
+            self._structure.append(name)
+        elif name == "table":
+            self._table_count += 1
+            self._tables.append([self._table_count, 0])
+        elif name == "tr" and self._tables:
+            self._tables[-1][1] += 1
+        elif name == "thead":
+            self._in_thead += 1
+
+    def _structure_leave(self, name: str) -> None:
+        if name in STRUCTURE_TAGS and self._structure and self._structure[-1] == name:
+            self._structure.pop()
+        elif name == "table" and self._tables:
+            self._tables.pop()
+        elif name == "thead" and self._in_thead:
+            self._in_thead -= 1
 
     def _locator(self) -> dict:
-        return {"headings": [title for _, title in self._path]}
+        locator: dict = {"headings": [title for _, title in self._path]}
+        if self._structure and not self._heading_level:
+            name = self._structure[-1]
+            locator["block"] = STRUCTURE_TAGS[name]
+            if locator["block"] == "cell" and self._tables:
+                table, row = self._tables[-1]
+                header = name == "th" or self._in_thead > 0
+                locator |= {"table": table, "row": row, "header": header}
+        return locator
 
 
 # (kind, tag name or text, node): kind is "text" or "tag".

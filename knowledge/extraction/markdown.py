@@ -17,9 +17,17 @@ _INLINE_BLOCKS = frozenset({"paragraph", "block_text", "table_cell"})
 
 
 class _HeadingPath:
+    """The heading path of each piece, and the structure it stands in (knowledge.structure):
+    a list item ("block": "item") or a table cell ("block": "cell" with its table, row and
+    whether it is a header cell)."""
+
     def __init__(self, builder: TextBuilder) -> None:
         self._builder = builder
         self._path: list[tuple[int, str]] = []
+        self.items = 0  # list items open around the piece
+        self.tables = 0  # tables seen so far: the current one's number
+        self.row = 0
+        self.cell: bool | None = None  # None outside a cell, else whether a header cell
 
     def heading(self, level: int, title: str) -> None:
         title = " ".join(title.split())
@@ -29,7 +37,17 @@ class _HeadingPath:
         self.block(title)
 
     def block(self, text: str) -> None:
-        self._builder.add(text, {"headings": [title for _, title in self._path]})
+        locator: dict = {"headings": [title for _, title in self._path]}
+        if self.cell is not None:
+            locator |= {"block": "cell", "table": self.tables, "row": self.row}
+            locator["header"] = self.cell
+        elif self.items:
+            locator["block"] = "item"
+        self._builder.add(text, locator)
+
+    def table_start(self) -> None:
+        self.tables += 1
+        self.row = 0
 
 
 def _render_it_inline(children: list[Any]) -> str:
@@ -52,7 +70,19 @@ def extract_primary(data: bytes, limits: Limits) -> ExtractionResult:
     builder = TextBuilder(limits)
     path = _HeadingPath(builder)
     for index, token in enumerate(tokens):
-        if token.type == "inline":
+        if token.type == "list_item_open":
+            path.items += 1
+        elif token.type == "list_item_close":
+            path.items -= 1
+        elif token.type == "table_open":
+            path.table_start()
+        elif token.type == "tr_open":
+            path.row += 1
+        elif token.type in ("th_open", "td_open"):
+            path.cell = token.type == "th_open"
+        elif token.type in ("th_close", "td_close"):
+            path.cell = None
+        elif token.type == "inline":
             opener = tokens[index - 1] if index else None
             text = _render_it_inline(token.children or [])
             if opener is not None and opener.type == "heading_open":
@@ -85,12 +115,22 @@ def _walk_mistune(nodes: list[dict], path: _HeadingPath) -> None:
         kind = node.get("type")
         if kind == "heading":
             path.heading(node["attrs"]["level"], _render_mistune_inline(node.get("children") or []))
+        elif kind == "table_cell":
+            path.cell = bool((node.get("attrs") or {}).get("head"))
+            path.block(_render_mistune_inline(node.get("children") or []))
+            path.cell = None
         elif kind in _INLINE_BLOCKS:
             path.block(_render_mistune_inline(node.get("children") or []))
         elif kind == "block_code":
             path.block(node.get("raw", ""))
         elif kind != "block_html":
+            if kind == "table":
+                path.table_start()
+            elif kind in ("table_head", "table_row"):
+                path.row += 1
+            path.items += kind == "list_item"
             _walk_mistune(node.get("children") or [], path)
+            path.items -= kind == "list_item"
 
 
 def extract_secondary(data: bytes, limits: Limits) -> ExtractionResult:

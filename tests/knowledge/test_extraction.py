@@ -245,6 +245,7 @@ def test_html_drops_scripts_and_styles_and_gives_heading_paths(role):
     assert located["Onboarding Guide"] == {"headings": ["Onboarding Guide"]}
     assert located["Use a password manager."] == {"headings": [*GUIDE_LAPTOPS, "Passwords"]}
     assert located["per year"] == {"headings": ["Onboarding Guide", "Holidays"]}
+    assert located["Ask IT for a laptop"] == {"headings": GUIDE_LAPTOPS, "block": "item"}
     assert "Welcome to the team & company.\nSecond line here." in located
     assert "  def f():\n      return 1" in result.text
 
@@ -254,8 +255,12 @@ def test_markdown_renders_plain_text_with_heading_paths(role):
     result = extract("markdown", MARKDOWN.encode(), role=role)
     assert not set("*#`[]|>~") & set(result.text.replace("def holidays():", ""))
     located = _located(result)
-    assert located["Install the old VPN"] == {"headings": GUIDE_LAPTOPS}
+    assert located["Install the old VPN"] == {"headings": GUIDE_LAPTOPS, "block": "item"}
     assert located["Use a password manager."] == {"headings": [*GUIDE_LAPTOPS, "Passwords"]}
+    holidays = ["Onboarding Guide", "Holidays"]
+    cell = {"headings": holidays, "block": "cell", "table": 1}
+    assert located["Kind"] == {**cell, "row": 1, "header": True}
+    assert located["Paid"] == {**cell, "row": 2, "header": False}
     code = located["def holidays():\n    return 25"]
     assert code == {"headings": ["Onboarding Guide", "Holidays"]}
     assert "Welcome to the team & company, see the wiki." in result.text
@@ -265,7 +270,8 @@ def test_docx_heading_styles_give_heading_paths():
     result = extract("docx", _docx(), role="primary")
     located = _located(result)
     assert located["Ask IT for a laptop."] == {"headings": GUIDE_LAPTOPS}
-    assert located["ThinkPad"] == {"headings": GUIDE_LAPTOPS}
+    cell = {"block": "cell", "table": 1, "row": 1, "header": True}  # a first row is the header
+    assert located["ThinkPad"] == {"headings": GUIDE_LAPTOPS, **cell}
     assert located["Twenty five days."] == {"headings": ["Holidays"]}
 
 

@@ -24,6 +24,9 @@ class CandidateView:
     score: float
     headings: tuple[str, ...] = ()  # the heading path of a quote's passage
     title: str = ""  # the title of a quote's document
+    # A quote's structured units (knowledge.units): (start, end, alone_start, alone_end) in
+    # `text`; the part from alone_start to alone_end is never quoted without the rest.
+    units: tuple[tuple[int, int, int, int], ...] = ()
 
 
 @dataclass(frozen=True)

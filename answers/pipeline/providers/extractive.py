@@ -25,14 +25,25 @@ CANDIDATES_PER_SEARCH = 3
 
 
 def quote_sentences(candidate: CandidateView) -> list[tuple[int, int]]:
-    """The candidate's sentences that may be quoted: labels (headings, titles) left out."""
-    return [
+    """The candidate's spans that may be quoted on their own, in text order: its structured
+    units, and its sentences but labels (headings, titles) and the parts a unit completes."""
+    units = [(start, end) for start, end, _, _ in candidate.units]
+    sentences = [
         (start, end)
         for start, end in sentence_spans(candidate.text)
-        if not is_label(
+        if not completed(candidate, start)
+        and not is_label(
             candidate.text[start:end], headings=candidate.headings, title=candidate.title
         )
     ]
+    return sorted(units + sentences)
+
+
+def completed(candidate: CandidateView, own: int) -> bool:
+    """Whether the sentence starting at `own` is a part a structured unit completes (a
+    lead-in, a description, a value, a row's cell): alone, it is the non-answer the unit
+    completes (knowledge.structure)."""
+    return any(alone <= own < alone_end for _, _, alone, alone_end in candidate.units)
 
 
 MERGE_GAIN = 0.15  # the sentence before must add this much of the part's weighted stems
@@ -60,21 +71,28 @@ def _gluable(before: str, gap: str, sentence: str, *, label: bool) -> bool:
 
 
 def quote_spans(candidate: CandidateView) -> list[tuple[int, int, int]]:
-    """Every span a quote may be: each quotable sentence (start, end, its own start), and
-    each sentence together with the one (or the one-line label) just before it
-    (start of that one, end, the sentence's own start). One verbatim span either way."""
+    """Every span a quote may be: each structured unit of the candidate (start, end, where
+    the part it completes starts: knowledge.structure), each quotable sentence (start, end,
+    its own start), and each sentence together with the one (or the one-line label) just
+    before it (start of that one, end, the sentence's own start). One verbatim span each.
+    A sentence that is a unit's lead-in, description, value or row cell is quoted only
+    with the rest of its unit: alone it is the non-answer the unit completes."""
     text = candidate.text
     spans = sentence_spans(text)
-    result = []
+    result = [(start, end, alone) for start, end, alone, _ in candidate.units]
     for number, (start, end) in enumerate(spans):
         sentence = text[start:end]
-        if is_label(sentence, headings=candidate.headings, title=candidate.title):
+        if completed(candidate, start) or is_label(
+            sentence, headings=candidate.headings, title=candidate.title
+        ):
             continue
         result.append((start, end, start))
         if number:
             before_start, before_end = spans[number - 1]
             before = text[before_start:before_end]
             label = is_label(before, headings=candidate.headings, title=candidate.title)
+            if completed(candidate, before_start):
+                continue  # a lead-in or description glued to one line is its unit cut short
             if _gluable(before, text[before_end:start], sentence, label=label):
                 result.append((before_start, end, start))
     return result
