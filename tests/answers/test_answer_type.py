@@ -215,3 +215,8 @@ def test_with_only_the_sentence_naming_no_port_the_answer_abstains(space, owner,
     assert verdicts and not any(v["supported"] for v in verdicts)
     # The judge let it through; the answer-type gate is what rejected it, and says so.
     assert any(v["answer_type_missing"] == [0] for v in verdicts)
+
+
+def test_a_yes_no_unit_may_leave_the_subject_to_its_context() -> None:
+    assert answer_type_agrees("Is the backup file encrypted?", "It is encrypted with AES.")
+    assert not answer_type_agrees("Is the backup file encrypted?", "The backup file is large.")
