@@ -399,6 +399,17 @@ def main() -> None:
     )
     parser.add_argument("--details", type=Path, help="write one JSON line per question here")
     parser.add_argument(
+        "--without-answer-type",
+        action="store_true",
+        help="also measure each threshold with the answer-type gate off "
+        "(answers.pipeline.answer_type: the baseline of issue 47, item 2)",
+    )
+    parser.add_argument(
+        "--no-plot",
+        action="store_true",
+        help="with eval: skip the judge-only sweep over all 2,453 questions and the plot",
+    )
+    parser.add_argument(
         "--judge-threads",
         default="",
         help="comma-separated thread counts of the judge's cross-encoder to measure the default "
@@ -500,6 +511,24 @@ def run_openai(postgres, args: argparse.Namespace, url: str) -> None:
 
 
 @contextlib.contextmanager
+def answer_type_gate_off():
+    """The pipeline as before answer-type agreement: every quote agrees with every part."""
+    from answers.pipeline import judgement
+    from answers.pipeline.providers import extractive
+
+    kept = judgement.answer_type_agrees, extractive.answer_type_agrees
+
+    def agrees(question: str, unit: str) -> bool:
+        return True
+
+    judgement.answer_type_agrees = extractive.answer_type_agrees = agrees
+    try:
+        yield
+    finally:
+        judgement.answer_type_agrees, extractive.answer_type_agrees = kept
+
+
+@contextlib.contextmanager
 def judge_pool(threads: int | None):
     """The local judge's cross-encoder running `threads` pairs at once (None: as configured)."""
     from concurrent.futures import ThreadPoolExecutor
@@ -539,6 +568,11 @@ def run_extractive(postgres, args: argparse.Namespace, thresholds: list[float]) 
         if args.no_baseline:
             print(f"{'pipeline':<22} " + " ".join(f"{k:>13}" for k in Tally().row()))
         for threshold in thresholds:
+            if args.without_answer_type:
+                with override_settings(KOINON_JUDGE_THRESHOLD=threshold), answer_type_gate_off():
+                    row = measure(bench.reader, bench.space, asked, ExtractiveProvider, texts).row()
+                label = f"no type gate, {threshold}"
+                print(f"{label:<22} " + " ".join(f"{v!s:>13}" for v in row.values()), flush=True)
             if args.sequential:
                 with override_settings(KOINON_JUDGE_THRESHOLD=threshold):
                     row = measure(bench.reader, bench.space, asked, SequentialProvider, texts).row()
@@ -560,7 +594,7 @@ def run_extractive(postgres, args: argparse.Namespace, thresholds: list[float]) 
                     print(
                         f"{label:<22} " + " ".join(f"{v!s:>13}" for v in row.values()), flush=True
                     )
-    if "eval" in args.corpus:
+    if "eval" in args.corpus and not args.no_plot:
         sweep = judge_only(SQUAD2_EVAL_FILE)
         curves = {"squad2-dev-eval, judge only (all 2,453)": sweep} | {
             f"{name}, pipeline": points for name, points in curves.items() if len(points) > 1

@@ -3,7 +3,10 @@ does each selected quote answer its part of the question?
 
 Each planned search is a part. A quote is judged against every part that found it and
 serves the parts whose score reaches the threshold; a quote that serves none is rejected
-with `judge_unsupported` and goes back to selection. A governed value answers the part
+with `judge_unsupported` and goes back to selection. A part that asks for a thing of a kind
+(a port, a date, a name: answers.pipeline.answer_type) is served only by a quote that holds
+one: a quote the judge scored high that holds none serves nothing and is rejected with
+`answer_type_missing`. A governed value answers the part
 that asked for it (the planner's attribution) and is not judged: it is computed, not
 quoted — unless it was computed without a restriction its part names (it answers another
 question: refused as `value_restriction_missing`). Scores stay in the audit; they never
@@ -18,6 +21,7 @@ from django.conf import settings
 from answers.judge.features import JudgeItem
 from answers.judge.lexical import TermWeights
 from answers.models import CandidateFact
+from answers.pipeline.answer_type import answer_type_agrees
 from answers.pipeline.planner import Plan
 from answers.pipeline.providers.base import ModelProvider, Rejection, context_line, sentence_before
 from answers.pipeline.validation import SelectedFact
@@ -29,7 +33,8 @@ class QuoteVerdict:
     start: int | None
     end: int | None
     scores: dict[int, float]  # part index → probability that the quote answers it
-    parts: tuple[int, ...]  # the parts it serves (score ≥ threshold)
+    parts: tuple[int, ...]  # the parts it serves (score ≥ threshold, asked thing held)
+    untyped: tuple[int, ...] = ()  # parts scored ≥ threshold whose asked thing it lacks
 
     @property
     def supported(self) -> bool:
@@ -42,6 +47,7 @@ class QuoteVerdict:
             "end": self.end,
             "scores": {str(part): round(score, 4) for part, score in self.scores.items()},
             "supported": self.supported,
+            "answer_type_missing": list(self.untyped),
         }
 
 
@@ -62,6 +68,7 @@ class Support:
 
 
 VALUE_UNMET = "value_restriction_missing"
+ANSWER_TYPE_MISSING = "answer_type_missing"
 
 
 def judge_threshold() -> float:
@@ -119,9 +126,12 @@ def support_judge(
     cache.update(zip(fresh, provider.judge(items=fresh, weights=weights), strict=True))
     scores = [cache[item] for item in items]
     by_item: dict[int, dict[int, float]] = {}
-    for (item, part, _), score in zip(asked, scores, strict=True):
+    typed: dict[tuple[int, int], bool] = {}  # (item, part) → a text of the part agrees
+    for (item, part, text), score in zip(asked, scores, strict=True):
         item_scores = by_item.setdefault(id(item), {})
         item_scores[part] = max(item_scores.get(part, 0.0), float(score))
+        key = (id(item), part)
+        typed[key] = typed.get(key, False) or answer_type_agrees(text, item.quote)
     kept, verdicts, rejected = [], [], []
     for item in selected:
         if item.fact.kind == "value":
@@ -133,12 +143,17 @@ def support_judge(
                 kept.append(item)
             continue
         item_scores = by_item.get(id(item), {})
-        served = tuple(sorted(p for p, s in item_scores.items() if s >= threshold))
-        verdict = QuoteVerdict(item.fact.fact_id, item.start, item.end, item_scores, served)
+        passed = sorted(p for p, s in item_scores.items() if s >= threshold)
+        served = tuple(p for p in passed if typed[(id(item), p)])
+        untyped = tuple(p for p in passed if not typed[(id(item), p)])
+        verdict = QuoteVerdict(
+            item.fact.fact_id, item.start, item.end, item_scores, served, untyped
+        )
         verdicts.append(verdict)
         if verdict.supported:
             kept.append(item)
             answered.update(served)
         else:
-            rejected.append(Rejection(item.fact.fact_id, item.start, item.end, "judge_unsupported"))
+            reason = ANSWER_TYPE_MISSING if untyped else "judge_unsupported"
+            rejected.append(Rejection(item.fact.fact_id, item.start, item.end, reason))
     return Support(tuple(kept), tuple(verdicts), tuple(rejected), frozenset(answered), parts)

@@ -30,7 +30,8 @@ def answer_for(kind: str, user, language: str) -> dict:
         return ask(user, "Compare retention versus backups", language=language)
     issued = api_key_create(user=user)
     provider = ScriptedProvider(
-        [lambda c: {"facts": [{"fact_id": c[0].fact_id}]}],
+        # The sentence that answers (a heading would fail answer-type agreement first).
+        [lambda c: {"facts": [{"fact_id": next(v.fact_id for v in c if "owns" in v.text)}]}],
         plan=Plan("Who owns service reviews?", ["Who owns service reviews?"]),
         on_select=lambda attempt: api_key_revoke(prefix=issued.api_key.prefix),
     )

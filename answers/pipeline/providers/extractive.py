@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from answers.judge.features import JudgeItem
 from answers.judge.lexical import TermWeights, content_stems, coverage
 from answers.judge.model import JudgeUnavailable, local_judge
+from answers.pipeline.answer_type import answer_type_agrees
 from answers.pipeline.planner import DatasetInfo, Plan, plan_question
 from answers.pipeline.providers.base import (
     Analysis,
@@ -184,9 +185,11 @@ class ExtractiveProvider:
         refused: set[tuple[str, int | None, int | None]],
         weights: TermWeights,
     ) -> SpanChoice | None:
-        """The span the judge scores highest among the best covered few; None when that
-        one was already rejected. Without a judge, the best covered span (the support
-        judgement that follows abstains with `judge_unavailable`)."""
+        """The span the judge scores highest among the best covered few, a span that holds
+        the kind of thing the part asks for (answers.pipeline.answer_type) before one that
+        does not; None when that one was already rejected. Without a judge, the best
+        covered span (the support judgement that follows abstains with
+        `judge_unavailable`)."""
         ranked = spans[: self.judged_spans]
         if not ranked:
             return None
@@ -197,9 +200,13 @@ class ExtractiveProvider:
         except JudgeUnavailable:
             fresh = [span for span in ranked if span.key not in refused]
             return fresh[0] if fresh else None
+        typed = [
+            any(answer_type_agrees(item.part, item.quote) for item in span_items)
+            for span_items in items
+        ]
         best = max(
             range(len(ranked)),
-            key=lambda n: (max(scores[item] for item in items[n]), -n),
+            key=lambda n: (typed[n], max(scores[item] for item in items[n]), -n),
         )
         return None if ranked[best].key in refused else ranked[best]
 

@@ -1,0 +1,222 @@
+"""Answer-type agreement (issue 47, item 2): a question that asks for a thing of a kind is
+answered only by a unit that holds one; an on-topic unit without it is not support."""
+
+import pytest
+
+from answers.pipeline.answer_type import (
+    Kind,
+    answer_type_agrees,
+    focus_terms,
+    question_kind,
+    unit_has_kind,
+)
+from audit.models import AnswerAudit
+from tests.answers.helpers import ask, ingest
+
+# (question, its kind, an on-topic unit without the asked thing, the unit that has it)
+CASES = [
+    (
+        "Which command restarts the server?",
+        "identifier",
+        "The server can be restarted from the command line.",
+        "Run `koinon restart` to restart the server.",
+    ),
+    (
+        "Which function parses the configuration?",
+        "identifier",
+        "The configuration is parsed by a function when the server starts.",
+        "The configuration is parsed by config_parse() when the server starts.",
+    ),
+    (
+        "Which option limits the upload size?",
+        "identifier",
+        "An option limits the upload size.",
+        "The --max-upload option limits the upload size.",
+    ),
+    (
+        "Which environment variable sets the log level?",
+        "identifier",
+        "The log level is set by an environment variable.",
+        "The log level is set by KOINON_LOG_LEVEL.",
+    ),
+    (
+        "Which file holds the configuration?",
+        "identifier",
+        "The configuration is kept in a file.",
+        "The configuration is kept in koinon.toml.",
+    ),
+    (
+        "Which path are the backups written to?",
+        "identifier",
+        "Backups are written to a path chosen at installation.",
+        "Backups are written to /var/backups/koinon.",
+    ),
+    (
+        "Which tool rotates the logs?",
+        "identifier",
+        "Logs are rotated every week and old files are compressed.",
+        "Logs are rotated by logrotate every week.",
+    ),
+    (
+        "Which port does the service listen on?",
+        "port",
+        "The service listens on a port chosen at installation.",
+        "The service listens on port 8443.",
+    ),
+    (
+        "Where do I send complaints about the ferry?",
+        "place",
+        "Complaints about the ferry can be sent to the following address:",
+        "Complaints about the ferry can be sent to complaints@ferry.example.org.",
+    ),
+    (
+        "Where is the reset button?",
+        "place",
+        "The reset button restores the factory settings.",
+        "The reset button is on the back of the device.",
+    ),
+    (
+        "Where was the treaty signed?",
+        "place",
+        "The treaty was signed after long negotiations.",
+        "The treaty was signed in Utrecht.",
+    ),
+    (
+        "When is the cache cleared?",
+        "time",
+        "The cache is cleared at a time chosen by the administrator.",
+        "The cache is cleared every night at 02:00.",
+    ),
+    (
+        "In what year did the Normans conquer England?",
+        "time",
+        "The Normans conquered England with a large army.",
+        "The Normans conquered England in 1066.",
+    ),
+    (
+        "How many users can connect at once?",
+        "quantity",
+        "Several users can connect at once.",
+        "Up to 25 users can connect at once.",
+    ),
+    (
+        "How much does the annual licence cost?",
+        "quantity",
+        "The annual licence cost depends on the plan.",
+        "The annual licence costs 1,200 euros.",
+    ),
+    (
+        "Who approves refunds?",
+        "agent",
+        "Refunds are approved within the refund process.",
+        "Refunds are approved by the finance team.",
+    ),
+    (
+        "Who wrote the first draft of the charter?",
+        "agent",
+        "The first draft of the charter was written in a hurry.",
+        "The first draft of the charter was written by Ada Lovelace.",
+    ),
+    (
+        "Which values can the mode take?",
+        "values",
+        "The mode controls how files are synchronised.",
+        "The mode can be fast, safe or off.",
+    ),
+    (
+        "Does the service support IPv6?",
+        "yes_no",
+        "The service supports several network protocols.",
+        "The service does not support IPv6.",
+    ),
+]
+
+
+@pytest.mark.parametrize(("question", "kind", "without", "with_it"), CASES)
+def test_an_on_topic_unit_without_the_asked_thing_is_rejected_the_one_with_it_accepted(
+    question: str, kind: Kind, without: str, with_it: str
+) -> None:
+    assert question_kind(question) == kind
+    focus = focus_terms(question)
+    assert not unit_has_kind(without, kind, focus, question)
+    assert unit_has_kind(with_it, kind, focus, question)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What is the capital of France?",
+        "How do I reset the remote?",
+        "Why was the treaty signed?",
+        "What happens when the cache is full?",
+        "What is the function of the mitochondria?",
+        "Is the file stored locally or in the cloud?",
+        # Other languages: no rule reads them, so no gate.
+        "Wann wird der Cache geleert?",
+        "Combien d'utilisateurs peuvent se connecter ?",
+        "キャッシュはいつ消去されますか？",
+    ],
+)
+def test_a_question_whose_kind_is_unclear_is_not_gated(question: str) -> None:
+    assert question_kind(question) is None
+    assert answer_type_agrees(question, "An unrelated sentence about something else.")
+
+
+def test_a_thing_the_question_already_names_is_not_the_asked_thing() -> None:
+    # "Microsoft" and "2019" come from the question: they answer nothing.
+    assert not answer_type_agrees(
+        "Who founded Microsoft?", "Microsoft was founded to sell software."
+    )
+    assert not answer_type_agrees(
+        "How many people attended the 2019 meeting?", "People attended the 2019 meeting gladly."
+    )
+
+
+def test_in_a_long_unit_the_asked_thing_must_stand_near_the_question_s_words() -> None:
+    filler = " ".join(["Unrelated words fill this part of the paragraph."] * 5)
+    far = f"The release of version 4 came out in 2019. {filler} The cache is cleared often."
+    near = f"{filler} The cache is cleared on Sundays at 02:00."
+    assert not answer_type_agrees("When is the cache cleared?", far)
+    assert answer_type_agrees("When is the cache cleared?", near)
+
+
+# --- through the real pipeline ---------------------------------------------------------
+
+PORT_QUESTION = "Which port does the gateway service listen on?"
+PORT_WITHOUT = "The gateway service listens on a network port chosen during installation."
+PORT_WITH = "By default the gateway service listens on port 8443 for incoming connections."
+
+
+def _quotes(body: dict) -> list[str]:
+    return [c["quote"] for c in body["answer"]["citations"] if c["kind"] == "quote"]
+
+
+def _verdicts(body: dict) -> list[dict]:
+    [generation] = AnswerAudit.objects.get(run_id=body["run_id"]).generations
+    return [v for s in generation["steps"] if s["step"] == "judgement" for v in s["verdicts"]]
+
+
+@pytest.mark.django_db
+def test_of_two_on_topic_sentences_the_one_naming_the_port_is_released(space, owner, member):
+    ingest(owner, space, "gateway.txt", f"Gateway service\n\n{PORT_WITHOUT} {PORT_WITH}\n")
+    body = ask(member, PORT_QUESTION)
+    assert body["evidence"]["answer_status"] == "evidence_backed"
+    assert any("8443" in quote for quote in _quotes(body))
+    assert not any(quote.strip() == PORT_WITHOUT for quote in _quotes(body))
+
+
+@pytest.mark.django_db
+def test_with_only_the_sentence_naming_no_port_the_answer_abstains(space, owner, member):
+    ingest(owner, space, "gateway.txt", f"Gateway service\n\n{PORT_WITHOUT}\n")
+    body = ask(member, PORT_QUESTION)
+    assert body["evidence"]["answer_status"] == "abstained"
+    assert body["answer"]["citations"] == []
+    verdicts = _verdicts(body)
+    assert verdicts and not any(v["supported"] for v in verdicts)
+    # The judge let it through; the answer-type gate is what rejected it, and says so.
+    assert any(v["answer_type_missing"] == [0] for v in verdicts)
+
+
+def test_a_yes_no_unit_may_leave_the_subject_to_its_context() -> None:
+    assert answer_type_agrees("Is the backup file encrypted?", "It is encrypted with AES.")
+    assert not answer_type_agrees("Is the backup file encrypted?", "The backup file is large.")
