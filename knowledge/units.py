@@ -12,7 +12,7 @@ any passage.
 
 from dataclasses import replace
 
-from django.db.models import Q
+from django.db.models import Case, Q, TextField, When
 from django.db.models.functions import Substr
 
 from knowledge.models import Extraction
@@ -28,7 +28,7 @@ def candidates_widen(*, scope: AccessScope, candidates: list[Candidate]) -> list
     """Each candidate widened to the structured units its passage is part of, with those
     units (offsets into its new text) in `units`; unchanged where it is part of none.
     Reads the scope's database (a replica gives way to the primary: AccessScope.read).
-    Three statements plus one per extraction with a hit, whatever the number of hits."""
+    Four statements, whatever the number of hits and extractions."""
     if not candidates:
         return candidates
     return scope.read(lambda scope: _widen(scope, candidates))
@@ -55,16 +55,15 @@ def _widen(scope: AccessScope, candidates: list[Candidate]) -> list[Candidate]:
         .filter(pk__in={c.document_id for c in candidates})
         .values_list("pk", "title")
     )
+    bounds = {
+        extraction_id: (min(b.start for b in found), max(b.end for b in found))
+        for extraction_id, found in blocks.items()
+    }
+    regions = _regions(scope, bounds)
     units: dict[int, tuple[int, str, list[Unit]]] = {}
     for extraction_id, extraction_blocks in blocks.items():
-        low = min(b.start for b in extraction_blocks)
-        high = max(b.end for b in extraction_blocks)
-        region = (
-            Extraction.objects.using(scope.database)
-            .filter(pk=extraction_id)
-            .values_list(Substr("text", low + 1, high - low), flat=True)
-            .first()
-        )
+        low = bounds[extraction_id][0]
+        region = regions.get(extraction_id)
         if region is None:
             continue
         # The units are found in the region's own offsets, then moved back to the text's.
@@ -80,6 +79,26 @@ def _widen(scope: AccessScope, candidates: list[Candidate]) -> list[Candidate]:
         entry = units.get(candidate.extraction_id)
         widened.append(candidate if entry is None else _widened(candidate, *entry))
     return widened
+
+
+def _regions(scope: AccessScope, bounds: dict[int, tuple[int, int]]) -> dict[int, str]:
+    """Each extraction's text between its (low, high) offsets, in one statement."""
+    if not bounds:
+        return {}
+    region = Case(
+        *(
+            When(pk=extraction_id, then=Substr("text", low + 1, high - low))
+            for extraction_id, (low, high) in bounds.items()
+        ),
+        output_field=TextField(),
+    )
+    rows = (
+        Extraction.objects.using(scope.database)
+        .filter(pk__in=bounds)
+        .annotate(region=region)
+        .values_list("pk", "region")
+    )
+    return {pk: text for pk, text in rows if text is not None}
 
 
 def _widened(candidate: Candidate, low: int, region: str, units: list[Unit]) -> Candidate:
