@@ -35,6 +35,10 @@ MAX_UNIT_CHARS = 600  # a unit stays a quotation, not a section
 MAX_PIECES = 8  # lines or items a lead-in takes at most
 LEAD_IN_MIN_WORDS = 3  # "Address:" is a label, "Send complaints to:" a lead-in
 LABEL_MAX_WORDS = 12
+SHORT_VALUE_WORDS = 6  # a value this short under a title-like line makes it a label
+# What only a label line has, not a heading: a colon, code-like names (snake_case, dotted,
+# --flags, paths, camelCase, CAPITALS), digits.
+_LABEL_LIKE = re.compile(r"[:_/`=]|--|\w\.\w|\d|\b[A-Z]{2,}\b|[a-z][A-Z]")
 VALUE_MAX_CHARS = 300
 
 _LEAD_IN = re.compile(r"(?::|\bthe following(?:\s+\w+){0,3})\s*$", re.IGNORECASE)
@@ -202,6 +206,12 @@ def _label(text: str, blocks: list[Block], index: int, title: str) -> Unit | Non
         return None
     said = text[value.start : value.end]
     if is_label(said, headings=value.headings, title=title) and not _DIGIT.search(said):
+        return None
+    if not _LABEL_LIKE.search(label) and len(said.split()) > SHORT_VALUE_WORDS:
+        # A plain title over a sentence of prose ("Shipping guide" / "Parcels leave the
+        # warehouse every weekday at noon …"): a heading plain text cannot mark, never
+        # glued to the sentence. A label names a thing (`upload_max_mb`, "Port:", "Phone
+        # 2") or stands over a short value ("Emergency number" / "0800 123 456").
         return None
     return _with_value("label", text, block.start, value)
 

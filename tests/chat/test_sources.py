@@ -123,6 +123,10 @@ WRAPPED = (
 )
 
 
+def select_parcels(candidates):
+    return {"facts": [{"fact_id": next(c.fact_id for c in candidates if "Parcels" in c.text)}]}
+
+
 def test_a_hard_wrapped_quote_is_reflowed_for_reading_and_located_by_its_lines(
     space, owner, member
 ):
@@ -131,7 +135,7 @@ def test_a_hard_wrapped_quote_is_reflowed_for_reading_and_located_by_its_lines(
     ingest(owner, space, "shipping.txt", WRAPPED)
     question = "When do parcels leave the warehouse?"
     asked = Plan(standalone=question, searches=[question])
-    body = ask(member, question, provider=ScriptedProvider([select_first], plan=asked))
+    body = ask(member, question, provider=ScriptedProvider([select_parcels], plan=asked))
     citation = body["answer"]["citations"][0]
     assert "\n" in citation["quote"]  # the sealed quote keeps the file's line breaks
     url = f"/runs/{body['run_id']}/sources/{body['generation']}/{citation['number']}/"

@@ -108,3 +108,14 @@ def test_a_lead_in_takes_a_bounded_number_of_items():
     units = units_of("markdown", f"Pick one of the following:\n\n{items}".encode(), "primary")
     [(kind, unit)] = units
     assert kind == "lead_in" and unit.endswith("Item number 8 of the list")
+
+
+def test_a_plain_title_over_a_sentence_of_prose_is_no_label_unit():
+    text = (
+        "Shipping guide\n\n"
+        "Parcels leave the warehouse\nevery weekday at noon and reach\nmost cities the next day.\n"
+    )
+    assert units_of("text", text.encode(), "primary") == set()
+    # The same layout with a name a label gives, or a short value, is one.
+    named = "max_parcel_kg\n\nThe heaviest parcel the warehouse accepts, in kilograms.\n"
+    assert units_of("text", named.encode(), "primary") == {("label", named.strip())}
