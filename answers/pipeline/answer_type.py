@@ -165,7 +165,8 @@ _PLACEHOLDERS = _word_set(
     "location place address site directory folder path area position spot destination "
     "time moment date point port value values setting option number amount "
     "installation install setup startup boot login shutdown launch restart reboot runtime "
-    "default"
+    "default someone somebody anyone anybody everyone everybody nobody others person people "
+    "party parties"
 )
 _NUMBER_WORDS = (
     r"one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|"
@@ -256,7 +257,15 @@ _AGENT_NOUNS_IN_UNIT = re.compile(
     r"emperors?|popes?|presidents?|ministers?|parliament|congress|courts?|army|police|"
     r"students?|teachers?|scientists?|engineers?|doctors?|physicians?|researchers?|workers?|"
     r"farmers?|residents?|citizens?|soldiers?|priests?|monks?|artists?|writers?|authors?|"
-    r"founders?|leaders?|government|family|families|tribes?|[a-z]+ists?|[a-z]+ians?)\b",
+    r"founders?|leaders?|government|family|families|tribes?|[a-z]+ists?|[a-z]+ians?|"
+    r"guilds?|units?|divisions?|branch(?:es)?|crews?|desks?|squads?|panels?|partners?|"
+    r"suppliers?|contractors?|vendors?|providers?|curators?|editors?|reviewers?|"
+    r"maintainers?|operators?|helpdesk|support)\b",
+    re.I,
+)
+# The agent of a passive ("owned by the reliability guild"): the noun phrase after "by".
+_PASSIVE_AGENT = re.compile(
+    r"\bby\s+(?:(?:the|a|an|its|their|our|your|his|her)\s+)?(?:[\w-]+\s+){0,2}([\w-]+)",
     re.I,
 )
 # A unit of 40 words or fewer is near its focus words everywhere; in a longer one the
@@ -350,6 +359,7 @@ def _agents(text: str, asked: set[str]) -> Iterator[int]:
     """A proper name, or a person or body named by its role ("the finance team")."""
     yield from (m.start() for m in _capitalised(text, asked))
     yield from _new_matches(_AGENT_NOUNS_IN_UNIT, text, asked)
+    yield from (m.start(1) for m in _PASSIVE_AGENT.finditer(text) if _content(m[1], asked))
 
 
 _DETECTORS: dict[Kind, Callable[[str, set[str]], Iterator[int]]] = {

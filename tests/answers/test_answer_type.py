@@ -118,6 +118,12 @@ CASES = [
         "The first draft of the charter was written by Ada Lovelace.",
     ),
     (
+        "Who owns service reviews?",
+        "agent",
+        "Service reviews are owned by someone.",
+        "Service reviews are owned by the reliability guild.",  # a passive's agent
+    ),
+    (
         "Which values can the mode take?",
         "values",
         "The mode controls how files are synchronised.",
