@@ -76,6 +76,16 @@ def unit_scores(body: dict, unit: str) -> list[float]:
     return scores
 
 
+def released_whole(body: dict, unit: str) -> dict:
+    """The answer's one citation is the whole unit, verbatim twice (its judge scores are
+    shown when it was not released)."""
+    assert body["evidence"]["answer_status"] == "evidence_backed", unit_scores(body, unit)
+    [citation] = released(body)
+    assert citation["quote"] == unit
+    assert_verbatim_twice(body, citation)
+    return citation
+
+
 @pytest.fixture(autouse=True)
 def _judge_present():
     local_judge()  # the real judge: a missing model fails here, not as an abstention
@@ -84,31 +94,22 @@ def _judge_present():
 def test_a_lead_in_is_released_with_the_list_it_introduces(space, owner, member):
     ingest(owner, space, "ferry.md", FERRY)
     body = ask(member, "Where can complaints about the ferry be sent?")
-    assert body["evidence"]["answer_status"] == "evidence_backed", unit_scores(body, FERRY_UNIT)
-    [citation] = released(body)
-    assert citation["quote"] == FERRY_UNIT
+    citation = released_whole(body, FERRY_UNIT)
     assert citation["locator"] == {"headings": ["Harbour ferry", "Feedback"]}
-    assert_verbatim_twice(body, citation)
 
 
 def test_a_definition_term_is_released_with_its_description(space, owner, member):
     ingest(owner, space, "settings.html", SETTINGS)
     body = ask(member, "Which setting limits the size of an upload?")
     unit = "upload_max_mb\n\nLimits the size of a file a person may upload, in megabytes."
-    assert body["evidence"]["answer_status"] == "evidence_backed", unit_scores(body, unit)
-    [citation] = released(body)
-    assert citation["quote"] == unit
-    assert_verbatim_twice(body, citation)
+    released_whole(body, unit)
 
 
 def test_a_table_row_is_released_with_the_header_just_above_it(space, owner, member):
     ingest(owner, space, "defaults.md", DEFAULTS)
     body = ask(member, "Which port does the service listen on by default?")
     unit = "Setting\n\nDefault\n\nMeaning\n\nport\n\n8080\n\nThe port the service listens on"
-    assert body["evidence"]["answer_status"] == "evidence_backed", unit_scores(body, unit)
-    [citation] = released(body)
-    assert citation["quote"] == unit
-    assert_verbatim_twice(body, citation)
+    released_whole(body, unit)
 
 
 def test_a_row_further_down_is_released_whole_without_a_header_it_does_not_touch(
@@ -117,30 +118,21 @@ def test_a_row_further_down_is_released_whole_without_a_header_it_does_not_touch
     ingest(owner, space, "defaults.md", DEFAULTS)
     body = ask(member, "How long may a request take before it is cancelled?")
     unit = "timeout\n\n30 s\n\nThe longest a request may take before it is cancelled"
-    assert body["evidence"]["answer_status"] == "evidence_backed", unit_scores(body, unit)
-    [citation] = released(body)
-    assert citation["quote"] == unit
-    assert_verbatim_twice(body, citation)
+    released_whole(body, unit)
 
 
 def test_a_label_is_released_with_the_value_under_it(space, owner, member):
     ingest(owner, space, "contacts.txt", CONTACTS)
     body = ask(member, "What is the harbour master's emergency number?")
     unit = "Harbour master emergency number\n\n0800 123 456"
-    assert body["evidence"]["answer_status"] == "evidence_backed", unit_scores(body, unit)
-    [citation] = released(body)
-    assert citation["quote"] == unit
-    assert_verbatim_twice(body, citation)
+    released_whole(body, unit)
 
 
 def test_a_plain_text_lead_in_is_released_with_its_lines(space, owner, member):
     ingest(owner, space, "lost-property.txt", PLAIN_LEAD_IN)
     body = ask(member, "Where can items left on board be collected?")
     unit = PLAIN_LEAD_IN.split("\n\n", 1)[1].strip()
-    assert body["evidence"]["answer_status"] == "evidence_backed", unit_scores(body, unit)
-    [citation] = released(body)
-    assert citation["quote"] == unit
-    assert_verbatim_twice(body, citation)
+    released_whole(body, unit)
 
 
 def test_a_heading_is_never_glued_to_prose_nor_quoted_alone(space, owner, member):
