@@ -7,6 +7,7 @@ stays plain data; the templates auto-escape every value."""
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
@@ -15,7 +16,7 @@ from answers.models import AnswerRun
 from answers.pipeline import texts
 from answers.selectors import run_audit, run_release
 from audit.log import log_positions
-from audit.models import StreamEvent
+from audit.models import AnswerAudit, StreamEvent
 from audit.services import body_hashes
 from core.types import User
 from knowledge.display import single_line
@@ -135,6 +136,8 @@ class AnswerView:
     released: bool = False
     searched_as: str = ""  # the question as searched, when rewritten from the conversation
     total: int = 1  # the run's generations: "Answer 2 of 2" once there was a regenerate
+    # The support judge's threshold, said beside the scores: no quote under it is shown.
+    threshold: float = field(default_factory=lambda: settings.KOINON_JUDGE_THRESHOLD)
 
     @property
     def abstained(self) -> bool:
@@ -154,6 +157,49 @@ def _judged_parts(audit: dict, number: int) -> tuple[int, set[int]]:
     return 0, set()
 
 
+def judge_scores(audited: list[dict], number: int, citations: list[dict]) -> dict[int, float]:
+    """Citation number → the support judge's score of its quote, read from the audit's
+    `judgement` steps of that generation: the sealed body and its receipt carry no score.
+
+    A verdict's score is the best over the parts it served. The same passage judged in
+    two spans (another attempt) is told apart by the quote's length; a quote the audit
+    cannot tell gets no score, never another quote's."""
+    spans: dict[str, dict[tuple[int | None, int | None], float]] = {}
+    for entry in audited:
+        if entry.get("number") != number:
+            continue
+        for step in entry.get("steps", []):
+            if step.get("step") != "judgement":
+                continue
+            for verdict in step.get("verdicts", []):
+                if not verdict.get("supported"):
+                    continue
+                untyped = {str(part) for part in verdict.get("answer_type_missing", [])}
+                served = [s for p, s in verdict.get("scores", {}).items() if p not in untyped]
+                if served:
+                    span = (verdict.get("start"), verdict.get("end"))
+                    spans.setdefault(verdict["fact_id"], {})[span] = max(served)
+    scores = {}
+    for citation in citations:
+        if citation["kind"] != "quote":
+            continue
+        found = spans.get(citation["fact_id"], {})
+        if len(found) > 1:
+            found = {
+                (start, end): score
+                for (start, end), score in found.items()
+                if start is not None and end is not None and end - start == len(citation["quote"])
+            }
+        if len(found) == 1:
+            scores[citation["number"]] = next(iter(found.values()))
+    return scores
+
+
+def audited_generations(runs: list[AnswerRun]) -> dict[object, list[dict]]:
+    """Run id → its audit's generations (steps included), for many runs in one query."""
+    return dict(AnswerAudit.objects.filter(run__in=runs).values_list("run_id", "generations"))
+
+
 def answer_view(
     *,
     user: User,
@@ -161,11 +207,13 @@ def answer_view(
     generation: int,
     body: dict | object | None = None,
     current: dict[int, int] | None = None,
+    audited: list[dict] | None = None,
 ) -> AnswerView:
     """One generation of the run as the user may read it now; never an unsealed draft.
 
-    `body` (from `sealed_answers_read`) and `current` (document id → current revision)
-    may be given by a caller that read them for many runs at once.
+    `body` (from `sealed_answers_read`), `current` (document id → current revision) and
+    `audited` (the run's audited generations, for the judge's scores) may be given by a
+    caller that read them for many runs at once.
     """
     if body is None:
         body = sealed_answer_read(user=user, run=run, generation=generation)
@@ -196,6 +244,9 @@ def answer_view(
     # A revision current when sealed may have been replaced since: the page says so.
     if current is None:
         current = current_revisions(user=user, bodies=[body])
+    if audited is None:
+        audited = audited_generations([run]).get(run.pk, [])
+    scores = judge_scores(audited, generation, citations)
     for citation in citations:
         if citation["kind"] == "quote":
             superseded = citation.get("availability") == "superseded" or (
@@ -210,6 +261,7 @@ def answer_view(
                     "quote": single_line(citation["quote"]),
                     "title": single_line(citation.get("title", "")),
                     "where": locator_text(citation.get("locator") or {}),
+                    "score": scores.get(citation["number"]),
                 }
             )
         else:
@@ -268,6 +320,7 @@ def run_views(*, user: User, runs: list[AnswerRun]) -> list[RunView]:
     bodies = sealed_answers_read(user=user, runs=runs)
     current = current_revisions(user=user, bodies=list(bodies.values()))
     activity = runs_activity(runs)
+    audited = audited_generations(runs)
     views = []
     for run in runs:
         numbers = sorted((g.number, g.status) for g in run.generations.all())
@@ -276,7 +329,14 @@ def run_views(*, user: User, runs: list[AnswerRun]) -> list[RunView]:
 
         def view(number: int, run: AnswerRun = run, total: int = len(numbers)) -> AnswerView:
             body = bodies.get((run.pk, number), NOT_SEALED)
-            shown = answer_view(user=user, run=run, generation=number, body=body, current=current)
+            shown = answer_view(
+                user=user,
+                run=run,
+                generation=number,
+                body=body,
+                current=current,
+                audited=audited.get(run.pk, []),
+            )
             shown.total = total
             return shown
 
@@ -343,11 +403,13 @@ def receipt_view(*, user: User, run: AnswerRun, generation: int) -> dict | None:
             for name, note in HASH_NOTES.items()
         ]
     citations = body["answer"].get("citations", [])
+    scores = judge_scores(audit["generations"], generation, citations)
     quotes = [
         {
             **c,
             "title": single_line(c.get("title", "")),
             "where": locator_text(c.get("locator") or {}),
+            "score": scores.get(c["number"]),
         }
         for c in citations
         if c["kind"] == "quote"
@@ -382,6 +444,7 @@ def receipt_view(*, user: User, run: AnswerRun, generation: int) -> dict | None:
         "facts": facts,
         "datasets": sorted({c["dataset"] for c in values}),
         "hashes": hashes,
+        "threshold": settings.KOINON_JUDGE_THRESHOLD,
         # Read beside the sealed receipt, never part of it (docs/releases.md).
         "log": log_positions([release.pk]).get(str(release.pk)),
         "steps": entry.get("steps", []),

@@ -65,7 +65,11 @@ def test_a_citation_opens_the_highlighted_passage_and_a_pdf_page_and_lost_access
     sign_in(page, live_server_url, "reader")
     ask_demo(page)
     answer = page.locator("[data-answer]").first
-    expect(answer.locator("[data-verified]")).to_have_text("Verified answer")
+    badge = answer.locator("[data-verified]")
+    expect(badge).to_have_text("Quoted word for word · judged to answer")
+    expect(answer.locator("[data-judged]").first).to_have_text(
+        re.compile(r"^· judged to answer: (0\.\d\d|1\.00)$")
+    )
     expect(answer.locator("[data-answer-number]")).to_have_count(0)  # no regenerate yet
     answer.locator("[data-open-source]").first.click()
     expect(page.locator("[data-quote]")).to_have_text(QUOTE)

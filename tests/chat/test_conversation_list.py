@@ -212,7 +212,8 @@ def test_plain_words_on_the_answer_and_answer_n_of_m_only_after_a_regenerate(cor
     client = browser(member)
     page, run_id = ask(client)
     shown = re.sub(r"<[^>]+>", " ", page.split("<main", 1)[1])  # the words on the page
-    assert "Verified answer" in shown and "sealed" not in shown
+    assert "Quoted word for word · judged to answer" in shown and "sealed" not in shown
+    assert "Verified answer" not in shown
     assert "generation" not in shown.lower()
     assert "data-answer-number" not in page
     client.post(f"/runs/{run_id}/regenerate/")

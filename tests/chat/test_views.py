@@ -88,6 +88,46 @@ def test_a_question_without_javascript_ends_on_the_sealed_answer(corpus, member,
     assert f'value="{space.pk}" checked' in page
 
 
+def test_the_answer_says_what_was_checked_and_each_quotes_score_from_the_audit(corpus, member):
+    from audit.models import AnswerAudit
+
+    client = browser(member)
+    page, run_id = ask(client)
+    assert "Quoted word for word · judged to answer" in page
+    assert "found word for word in the stored text of its source, checked twice" in page
+    assert "quotes scored under 0.48 are never shown" in page
+    assert "Verified answer" not in page
+    (citation,) = AnswerRun.objects.get(pk=run_id).response["answer"]["citations"]
+    (generation,) = AnswerAudit.objects.get(run_id=run_id).generations
+    (verdict,) = [
+        v
+        for step in generation["steps"]
+        if step["step"] == "judgement"
+        for v in step["verdicts"]
+        if v["fact_id"] == citation["fact_id"]
+    ]
+    score = max(verdict["scores"].values())
+    assert score >= 0.48
+    assert f"judged to answer: {score:.2f}</span>" in page
+    receipt = client.get(f"/runs/{run_id}/receipt/1/").content.decode()
+    assert "checked twice, and a trained model judged that it answers the question" in receipt
+    assert f"judged to answer: {score:.2f}</span>" in receipt
+
+
+def test_a_quote_the_audit_does_not_score_shows_no_score(corpus, member):
+    from audit.models import AnswerAudit
+
+    client = browser(member)
+    _, run_id = ask(client)
+    audit = AnswerAudit.objects.get(run_id=run_id)
+    for generation in audit.generations:
+        generation["steps"] = [s for s in generation["steps"] if s["step"] != "judgement"]
+    AnswerAudit.objects.filter(pk=audit.pk).update(generations=audit.generations)
+    page = client.get(f"/c/{AnswerRun.objects.get(pk=run_id).conversation_id}/").content.decode()
+    assert f">{TEXT}</blockquote>" in page and "Quoted word for word" in page
+    assert "data-judged" not in page
+
+
 def test_document_markup_and_citation_lookalikes_render_as_text(space, owner, member):
     hostile = (
         "The platform operations team owns service reviews <b>bold</b> "
