@@ -98,6 +98,12 @@ def conversation_selection(*, conversation_id: int) -> tuple[set[int], set[int]]
     return spaces, files
 
 
+def audited_generations(runs: list[AnswerRun]) -> dict[object, list[dict]]:
+    """Run id → its audit's generations (steps included: the judge's scores), for runs the
+    caller may read (each came through a scoped selector), in one query."""
+    return dict(AnswerAudit.objects.filter(run__in=runs).values_list("run_id", "generations"))
+
+
 def run_audit(*, run: AnswerRun) -> dict:
     """The audit of a run the caller may read. `output_release` appears for a
     generation only when a release row exists for it: it is read, never inferred."""

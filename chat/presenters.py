@@ -14,9 +14,9 @@ from django.utils.translation import gettext_lazy
 from answers.boundary import sealed_answer_read, sealed_answers_read
 from answers.models import AnswerRun
 from answers.pipeline import texts
-from answers.selectors import run_audit, run_release
+from answers.selectors import audited_generations, run_audit, run_release
 from audit.log import log_positions
-from audit.models import AnswerAudit, StreamEvent
+from audit.models import StreamEvent
 from audit.services import body_hashes
 from core.types import User
 from knowledge.display import single_line
@@ -193,11 +193,6 @@ def judge_scores(audited: list[dict], number: int, citations: list[dict]) -> dic
         if len(found) == 1:
             scores[citation["number"]] = next(iter(found.values()))
     return scores
-
-
-def audited_generations(runs: list[AnswerRun]) -> dict[object, list[dict]]:
-    """Run id → its audit's generations (steps included), for many runs in one query."""
-    return dict(AnswerAudit.objects.filter(run__in=runs).values_list("run_id", "generations"))
 
 
 def answer_view(
