@@ -31,7 +31,7 @@ logger = logging.getLogger(__name__)
 JUDGE_DIR = Path(__file__).resolve().parent
 JUDGE_FILE = JUDGE_DIR / "judge.json"
 # Pinned: retraining (python -m tools.judge.fit) prints the new value to put here.
-JUDGE_SHA256 = "a757e3e1b2dcb6d90196b98d31abb68d7b096d809a092a0578c1ca3ff729e23c"
+JUDGE_SHA256 = "beb9166afd3d6701718f7e6b23c4388accdbfa54f8538f83366e8f952c3df17d"
 
 
 class JudgeUnavailable(Exception):

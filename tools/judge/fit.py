@@ -51,6 +51,12 @@ ROOT = JUDGE_DIR.parents[1]
 DEFAULT_DATA = NQ_PATH
 DEV_SLICES = ("dev_squad11", "dev_squad2", "dev_nq")
 MAX_WRONG, MIN_ABSTENTION = 0.08, 0.75  # on the dev slice's squad2 questions
+# Each evidence policy's operating point: the lowest threshold whose dev wrong rate and
+# abstention meet its rule. `strict` is the stricter rule, so its threshold is never lower.
+OPERATING_RULES = {
+    "auto": {"max_wrong": MAX_WRONG, "min_abstention": MIN_ABSTENTION},
+    "strict": {"max_wrong": 0.03, "min_abstention": 0.80},
+}
 THRESHOLDS = [round(0.02 * i, 2) for i in range(10, 48)]  # 0.20 … 0.94
 OTHER_PASSAGES = 3
 OTHER_SENTENCES = 3
@@ -218,17 +224,34 @@ def choose_threshold(judge: LocalJudge, squad2: list, weights: TermWeights) -> d
     operating points it was chosen from (squad2 dev questions: answerable and not)."""
     items = [JudgeItem(p.question, p.sentence, p.context, p.before) for p in squad2]
     points = operating_points(best_per_question(squad2, judge.score(items, weights)), THRESHOLDS)
-    meeting = [
-        point
-        for point in points
-        if point["wrong"] <= MAX_WRONG and (point["abstention"] or 0.0) >= MIN_ABSTENTION
-    ]
-    chosen = meeting[0] if meeting else points[-1]
     rounded = [
         {k: (round(v, 4) if isinstance(v, float) else v) for k, v in point.items()}
         for point in points
     ]
-    return {"threshold": chosen["threshold"], "points": rounded}
+    return {"threshold": choose_point(rounded, OPERATING_RULES["auto"]), "points": rounded}
+
+
+def choose_point(points: list[dict], rule: dict) -> float:
+    """The lowest threshold of `points` whose wrong rate and abstention meet `rule`; the
+    highest threshold when none does (fail towards abstaining)."""
+    meeting = [
+        point
+        for point in points
+        if point["wrong"] <= rule["max_wrong"]
+        and (point["abstention"] or 0.0) >= rule["min_abstention"]
+    ]
+    return (meeting[0] if meeting else points[-1])["threshold"]
+
+
+def policy_operating_points(points: list[dict]) -> dict:
+    """{"auto": …, "strict": …}: each policy's threshold, the rule that chose it and its dev
+    figures. The running judge reads them from the pinned judge file."""
+    result = {}
+    for mode, rule in OPERATING_RULES.items():
+        threshold = choose_point(points, rule)
+        dev = next(p for p in points if p["threshold"] == threshold)
+        result[mode] = {"threshold": threshold, "rule": rule, "dev": dev}
+    return result
 
 
 def train(data: Path = DEFAULT_DATA, cache_dir: Path | None = None) -> dict:
@@ -282,6 +305,7 @@ def train(data: Path = DEFAULT_DATA, cache_dir: Path | None = None) -> dict:
             "trained on); NQ-open held out by tools.judge.data.is_heldout, measured only"
         ),
         "threshold": threshold,
+        "operating_points": policy_operating_points(threshold["points"]),
         "metrics": {
             "train": evaluate(judge, fit_pairs, weights),
             "heldout": evaluate(judge, heldout_pairs, weights),
