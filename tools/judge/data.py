@@ -127,3 +127,83 @@ def passage_sentences(text: str, *, title: str = "") -> list[Sentence]:
         before = text[slice(*spans[number - 1])] if number else ""
         result.append(Sentence(sentence, before, start, end))
     return result
+
+
+# --- Other domains (../shared/data/domains: see its README for which file is for what) ------
+
+DOMAINS_DIR = DATA_DIR / "domains"
+COVIDQA_PATH = DOMAINS_DIR / "covidqa-train.jsonl.gz"  # papers: train, and a dev slice
+EMANUAL_PATH = DOMAINS_DIR / "emanual-train.jsonl.gz"  # manuals: train, and a dev slice
+# RAGBench validation splits: train, and a dev slice by question. Their -test files, and
+# policyqa-dev, are for measuring only: nothing here reads them.
+RAGBENCH_TRAIN_PATHS = tuple(
+    DOMAINS_DIR / f"ragbench-{subset}-validation.jsonl.gz"
+    for subset in ("expertqa", "hagrid", "hotpotqa")
+)
+# Whole papers (covidqa `group`) and manual sections (emanual `section`) kept apart as the
+# dev slice; bench/quality.py measures on exactly these groups (it must use the same moduli).
+COVIDQA_DEV_MODULUS = 5
+EMANUAL_DEV_MODULUS = 5
+RAGBENCH_DEV_MODULUS = 5  # by question: one question can recur in HAGRID with other labels
+
+
+@dataclass(frozen=True)
+class ParagraphRecord:
+    """A question with one paragraph (or manual section) and whether that paragraph holds
+    its answer (`label`); covidqa's positive rows carry the answer strings, emanual's none."""
+
+    question: str
+    text: str
+    label: int
+    answers: tuple[str, ...]
+    group: str  # the unit of the split: the paper (covidqa) or the manual section (emanual)
+
+
+def paragraph_records(path: Path, *, group_key: str) -> Iterator[ParagraphRecord]:
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        for line in handle:
+            row = json.loads(line)
+            yield ParagraphRecord(
+                row["question"].strip(),
+                row["context"],
+                int(row["label"]),
+                tuple(row.get("answers") or ()),
+                str(row[group_key]),
+            )
+
+
+@dataclass(frozen=True)
+class RagbenchRecord:
+    """One RAGBench row: its documents' sentences in order, keyed `0a` (document 0, sentence
+    a); `utilized` are the sentences the reference response used, `relevant` a wider set."""
+
+    question: str
+    sentences: tuple[tuple[str, str], ...]
+    relevant: frozenset[str]
+    utilized: frozenset[str]
+    subset: str
+
+
+def ragbench_records(path: Path) -> Iterator[RagbenchRecord]:
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        for line in handle:
+            row = json.loads(line)
+            yield RagbenchRecord(
+                row["question"].strip(),
+                tuple((key, text) for key, text in row["sentences"]),
+                frozenset(row["relevant"]),
+                frozenset(row["utilized"]),
+                row["subset"],
+            )
+
+
+def training_files() -> tuple[Path, ...]:
+    """Every file the cross-encoder trains on (`make train-judge`): pinned by hash in its
+    manifest."""
+    paths = (SQUAD11_PATH, SQUAD2_TRAIN_PATH, NQ_PATH, COVIDQA_PATH, EMANUAL_PATH)
+    return (*paths, *RAGBENCH_TRAIN_PATHS)
+
+
+def ragbench_document(key: str) -> str:
+    """The document a sentence key belongs to: `12c` → `12`."""
+    return key.rstrip("abcdefghijklmnopqrstuvwxyz")

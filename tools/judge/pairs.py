@@ -25,19 +25,31 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from knowledge.normalise import normalised_key
 from tools.judge.data import (
+    COVIDQA_DEV_MODULUS,
+    COVIDQA_PATH,
+    EMANUAL_DEV_MODULUS,
+    EMANUAL_PATH,
     NQ_PATH,
+    RAGBENCH_DEV_MODULUS,
+    RAGBENCH_TRAIN_PATHS,
     SQUAD2_DEV_MODULUS,
     SQUAD2_TRAIN_PATH,
     SQUAD11_DEV_MODULUS,
     SQUAD11_PATH,
+    ParagraphRecord,
     QARecord,
+    RagbenchRecord,
     Sentence,
     contains_answer,
     is_dev_group,
     is_heldout,
     nq_records,
+    paragraph_records,
     passage_sentences,
+    ragbench_document,
+    ragbench_records,
     squad_records,
 )
 
@@ -187,6 +199,11 @@ class PairConfig:
     other_paragraph_negatives: int = 1  # per question, from the same article
     merged_share: float = 0.15  # answer sentences also read with the one before
     squad11_dev_questions: int = 800
+    # Other domains (papers, manuals, web pages): off in the quick check's recorded slice
+    # unless asked for, so its figures stay comparable run to run.
+    domains: bool = True
+    domain_negatives: int = 3  # per question: the sentences of non-answering text most like it
+    impossible_negatives: int = 0  # 0: every sentence of an unanswerable question's paragraph
 
 
 def _idf(sentences: Iterable[str]) -> dict[str, float]:
@@ -239,7 +256,13 @@ def squad_pairs(
             return Pair(_q.question, s.text, _t, s.before, label, kind, source, _q.group, _qid)
 
         if record.impossible:
-            pairs += [pair(s, 0, "impossible") for s in sentences]
+            chosen = sentences
+            if config.impossible_negatives and not every_sentence:
+                asked = content_words(record.question)
+                chosen = sorted(sentences, key=lambda s: (-_overlap(asked, s.text, idf), s.start))[
+                    : config.impossible_negatives
+                ]
+            pairs += [pair(s, 0, "impossible") for s in chosen]
             continue
         positive = [s for s in sentences if contains_answer(s.text, record.answers)]
         if not positive:
@@ -316,13 +339,181 @@ def nq_pairs(records, *, every_sentence: bool, rng: random.Random, first_id: int
     return pairs
 
 
+def holds_answer(sentence: str, answers: tuple[str, ...]) -> bool:
+    """A gold answer is in the sentence, or the sentence is part of a longer gold answer
+    (covidqa's answers are often a sentence or two of the paper)."""
+    if contains_answer(sentence, answers):
+        return True
+    key = normalised_key(sentence)
+    return len(key.split()) >= 5 and any(key in normalised_key(a) for a in answers)
+
+
+def _most_like(question: str, sentences: list[Sentence], idf: dict[str, float], k: int):
+    asked = content_words(question)
+    return sorted(sentences, key=lambda s: (-_overlap(asked, s.text, idf), s.start))[:k]
+
+
+def paragraph_questions(records: list[ParagraphRecord]) -> dict[str, list[ParagraphRecord]]:
+    """Each question with its rows, for the questions that have an answering paragraph."""
+    questions: dict[str, list[ParagraphRecord]] = defaultdict(list)
+    for record in records:
+        questions[record.question].append(record)
+    return {q: rows for q, rows in questions.items() if any(r.label == 1 for r in rows)}
+
+
+def paragraph_pairs(
+    records: list[ParagraphRecord],
+    *,
+    source: str,
+    config: PairConfig,
+    every_sentence: bool,
+    first_id: int,
+) -> list[Pair]:
+    """Pairs of a question asked over one answering paragraph (label 1) and others of the same
+    paper or manual that do not answer it (label 0, paired by the data set's authors).
+
+    With answer strings (covidqa) the sentences holding one are positive and the answering
+    paragraph's others most like the question are negatives. Without (emanual: only which
+    section answers) no sentence is labelled positive for training; the other sections'
+    sentences most like the question are negatives, and in the dev slice a sentence counts as
+    right when it stands in the answering section.
+    """
+    questions = paragraph_questions(records)
+    split = {text: passage_sentences(text) for text in dict.fromkeys(r.text for r in records)}
+    idf = _idf(s.text for group in split.values() for s in group)
+    pairs: list[Pair] = []
+    for offset, (question, rows) in enumerate(questions.items()):
+        qid = first_id + offset
+        group = next(r.group for r in rows if r.label == 1)
+
+        def pair(s: Sentence, label: int, kind: str, *, _q=question, _g=group, _id=qid) -> Pair:
+            return Pair(_q, s.text, "", s.before, label, kind, source, _g, _id)
+
+        gold = [r for r in rows if r.label == 1]
+        answers = tuple(a for r in gold for a in r.answers)
+        inside = [s for r in gold for s in split[r.text]]
+        outside = [s for r in rows if r.label == 0 for s in split[r.text]]
+        if every_sentence:
+            if answers:
+                right = [s for s in inside if holds_answer(s.text, answers)]
+                if not right:
+                    continue
+                pairs += [pair(s, int(s in right), "dev") for s in inside]
+            else:
+                pairs += [pair(s, 1, "dev_section") for s in inside]
+            pairs += [pair(s, 0, "dev") for s in outside]
+            continue
+        if not answers:
+            # No answer strings: the answering section's sentence that shares most of the
+            # question's rare words stands for it, when it shares at least half of them.
+            asked = content_words(question)
+            best = _most_like(question, inside, idf, 1)
+            need = sum(idf.get(w, 0.0) for w in asked) / 2
+            if best and need and _overlap(asked, best[0].text, idf) >= need:
+                pairs.append(pair(best[0], 1, "section_best"))
+        else:
+            right = [s for s in inside if holds_answer(s.text, answers)]
+            if not right:
+                continue
+            pairs += [pair(s, 1, "positive") for s in right]
+            rest = [s for s in inside if s not in right]
+            pairs += [
+                pair(s, 0, "passage")
+                for s in _most_like(question, rest, idf, config.passage_negatives)
+            ]
+        outside = [s for s in outside if not (answers and holds_answer(s.text, answers))]
+        pairs += [
+            pair(s, 0, "other_paragraph")
+            for s in _most_like(question, outside, idf, config.domain_negatives)
+        ]
+    return pairs
+
+
+def ragbench_pairs(
+    records: list[RagbenchRecord], *, config: PairConfig, every_sentence: bool, first_id: int
+) -> list[Pair]:
+    """RAGBench rows: a sentence the reference response used (`utilized`) is positive; one
+    not even relevant is negative (those most like the question, for training); a relevant
+    sentence that was not used is left out (it may answer in part). A row with no relevant
+    sentence is unanswerable from its documents: its sentences most like the question are
+    hard negatives."""
+    idf = _idf(text for r in records for _, text in r.sentences)
+    pairs: list[Pair] = []
+    for offset, record in enumerate(records):
+        qid = first_id + offset
+        sentences = []
+        for number, (key, text) in enumerate(record.sentences):
+            previous = record.sentences[number - 1] if number else None
+            same = previous and ragbench_document(previous[0]) == ragbench_document(key)
+            sentences.append((key, Sentence(text, previous[1] if same else "", 0, 0)))
+        source, group = f"ragbench-{record.subset}", f"ragbench:{record.question}"
+
+        def pair(
+            s: Sentence, label: int, kind: str, *, _r=record, _g=group, _id=qid, _s=source
+        ) -> Pair:
+            return Pair(_r.question, s.text, "", s.before, label, kind, _s, _g, _id)
+
+        unused = [s for key, s in sentences if key not in record.relevant]
+        if every_sentence:
+            pairs += [
+                pair(s, int(key in record.utilized), "dev" if record.relevant else "impossible")
+                for key, s in sentences
+                if key in record.utilized or key not in record.relevant
+            ]
+            continue
+        if not record.relevant:
+            chosen = _most_like(record.question, unused, idf, config.domain_negatives + 1)
+            pairs += [pair(s, 0, "impossible") for s in chosen]
+            continue
+        pairs += [pair(s, 1, "positive") for key, s in sentences if key in record.utilized]
+        pairs += [
+            pair(s, 0, "passage")
+            for s in _most_like(record.question, unused, idf, config.domain_negatives)
+        ]
+    return pairs
+
+
+DOMAIN_SLICES = ("covidqa", "emanual", "ragbench")
+
+
+def domain_pairs(config: PairConfig, first_id: int) -> dict[str, list[Pair]]:
+    """{"covidqa", "emanual", "ragbench"} fit pairs and their "dev_…" slices: whole papers,
+    manual sections and questions kept apart (tools.judge.data's *_DEV_MODULUS)."""
+    out: dict[str, list[Pair]] = {}
+    ids = first_id
+    for name, path, key, modulus in (
+        ("covidqa", COVIDQA_PATH, "group", COVIDQA_DEV_MODULUS),
+        ("emanual", EMANUAL_PATH, "section", EMANUAL_DEV_MODULUS),
+    ):
+        questions = paragraph_questions(list(paragraph_records(path, group_key=key)))
+        for part, every in ((name, False), (f"dev_{name}", True)):
+            # The split follows the answering paragraph's paper or section.
+            chosen = [
+                r
+                for rows in questions.values()
+                if is_dev_group(next(r.group for r in rows if r.label == 1), modulus) == every
+                for r in rows
+            ]
+            out[part] = paragraph_pairs(
+                chosen, source=name, config=config, every_sentence=every, first_id=ids
+            )
+            ids += len(questions)
+    rows = [r for path in RAGBENCH_TRAIN_PATHS for r in ragbench_records(path)]
+    for part, every in (("ragbench", False), ("dev_ragbench", True)):
+        chosen = [r for r in rows if is_dev_group(r.question, RAGBENCH_DEV_MODULUS) == every]
+        out[part] = ragbench_pairs(chosen, config=config, every_sentence=every, first_id=ids)
+        ids += len(chosen)
+    return out
+
+
 def nq_group(record) -> str:
     return f"nq:{record.title}:{record.text[:80]}"
 
 
 def make_pairs(config: PairConfig) -> dict[str, list[Pair]]:
     """{"squad11", "squad2", "nq"} fit pairs and {"dev_squad11", "dev_squad2", "dev_nq"}
-    dev pairs, drawn with a generator seeded by `config.seed` in a fixed order."""
+    dev pairs, drawn with a generator seeded by `config.seed` in a fixed order; with
+    `config.domains` also covidqa's, emanual's and RAGBench's (`domain_pairs`)."""
     rng = random.Random(config.seed)  # noqa: S311 - sampling, not security
     out: dict[str, list[Pair]] = {}
     squad11 = list(squad_records(SQUAD11_PATH))
@@ -351,6 +542,9 @@ def make_pairs(config: PairConfig) -> dict[str, list[Pair]]:
     out["nq"] = nq_pairs(fit_nq, every_sentence=False, rng=rng, first_id=ids)
     ids += len(fit_nq)
     out["dev_nq"] = nq_pairs(dev_nq, every_sentence=True, rng=rng, first_id=ids)
+    ids += len(dev_nq)
+    if config.domains:
+        out |= domain_pairs(config, ids)
     return out
 
 
@@ -411,5 +605,9 @@ def dev_metrics(slices: dict[str, list[Pair]], logits: dict[str, list[float]]) -
 
 def selection_score(metrics: dict) -> float:
     """What the dev slice prefers: separate answerable from unanswerable, and rank the
-    answer sentence first."""
-    return metrics["dev_squad2_answerability_auc"] + metrics["dev_squad2_top1"]
+    answer sentence first, on Wikipedia and (when trained with them) the other domains."""
+    score = metrics["dev_squad2_answerability_auc"] + metrics["dev_squad2_top1"]
+    domains = [
+        metrics[f"dev_{name}_top1"] for name in DOMAIN_SLICES if f"dev_{name}_top1" in metrics
+    ]
+    return score + (sum(domains) / len(domains) if domains else 0.0)

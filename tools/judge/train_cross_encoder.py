@@ -5,11 +5,16 @@ Runs in the training venv (.venv-train, Python 3.11, CPU torch): `make train-jud
 Given (question, sentence with its context) the model gives one logit: does the sentence
 *answer* the question, not merely speak of its topic. It is all-MiniLM-L6-v2 (6 layers,
 hidden 384) fine-tuned with binary cross-entropy on pairs from real answerability data
-(`pairs.py`: SQuAD 1.1 train, squad2-dev-train, the training part of NQ-open), in two stages:
+(`pairs.py`: SQuAD 1.1 train, squad2-dev-train, the training part of NQ-open, and beyond
+Wikipedia: COVID-QA papers, E-Manual sections and RAGBench's ExpertQA/HAGRID/HotpotQA
+validation rows), in two stages:
 
 1. every fit pair, one epoch;
-2. a short adaptation on squad2-dev-train alone (its unanswerable questions), at a lower
-   learning rate.
+2. a short adaptation on a seeded sample of squad2-dev-train's pairs (its unanswerable
+   questions) and the other domains' pairs, at a lower learning rate.
+
+Each stage saves a checkpoint every CHECKPOINT_STEPS steps and a finished stage its weights:
+rerunning the same command resumes where an interrupted run stopped.
 
 The dev slice (whole articles and passages kept apart) scores the model after each stage;
 the one it prefers is exported to ONNX, quantised to int8 and checked against the float
@@ -51,8 +56,9 @@ from tools.judge.common import (
     load_tokenizer,
     pad_batch,
 )
-from tools.judge.data import NQ_PATH, SQUAD2_TRAIN_PATH, SQUAD11_PATH
+from tools.judge.data import training_files
 from tools.judge.pairs import (
+    DOMAIN_SLICES,
     Pair,
     PairConfig,
     dev_metrics,
@@ -60,9 +66,10 @@ from tools.judge.pairs import (
     selection_score,
 )
 
-DEV_SLICES = ("dev_squad11", "dev_squad2", "dev_nq")
-STAGE1_SLICES = ("squad11", "squad2", "nq")
-STAGE2_SLICES = ("squad2",)
+WIKI_DEV_SLICES = ("dev_squad11", "dev_squad2", "dev_nq")
+WIKI_STAGE1_SLICES = ("squad11", "squad2", "nq")
+STAGE2_SLICES = ("squad2", *DOMAIN_SLICES)  # sampled down to Config.stage2_pairs
+CHECKPOINT_STEPS = 400  # a stage's state is saved this often: an interrupted run resumes
 
 
 @dataclass(frozen=True)
@@ -80,6 +87,9 @@ class Config:
     freeze_embeddings: bool = True  # the word embeddings stay as pre-trained (faster steps)
     frozen_layers: int = 2  # the lowest encoder layers stay as pre-trained (no backward there)
     squad11_questions: int = 6000
+    domains: bool = True  # papers, manuals and web pages beside Wikipedia (pairs.domain_pairs)
+    impossible_negatives: int = 4  # per unanswerable squad2 question, the most alike sentences
+    stage2_pairs: int = 12000  # stage 2: a seeded sample of squad2's and the domains' pairs
     quick: int = 0  # > 0: train on this many pairs of each stage and dev slice (CI's check)
 
 
@@ -237,11 +247,17 @@ def run_stage(
     labels: torch.Tensor,
     config: Config,
     learning_rate: float,
-    rng: random.Random,
-    name: str,
+    number: int,
+    checkpoint: Path,
 ) -> int:
-    """One epoch over `encoded`: AdamW, linear warm-up then linear decay to zero."""
-    order = batches(encoded, config.batch_size, rng)
+    """One epoch over `encoded`: AdamW, linear warm-up then linear decay to zero.
+
+    The batch order is seeded by the stage alone, and every CHECKPOINT_STEPS steps the
+    model, optimiser, schedule and random state are saved to `checkpoint`: a run stopped
+    midway (a closed laptop, a session's end) resumes there with the same result.
+    """
+    name = f"stage {number}"
+    order = batches(encoded, config.batch_size, random.Random(config.seed * 100 + number))  # noqa: S311
     params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
     no_decay = ("bias", "LayerNorm.weight")
     groups = [
@@ -262,9 +278,21 @@ def run_stage(
 
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimiser, schedule)
     loss_fn = torch.nn.BCEWithLogitsLoss()
+    done = 0
+    if checkpoint.exists():
+        state = torch.load(checkpoint, weights_only=False)
+        if state["stage"] == number and state["config"] == asdict(config):
+            model.load_state_dict(state["model"])
+            optimiser.load_state_dict(state["optimiser"])
+            scheduler.load_state_dict(state["scheduler"])
+            torch.set_rng_state(state["torch_rng"])
+            done = state["step"]
+            print(f"{name}: resumed at step {done}/{total}", flush=True)
     model.train()
     running, started = 0.0, time.perf_counter()
     for step, batch in enumerate(order, start=1):
+        if step <= done:
+            continue
         loss = loss_fn(model(**tensors([encoded[i] for i in batch])).logits[:, 0], labels[batch])
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), config.max_grad_norm)
@@ -276,10 +304,22 @@ def run_stage(
             elapsed = time.perf_counter() - started
             print(
                 f"{name} step {step}/{total} loss {running / 200:.4f} {elapsed / 60:.1f} min, "
-                f"eta {(total - step) * elapsed / step / 60:.1f}",
+                f"eta {(total - step) * elapsed / (step - done) / 60:.1f}",
                 flush=True,
             )
             running = 0.0
+        if step % CHECKPOINT_STEPS == 0 and step < total:
+            state = {
+                "stage": number,
+                "step": step,
+                "config": asdict(config),
+                "model": model.state_dict(),
+                "optimiser": optimiser.state_dict(),
+                "scheduler": scheduler.state_dict(),
+                "torch_rng": torch.get_rng_state(),
+            }
+            torch.save(state, checkpoint.with_suffix(".tmp"))
+            checkpoint.with_suffix(".tmp").replace(checkpoint)
     return total
 
 
@@ -294,22 +334,29 @@ def train(config: Config, tag: str) -> Path:
     np.random.seed(config.seed)
     torch.manual_seed(config.seed)
     torch.set_num_threads(2)
-    rng = random.Random(config.seed)  # noqa: S311 - sampling, not security
 
     out_dir = BUILD_DIR / tag
     out_dir.mkdir(parents=True, exist_ok=True)
     tokenizer = load_tokenizer()
     tokenizer.enable_truncation(config.max_length, strategy="longest_first")
 
-    pair_config = PairConfig(seed=config.seed, squad11_questions=config.squad11_questions)
+    pair_config = PairConfig(
+        seed=config.seed,
+        squad11_questions=config.squad11_questions,
+        domains=config.domains,
+        impossible_negatives=config.impossible_negatives,
+    )
     slices = make_pairs(pair_config)
     if config.quick:
         slices = {n: quick_slice(p, config.quick, config.seed) for n, p in slices.items()}
     counts = {n: dict(Counter(p.kind for p in ps)) for n, ps in slices.items()}
     print(f"pairs: {json.dumps(counts)}", flush=True)
-    stage1 = [p for n in STAGE1_SLICES for p in slices[n]]
-    stage2 = [p for n in STAGE2_SLICES for p in slices[n]]
-    dev = {n: slices[n] for n in DEV_SLICES}
+    domains = DOMAIN_SLICES if config.domains else ()
+    stage1 = [p for n in (*WIKI_STAGE1_SLICES, *domains) for p in slices[n]]
+    stage2 = [p for n in STAGE2_SLICES if n in slices for p in slices[n]]
+    if config.stage2_pairs and len(stage2) > config.stage2_pairs:
+        stage2 = random.Random(config.seed).sample(stage2, config.stage2_pairs)  # noqa: S311
+    dev = {n: slices[n] for n in (*WIKI_DEV_SLICES, *(f"dev_{d}" for d in domains))}
     encoded1, encoded2 = encode(tokenizer, stage1), encode(tokenizer, stage2)
     dev_encoded = {n: encode(tokenizer, ps) for n, ps in dev.items()}
     labels1 = torch.tensor([float(p.label) for p in stage1])
@@ -330,16 +377,27 @@ def train(config: Config, tag: str) -> Path:
 
     history: list[dict] = []
     train_started = time.perf_counter()
-    run_stage(model, encoded1, labels1, config, config.learning_rate, rng, "stage 1")
-    metrics = evaluate_dev(model, dev, dev_encoded) | {"stage": 1}
-    history.append(metrics)
-    print(f"dev after stage 1: {metrics}", flush=True)
-    torch.save(model.state_dict(), out_dir / "stage1.pt")
-    run_stage(model, encoded2, labels2, config, config.stage2_learning_rate, rng, "stage 2")
-    metrics = evaluate_dev(model, dev, dev_encoded) | {"stage": 2}
-    history.append(metrics)
-    print(f"dev after stage 2: {metrics}", flush=True)
-    torch.save(model.state_dict(), out_dir / "stage2.pt")
+    checkpoint = out_dir / "checkpoint.pt"
+    for number, encoded, labels, rate in (
+        (1, encoded1, labels1, config.learning_rate),
+        (2, encoded2, labels2, config.stage2_learning_rate),
+    ):
+        finished = out_dir / f"stage{number}.pt"
+        saved = out_dir / f"stage{number}.json"
+        if finished.exists() and saved.exists():
+            done = json.loads(saved.read_text(encoding="utf-8"))
+            if done["config"] == asdict(config):  # a stage of this very run, finished before
+                model.load_state_dict(torch.load(finished, weights_only=True))
+                history.append(done["metrics"])
+                print(f"stage {number}: finished before, dev {done['metrics']}", flush=True)
+                continue
+        run_stage(model, encoded, labels, config, rate, number, checkpoint)
+        metrics = evaluate_dev(model, dev, dev_encoded) | {"stage": number}
+        history.append(metrics)
+        print(f"dev after stage {number}: {metrics}", flush=True)
+        torch.save(model.state_dict(), finished)
+        saved.write_text(json.dumps({"config": asdict(config), "metrics": metrics}), "utf-8")
+        checkpoint.unlink(missing_ok=True)
     train_seconds = time.perf_counter() - train_started
     chosen = max(history, key=selection_score)["stage"]
     model.load_state_dict(torch.load(out_dir / f"stage{chosen}.pt", weights_only=True))
@@ -365,7 +423,7 @@ def train(config: Config, tag: str) -> Path:
 
 
 def data_hashes() -> dict[str, str]:
-    return {path.name: file_sha256(path) for path in (SQUAD11_PATH, SQUAD2_TRAIN_PATH, NQ_PATH)}
+    return {path.name: file_sha256(path) for path in training_files()}
 
 
 def ship(tag: str) -> None:
