@@ -33,3 +33,9 @@ def ask(user, query: str, *, provider=None, api_key=None, **fields) -> dict:
 
     request = answer_request_parse({"query": query, **fields})
     return answer_create(user=user, request=request, provider=provider, api_key=api_key)
+
+
+def whole_passage(candidates) -> dict:
+    """A scripted selection: the first quote candidate, whole."""
+    quote = next(c for c in candidates if c.kind == "quote")
+    return {"facts": [{"fact_id": quote.fact_id, "start": 0, "end": len(quote.text)}]}
