@@ -15,7 +15,7 @@ from answers.judge.model import JudgeUnavailable
 from answers.models import AnswerRun
 from answers.pipeline import texts
 from answers.pipeline.judgement import policy_floor
-from answers.selectors import audited_generations, run_audit, run_release
+from answers.selectors import audited_generations, judge_scores, run_audit, run_release
 from audit.log import log_positions
 from audit.models import StreamEvent
 from audit.services import body_hashes
@@ -171,44 +171,6 @@ def answer_threshold(body: dict) -> float | None:
         return policy_floor("auto")
     except JudgeUnavailable:
         return None
-
-
-def judge_scores(audited: list[dict], number: int, citations: list[dict]) -> dict[int, float]:
-    """Citation number → the support judge's score of its quote, read from the audit's
-    `judgement` steps of that generation: the sealed body and its receipt carry no score.
-
-    A verdict's score is the best over the parts it served. The same passage judged in
-    two spans (another attempt) is told apart by the quote's length; a quote the audit
-    cannot tell gets no score, never another quote's."""
-    spans: dict[str, dict[tuple[int | None, int | None], float]] = {}
-    for entry in audited:
-        if entry.get("number") != number:
-            continue
-        for step in entry.get("steps", []):
-            if step.get("step") != "judgement":
-                continue
-            for verdict in step.get("verdicts", []):
-                if not verdict.get("supported"):
-                    continue
-                untyped = {str(part) for part in verdict.get("answer_type_missing", [])}
-                served = [s for p, s in verdict.get("scores", {}).items() if p not in untyped]
-                if served:
-                    span = (verdict.get("start"), verdict.get("end"))
-                    spans.setdefault(verdict["fact_id"], {})[span] = max(served)
-    scores = {}
-    for citation in citations:
-        if citation["kind"] != "quote":
-            continue
-        found = spans.get(citation["fact_id"], {})
-        if len(found) > 1:
-            found = {
-                (start, end): score
-                for (start, end), score in found.items()
-                if start is not None and end is not None and end - start == len(citation["quote"])
-            }
-        if len(found) == 1:
-            scores[citation["number"]] = next(iter(found.values()))
-    return scores
 
 
 def answer_view(
