@@ -6,87 +6,202 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('answers', '0006_generation_status_choices'),
-        ('knowledge', '0014_space_operating_point'),
+        ("answers", "0006_generation_status_choices"),
+        ("knowledge", "0014_space_operating_point"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='conversation',
-            name='origin',
-            field=models.CharField(choices=[('chat', 'chat'), ('api', 'API'), ('client', 'client'), ('mcp', 'MCP'), ('cli', 'command line'), ('measure', 'question set')], default='api', max_length=8),
+            model_name="conversation",
+            name="origin",
+            field=models.CharField(
+                choices=[
+                    ("chat", "chat"),
+                    ("api", "API"),
+                    ("client", "client"),
+                    ("mcp", "MCP"),
+                    ("cli", "command line"),
+                    ("measure", "question set"),
+                ],
+                default="api",
+                max_length=8,
+            ),
         ),
         migrations.CreateModel(
-            name='QuestionSet',
+            name="QuestionSet",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('created_by', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('space', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='knowledge.space')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=200)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "space",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="knowledge.space",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
+                "ordering": ["-created_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='QuestionSetRun',
+            name="QuestionSetRun",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('policy_mode', models.CharField(max_length=16)),
-                ('status', models.CharField(choices=[('queued', 'queued'), ('running', 'running'), ('done', 'done'), ('failed', 'failed')], default='queued', max_length=16)),
-                ('floor', models.FloatField(blank=True, null=True)),
-                ('operating_point', models.FloatField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('question_set', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='runs', to='answers.questionset')),
-                ('started_by', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("policy_mode", models.CharField(max_length=16)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("queued", "queued"),
+                            ("running", "running"),
+                            ("done", "done"),
+                            ("failed", "failed"),
+                        ],
+                        default="queued",
+                        max_length=16,
+                    ),
+                ),
+                ("floor", models.FloatField(blank=True, null=True)),
+                ("operating_point", models.FloatField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "question_set",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="runs",
+                        to="answers.questionset",
+                    ),
+                ),
+                (
+                    "started_by",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
+                "ordering": ["-created_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='SetQuestion',
+            name="SetQuestion",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('position', models.PositiveIntegerField()),
-                ('text', models.TextField()),
-                ('expected', models.TextField(blank=True)),
-                ('question_set', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='questions', to='answers.questionset')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("position", models.PositiveIntegerField()),
+                ("text", models.TextField()),
+                ("expected", models.TextField(blank=True)),
+                (
+                    "question_set",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="questions",
+                        to="answers.questionset",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['position'],
+                "ordering": ["position"],
             },
         ),
         migrations.CreateModel(
-            name='SetQuestionResult',
+            name="SetQuestionResult",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('outcome', models.CharField(choices=[('supported', 'supported'), ('wrong', 'wrong'), ('abstained', 'abstained'), ('failed', 'failed')], max_length=16)),
-                ('quotes', models.JSONField(default=list)),
-                ('best_score', models.FloatField(blank=True, null=True)),
-                ('answer_run', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='answers.answerrun')),
-                ('question', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='answers.setquestion')),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='results', to='answers.questionsetrun')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "outcome",
+                    models.CharField(
+                        choices=[
+                            ("supported", "supported"),
+                            ("wrong", "wrong"),
+                            ("abstained", "abstained"),
+                            ("failed", "failed"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                ("quotes", models.JSONField(default=list)),
+                ("best_score", models.FloatField(blank=True, null=True)),
+                (
+                    "answer_run",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="answers.answerrun",
+                    ),
+                ),
+                (
+                    "question",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="answers.setquestion",
+                    ),
+                ),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="results",
+                        to="answers.questionsetrun",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['question__position'],
+                "ordering": ["question__position"],
             },
         ),
         migrations.AddConstraint(
-            model_name='setquestion',
-            constraint=models.UniqueConstraint(fields=('question_set', 'position'), name='set_question_position'),
+            model_name="setquestion",
+            constraint=models.UniqueConstraint(
+                fields=("question_set", "position"), name="set_question_position"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='setquestion',
-            constraint=models.UniqueConstraint(fields=('question_set', 'text'), name='set_question_once'),
+            model_name="setquestion",
+            constraint=models.UniqueConstraint(
+                fields=("question_set", "text"), name="set_question_once"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='setquestionresult',
-            constraint=models.UniqueConstraint(fields=('run', 'question'), name='set_result_once'),
+            model_name="setquestionresult",
+            constraint=models.UniqueConstraint(fields=("run", "question"), name="set_result_once"),
         ),
     ]

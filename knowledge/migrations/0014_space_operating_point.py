@@ -6,30 +6,42 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('knowledge', '0013_erasure_path'),
+        ("knowledge", "0013_erasure_path"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='space',
-            name='operating_point',
+            model_name="space",
+            name="operating_point",
             field=models.FloatField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='space',
-            name='operating_point_set_at',
+            model_name="space",
+            name="operating_point_set_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='space',
-            name='operating_point_set_by',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL),
+            model_name="space",
+            name="operating_point_set_by",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="+",
+                to=settings.AUTH_USER_MODEL,
+            ),
         ),
         migrations.AddConstraint(
-            model_name='space',
-            constraint=models.CheckConstraint(condition=models.Q(('operating_point__isnull', True), models.Q(('operating_point__gt', 0), ('operating_point__lt', 1)), _connector='OR'), name='space_operating_point_is_a_probability'),
+            model_name="space",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("operating_point__isnull", True),
+                    models.Q(("operating_point__gt", 0), ("operating_point__lt", 1)),
+                    _connector="OR",
+                ),
+                name="space_operating_point_is_a_probability",
+            ),
         ),
     ]
