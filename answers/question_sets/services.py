@@ -19,6 +19,7 @@ from django.utils import timezone
 from answers.judge.model import JudgeUnavailable
 from answers.models import AnswerRun, Conversation, QuestionSet, QuestionSetRun, SetQuestion
 from answers.models import SetQuestionResult as Result
+from answers.pipeline.contracts import AnswerBody
 from answers.pipeline.judgement import operating_point, policy_floor
 from answers.pipeline.lifecycle import RunFailed, answer_create
 from answers.pipeline.request import answer_request_parse
@@ -170,7 +171,7 @@ def _ask(run: QuestionSetRun, question: SetQuestion, *, user: User, space: Space
     )
 
 
-def released_quotes(answer_run: AnswerRun, body: dict) -> list[ReleasedQuote]:
+def released_quotes(answer_run: AnswerRun, body: AnswerBody) -> list[ReleasedQuote]:
     """The quotes an answer released, each with the judge's score from the run's audit
     (`judge_scores`: None where the audit cannot tell it). An abstention released none."""
     if body["evidence"]["answer_status"] == "abstained":
