@@ -15,6 +15,7 @@ class Conversation(models.Model):
         CLIENT = "client", _("client")  # one of koinon's clients, over the API
         MCP = "mcp", _("MCP")
         CLI = "cli", _("command line")
+        MEASURE = "measure", _("question set")  # a curator's question set (answers.question_sets)
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     title = models.CharField(max_length=200, blank=True)
@@ -218,3 +219,108 @@ class ConversationSource(models.Model):
         return (
             f"{self.conversation_id}: space {self.space_id or '-'} file {self.document_id or '-'}"
         )
+
+
+class QuestionSet(models.Model):
+    """A space's own questions, each with the text that answers it or none (not
+    answerable), given by a curator to measure answering in that space (issue 47, item 6).
+    Read and changed only through answers.question_sets, by the space's curators."""
+
+    space = models.ForeignKey("knowledge.Space", on_delete=models.PROTECT, related_name="+")
+    name = models.CharField(max_length=200)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class SetQuestion(models.Model):
+    """One question of a set; `expected` is a substring a supporting quote holds, or empty
+    for a question the space's documents do not answer."""
+
+    question_set = models.ForeignKey(
+        QuestionSet, on_delete=models.CASCADE, related_name="questions"
+    )
+    position = models.PositiveIntegerField()
+    text = models.TextField()
+    expected = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["position"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["question_set", "position"], name="set_question_position"
+            ),
+            models.UniqueConstraint(fields=["question_set", "text"], name="set_question_once"),
+        ]
+
+    def __str__(self) -> str:
+        return f"question {self.position} of set {self.question_set_id}"
+
+    @property
+    def answerable(self) -> bool:
+        return bool(self.expected)
+
+
+class QuestionSetRun(models.Model):
+    """One run of a set through the answer pipeline (a Celery task), under one policy."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", _("queued")
+        RUNNING = "running", _("running")
+        DONE = "done", _("done")
+        FAILED = "failed", _("failed")
+
+    question_set = models.ForeignKey(QuestionSet, on_delete=models.CASCADE, related_name="runs")
+    started_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    policy_mode = models.CharField(max_length=16)  # auto or strict
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    # The policy's floor and the threshold the answers were judged at (floor or the
+    # space's point then): the curve is known from this point up.
+    floor = models.FloatField(null=True, blank=True)
+    operating_point = models.FloatField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"run {self.pk} of set {self.question_set_id}"
+
+
+class SetQuestionResult(models.Model):
+    """What one question got in one run: the outcome, the released quotes with the judge's
+    score of each (from the run's audit), and the best of them (the curve's input)."""
+
+    class Outcome(models.TextChoices):
+        SUPPORTED = "supported", _("supported")
+        WRONG = "wrong", _("wrong")
+        ABSTAINED = "abstained", _("abstained")
+        FAILED = "failed", _("failed")  # the run itself failed: counted apart
+
+    run = models.ForeignKey(QuestionSetRun, on_delete=models.CASCADE, related_name="results")
+    question = models.ForeignKey(SetQuestion, on_delete=models.CASCADE, related_name="+")
+    answer_run = models.ForeignKey(
+        AnswerRun, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    outcome = models.CharField(max_length=16, choices=Outcome.choices)
+    quotes = models.JSONField(default=list)  # [{"quote", "score"}] as released
+    best_score = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["question__position"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "question"], name="set_result_once"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.outcome} for question {self.question_id}"

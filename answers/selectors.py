@@ -104,6 +104,44 @@ def audited_generations(runs: list[AnswerRun]) -> dict[object, list[dict]]:
     return dict(AnswerAudit.objects.filter(run__in=runs).values_list("run_id", "generations"))
 
 
+def judge_scores(audited: list[dict], number: int, citations: list[dict]) -> dict[int, float]:
+    """Citation number → the support judge's score of its quote, read from the audit's
+    `judgement` steps of that generation: the sealed body and its receipt carry no score.
+
+    A verdict's score is the best over the parts it served. The same passage judged in
+    two spans (another attempt) is told apart by the quote's length; a quote the audit
+    cannot tell gets no score, never another quote's."""
+    spans: dict[str, dict[tuple[int | None, int | None], float]] = {}
+    for entry in audited:
+        if entry.get("number") != number:
+            continue
+        for step in entry.get("steps", []):
+            if step.get("step") != "judgement":
+                continue
+            for verdict in step.get("verdicts", []):
+                if not verdict.get("supported"):
+                    continue
+                untyped = {str(part) for part in verdict.get("answer_type_missing", [])}
+                served = [s for p, s in verdict.get("scores", {}).items() if p not in untyped]
+                if served:
+                    span = (verdict.get("start"), verdict.get("end"))
+                    spans.setdefault(verdict["fact_id"], {})[span] = max(served)
+    scores = {}
+    for citation in citations:
+        if citation["kind"] != "quote":
+            continue
+        found = spans.get(citation["fact_id"], {})
+        if len(found) > 1:
+            found = {
+                (start, end): score
+                for (start, end), score in found.items()
+                if start is not None and end is not None and end - start == len(citation["quote"])
+            }
+        if len(found) == 1:
+            scores[citation["number"]] = next(iter(found.values()))
+    return scores
+
+
 def run_audit(*, run: AnswerRun) -> dict:
     """The audit of a run the caller may read. `output_release` appears for a
     generation only when a release row exists for it: it is read, never inferred."""

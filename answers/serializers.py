@@ -49,6 +49,12 @@ class PolicyOutput(serializers.Serializer):
     mode = serializers.ChoiceField(choices=POLICY_MODES)
     allowed_tools = serializers.ListField(child=serializers.CharField())
     required_tools = serializers.ListField(child=serializers.CharField())
+    operating_point = serializers.FloatField(
+        required=False,
+        help_text="An answer's only: the support judge's threshold its quotes were judged at "
+        "(the policy's pinned point, or a higher one a curator set on a space it read). "
+        "Sealed: part of policy_sha256.",
+    )
 
 
 class CitationOutput(serializers.Serializer):

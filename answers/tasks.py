@@ -19,3 +19,11 @@ def run_execute_task(self: Task, run_id: str, generation: int) -> None:
             events=ChannelsSink(),
             worker=self.request.hostname or "",
         )
+
+
+@shared_task(name="answers.question_set_run", ignore_result=True)
+def question_set_run_task(run_id: int) -> None:
+    """Ask a question set's questions (answers.question_sets.services)."""
+    from answers.question_sets.services import question_set_run_execute
+
+    question_set_run_execute(run_id=run_id)

@@ -54,7 +54,6 @@ django_setup(BENCH_DIR, KOINON_MODEL_PROVIDER="extractive")
 
 from common.corpus import bench_space  # noqa: E402
 from common.services import embedded_services, recreate_database  # noqa: E402
-from django.test import override_settings  # noqa: E402
 
 from answers.judge.lexical import TermWeights  # noqa: E402
 from answers.pipeline.lifecycle import answer_create  # noqa: E402
@@ -343,7 +342,7 @@ def plot(path: Path, curves: dict[str, list[tuple[float, dict]]]) -> None:
             if all(v is not None for v in values):
                 axis.plot(thresholds, values, style, label=key)
         axis.set_title(name)
-        axis.set_xlabel("KOINON_JUDGE_THRESHOLD")
+        axis.set_xlabel("support judge threshold")
         axis.set_ylim(0, 1)
         axis.grid(alpha=0.3)
         axis.legend()
@@ -418,10 +417,10 @@ def main() -> None:
     args = parser.parse_args()
     if args.details:
         DETAILS.append(args.details)
-    from django.conf import settings
+    from answers.pipeline.judgement import policy_floor
 
     thresholds = [float(t) for t in args.thresholds.split(",") if t.strip()] or [
-        settings.KOINON_JUDGE_THRESHOLD
+        policy_floor("auto")
     ]
     args.corpus = {name.strip() for name in args.corpus.split(",")}
     if args.fp32_embeddings:
@@ -529,6 +528,20 @@ def answer_type_gate_off():
 
 
 @contextlib.contextmanager
+def threshold_fixed(threshold: float):
+    """Every run judged at `threshold`, whatever its policy and spaces: the sweep measures
+    below the pinned floor too, which the product never judges at."""
+    from answers.pipeline import judgement
+
+    kept = judgement.policy_floor
+    judgement.policy_floor = lambda mode: threshold
+    try:
+        yield
+    finally:
+        judgement.policy_floor = kept
+
+
+@contextlib.contextmanager
 def judge_pool(threads: int | None):
     """The local judge's cross-encoder running `threads` pairs at once (None: as configured)."""
     from concurrent.futures import ThreadPoolExecutor
@@ -569,19 +582,19 @@ def run_extractive(postgres, args: argparse.Namespace, thresholds: list[float]) 
             print(f"{'pipeline':<22} " + " ".join(f"{k:>13}" for k in Tally().row()))
         for threshold in thresholds:
             if args.without_answer_type:
-                with override_settings(KOINON_JUDGE_THRESHOLD=threshold), answer_type_gate_off():
+                with threshold_fixed(threshold), answer_type_gate_off():
                     row = measure(bench.reader, bench.space, asked, ExtractiveProvider, texts).row()
                 label = f"no type gate, {threshold}"
                 print(f"{label:<22} " + " ".join(f"{v!s:>13}" for v in row.values()), flush=True)
             if args.sequential:
-                with override_settings(KOINON_JUDGE_THRESHOLD=threshold):
+                with threshold_fixed(threshold):
                     row = measure(bench.reader, bench.space, asked, SequentialProvider, texts).row()
                 label = f"sequential, {threshold}"
                 print(f"{label:<22} " + " ".join(f"{v!s:>13}" for v in row.values()), flush=True)
             for spans in judged_spans:
                 factory = type("Judged", (ExtractiveProvider,), {"judged_spans": spans})
                 for threads in judge_threads or [None]:
-                    with override_settings(KOINON_JUDGE_THRESHOLD=threshold), judge_pool(threads):
+                    with threshold_fixed(threshold), judge_pool(threads):
                         row = measure(bench.reader, bench.space, asked, factory, texts).row()
                     last = judge_threads[-1] if judge_threads else None
                     if spans == ExtractiveProvider.judged_spans and threads == last:

@@ -7,14 +7,15 @@ stays plain data; the templates auto-escape every value."""
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.conf import settings
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from answers.boundary import sealed_answer_read, sealed_answers_read
+from answers.judge.model import JudgeUnavailable
 from answers.models import AnswerRun
 from answers.pipeline import texts
-from answers.selectors import audited_generations, run_audit, run_release
+from answers.pipeline.judgement import policy_floor
+from answers.selectors import audited_generations, judge_scores, run_audit, run_release
 from audit.log import log_positions
 from audit.models import StreamEvent
 from audit.services import body_hashes
@@ -136,8 +137,9 @@ class AnswerView:
     released: bool = False
     searched_as: str = ""  # the question as searched, when rewritten from the conversation
     total: int = 1  # the run's generations: "Answer 2 of 2" once there was a regenerate
-    # The support judge's threshold, said beside the scores: no quote under it is shown.
-    threshold: float = field(default_factory=lambda: settings.KOINON_JUDGE_THRESHOLD)
+    # The support judge's threshold that applied to this answer (`answer_threshold`), said
+    # beside the scores: no quote under it is shown. None: unknown (no judge to ask).
+    threshold: float | None = None
 
     @property
     def abstained(self) -> bool:
@@ -157,42 +159,18 @@ def _judged_parts(audit: dict, number: int) -> tuple[int, set[int]]:
     return 0, set()
 
 
-def judge_scores(audited: list[dict], number: int, citations: list[dict]) -> dict[int, float]:
-    """Citation number → the support judge's score of its quote, read from the audit's
-    `judgement` steps of that generation: the sealed body and its receipt carry no score.
-
-    A verdict's score is the best over the parts it served. The same passage judged in
-    two spans (another attempt) is told apart by the quote's length; a quote the audit
-    cannot tell gets no score, never another quote's."""
-    spans: dict[str, dict[tuple[int | None, int | None], float]] = {}
-    for entry in audited:
-        if entry.get("number") != number:
-            continue
-        for step in entry.get("steps", []):
-            if step.get("step") != "judgement":
-                continue
-            for verdict in step.get("verdicts", []):
-                if not verdict.get("supported"):
-                    continue
-                untyped = {str(part) for part in verdict.get("answer_type_missing", [])}
-                served = [s for p, s in verdict.get("scores", {}).items() if p not in untyped]
-                if served:
-                    span = (verdict.get("start"), verdict.get("end"))
-                    spans.setdefault(verdict["fact_id"], {})[span] = max(served)
-    scores = {}
-    for citation in citations:
-        if citation["kind"] != "quote":
-            continue
-        found = spans.get(citation["fact_id"], {})
-        if len(found) > 1:
-            found = {
-                (start, end): score
-                for (start, end), score in found.items()
-                if start is not None and end is not None and end - start == len(citation["quote"])
-            }
-        if len(found) == 1:
-            scores[citation["number"]] = next(iter(found.values()))
-    return scores
+def answer_threshold(body: dict) -> float | None:
+    """The support judge's threshold that applied to a sealed answer: sealed in its policy
+    (`operating_point`) since thresholds depend on the policy and the spaces. An answer
+    sealed before that was judged at the one global threshold, the auto floor (the pinned
+    auto point, or the operator's higher minimum); None when the judge cannot be read."""
+    point = (body["evidence"].get("policy") or {}).get("operating_point")
+    if isinstance(point, int | float) and not isinstance(point, bool):
+        return float(point)
+    try:
+        return policy_floor("auto")
+    except JudgeUnavailable:
+        return None
 
 
 def answer_view(
@@ -235,6 +213,7 @@ def answer_view(
         view.text = answer["text"]
         return view
     view.introduction = answer["text"].split("\n", 1)[0]
+    view.threshold = answer_threshold(body)
     cards = iter(answer.get("cards", []))
     # A revision current when sealed may have been replaced since: the page says so.
     if current is None:
@@ -439,7 +418,9 @@ def receipt_view(*, user: User, run: AnswerRun, generation: int) -> dict | None:
         "facts": facts,
         "datasets": sorted({c["dataset"] for c in values}),
         "hashes": hashes,
-        "threshold": settings.KOINON_JUDGE_THRESHOLD,
+        "threshold": answer_threshold(body),
+        # The point sealed in the policy (None for answers sealed before it was recorded).
+        "operating_point": (body["evidence"].get("policy") or {}).get("operating_point"),
         # Read beside the sealed receipt, never part of it (docs/releases.md).
         "log": log_positions([release.pk]).get(str(release.pk)),
         "steps": entry.get("steps", []),

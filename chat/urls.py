@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from chat import library, views
+from chat import library, question_sets, views
 from core.throttle import ThrottledAuthenticationForm
 
 app_name = "chat"
@@ -54,4 +54,24 @@ urlpatterns = [
         name="document-erase",
     ),
     path("documents/<int:document_id>/status/", library.document_status, name="document-status"),
+    path(
+        "spaces/<int:space_id>/questions/",
+        question_sets.question_sets,
+        name="question-sets",
+    ),
+    path(
+        "spaces/<int:space_id>/questions/<int:set_id>/",
+        question_sets.question_set,
+        name="question-set",
+    ),
+    path(
+        "spaces/<int:space_id>/questions/<int:set_id>/run/",
+        question_sets.question_set_run,
+        name="question-set-run",
+    ),
+    path(
+        "spaces/<int:space_id>/operating-point/",
+        question_sets.space_operating_point,
+        name="space-operating-point",
+    ),
 ]

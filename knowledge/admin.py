@@ -129,7 +129,15 @@ class SpaceAdmin(GuardedModelAdmin):
     list_display = ["name", "created_by", "created_at"]
     list_select_related = ["created_by"]
     search_fields = ["name"]
-    readonly_fields = ["created_by", "created_at"]
+    # The operating point is set by the space's curators from a question set's curve
+    # (answers.question_sets.services.space_operating_point_set checks the policy's floor).
+    readonly_fields = [
+        "created_by",
+        "created_at",
+        "operating_point",
+        "operating_point_set_by",
+        "operating_point_set_at",
+    ]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Space]:
         return (

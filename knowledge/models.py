@@ -18,10 +18,26 @@ class Space(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+", null=True
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    # The support judge's threshold a curator chose for answers from this space (from a
+    # question set's curve: answers.question_sets.space_operating_point_set, which refuses a
+    # point below the policy's floor). Null: the policy's pinned point. A run judges at the
+    # floor or the strictest point of the spaces it reads, whichever is higher.
+    operating_point = models.FloatField(null=True, blank=True)
+    operating_point_set_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+", null=True, blank=True
+    )
+    operating_point_set_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["name"]
         permissions = [("curate_space", "Can curate the space (review proposals, manage members)")]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(operating_point__isnull=True)
+                | models.Q(operating_point__gt=0, operating_point__lt=1),
+                name="space_operating_point_is_a_probability",
+            )
+        ]
 
     def __str__(self) -> str:
         return self.name

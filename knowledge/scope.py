@@ -41,6 +41,9 @@ class AccessScope:
     file_ids: frozenset[int]
     every_space: bool
     database: str = DEFAULT_DB_ALIAS
+    # The strictest support-judge threshold a curator set on these spaces (Space.
+    # operating_point), read in the same statement as the spaces; None: none set.
+    operating_point: float | None = None
 
     @property
     def empty(self) -> bool:
@@ -82,7 +85,8 @@ def access_scope_build(
     spaces, one more when private files are selected. An inactive or anonymous user's
     scope is empty. `space_ids` and `selected_sources` are a request's choice (unchecked
     ids): only the visible spaces and the reader's own files among them count. `database`:
-    where the permission rows are read (a replica only for a run's gathering)."""
+    where the permission rows are read (a replica only for a run's gathering). The same
+    statement reads the spaces' operating points (the strictest is kept)."""
     spaces = spaces_visible_to(user=user).using(database)
     if space_ids:
         spaces = spaces.filter(pk__in=space_ids)
@@ -90,10 +94,13 @@ def access_scope_build(
     if selected_sources:
         own = private_files_of(user=user).using(database).filter(pk__in=selected_sources).order_by()
         files = frozenset(own.values_list("pk", flat=True))
+    rows = list(spaces.order_by().values_list("pk", "operating_point"))
+    points = [point for _, point in rows if point is not None]
     return AccessScope(
         user_id=user.pk,
-        space_ids=frozenset(spaces.order_by().values_list("pk", flat=True)),
+        space_ids=frozenset(pk for pk, _ in rows),
         file_ids=files,
         every_space=not space_ids,
         database=database,
+        operating_point=max(points) if points else None,
     )

@@ -99,6 +99,16 @@ def space_get_for_user(*, user: UserOrAnonymous, space_id: object) -> Space:
     return space
 
 
+def space_get_for_curator(*, user: UserOrAnonymous, space_id: object) -> Space:
+    """The space if the user curates it (superusers: any); NotFoundError whether it is
+    missing, hidden or only read: what only curators may see is not there for others."""
+    pk = object_id_parse(space_id)
+    space = spaces_curated_by(user=user).filter(pk=pk).first() if pk else None
+    if space is None:
+        raise NotFoundError("Space not found.")
+    return space
+
+
 def space_role_of(*, user: User, space: Space) -> str | None:
     """The member role of user in space ("curator", "reader") or None."""
     if user.has_perm("knowledge.curate_space", space):

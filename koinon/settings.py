@@ -443,9 +443,13 @@ CHANNEL_LAYERS = {
 KOINON_STREAM_TIMEOUT = env_float("KOINON_STREAM_TIMEOUT", 300.0)
 # Streamed answers run on a queue of their own, so long extractions cannot starve them.
 CELERY_TASK_ROUTES = {"answers.run_execute": {"queue": "answers"}}
-# The support judge's cut-off (a probability): chosen from the curve in docs/quality.md.
-KOINON_JUDGE_THRESHOLD = env_float("KOINON_JUDGE_THRESHOLD", 0.48)
-if not 0.0 < KOINON_JUDGE_THRESHOLD < 1.0:
+# The support judge's cut-offs are the operating points pinned in answers/judge/judge.json
+# (auto, strict). This optional minimum raises both for the whole installation; it never
+# lowers one (answers.pipeline.judgement.policy_floor). Unset: the pinned points.
+KOINON_JUDGE_THRESHOLD: float | None = (
+    env_float("KOINON_JUDGE_THRESHOLD", 0.0) if env_str("KOINON_JUDGE_THRESHOLD") else None
+)
+if KOINON_JUDGE_THRESHOLD is not None and not 0.0 < KOINON_JUDGE_THRESHOLD < 1.0:
     raise ImproperlyConfiguredEnv("KOINON_JUDGE_THRESHOLD must be between 0 and 1 (exclusive)")
 # How many pairs the judge's cross-encoder runs at once (answers.judge.model reads it too).
 KOINON_JUDGE_THREADS = judge_threads()

@@ -13,7 +13,7 @@ import logging
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -102,6 +102,20 @@ class CrossEncoder:
 
 
 @dataclass(frozen=True)
+class OperatingPoints:
+    """The threshold each evidence policy judges at, chosen by `tools.judge.fit` on the dev
+    slice (`policy_operating_points`) and pinned with the weights: strict is never below
+    auto."""
+
+    auto: float
+    strict: float
+
+    def of(self, mode: str) -> float:
+        """The point of a policy mode: strict's for `strict`, auto's for every other."""
+        return self.strict if mode == "strict" else self.auto
+
+
+@dataclass(frozen=True)
 class JudgeWeights:
     features: tuple[str, ...]  # FEATURE_NAMES, with "cross_encoder" first when used
     mean: np.ndarray
@@ -112,6 +126,27 @@ class JudgeWeights:
     # The measured precision of the "complete" rule (every stem of the part in the sentence
     # itself, plus more of the asked type): a pair it holds for scores at least this.
     complete_precision: float = 0.0
+    # None only for a judge being fitted (tools.judge.fit); weights_load requires them.
+    operating_points: OperatingPoints | None = None
+
+
+def _point(raw: object) -> float:
+    """One policy's pinned threshold: a number strictly between 0 and 1 (else ValueError)."""
+    value = raw["threshold"] if isinstance(raw, dict) else None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 < value < 1.0:
+        raise ValueError("an operating point is not a probability")
+    return float(value)
+
+
+def operating_points_parse(raw: object) -> OperatingPoints:
+    """The judge file's `operating_points` (auto and strict), or ValueError when either is
+    missing or not a probability, or strict is below auto."""
+    if not isinstance(raw, dict):
+        raise ValueError("no operating points")
+    points = OperatingPoints(auto=_point(raw.get("auto")), strict=_point(raw.get("strict")))
+    if points.strict < points.auto:
+        raise ValueError("the strict operating point is below the auto one")
+    return points
 
 
 def _read_checked(path: Path, sha256: str, what: str) -> bytes:
@@ -127,6 +162,9 @@ def _read_checked(path: Path, sha256: str, what: str) -> bytes:
 
 
 def weights_load(path: Path = JUDGE_FILE, sha256: str = JUDGE_SHA256) -> JudgeWeights:
+    """The pinned judge file's weights and operating points. JudgeUnavailable for a file
+    that is missing, fails its pinned SHA-256, or holds no valid weights or operating
+    points (auto and strict, each strictly between 0 and 1, strict not below auto)."""
     data = _read_checked(path, sha256, "judge")
     try:
         raw = json.loads(data)
@@ -142,6 +180,12 @@ def weights_load(path: Path = JUDGE_FILE, sha256: str = JUDGE_SHA256) -> JudgeWe
         )
     except (ValueError, KeyError, TypeError):
         raise JudgeUnavailable("The judge file is not a judge.") from None
+    try:
+        points = operating_points_parse(raw.get("operating_points"))
+    except ValueError:
+        logger.error("the judge file's operating points are missing or inconsistent")
+        raise JudgeUnavailable("The judge file has no valid operating points.") from None
+    weights = replace(weights, operating_points=points)
     expected = len(weights.features)
     if not (len(weights.mean) == len(weights.scale) == len(weights.coef) == expected):
         raise JudgeUnavailable("The judge file is inconsistent.")
@@ -194,6 +238,15 @@ class LocalJudge:
         if not items:
             return []
         return self.probabilities_of(self.feature_matrix(items, weights)).tolist()
+
+
+def pinned_operating_points() -> OperatingPoints:
+    """The pinned operating points of the judge that scores answers (one loaded judge per
+    process, as `local_judge`). JudgeUnavailable as `weights_load`."""
+    points = local_judge().weights.operating_points
+    if points is None:  # weights_load never leaves them out
+        raise JudgeUnavailable("The judge file has no valid operating points.")
+    return points
 
 
 _loaded: dict[tuple[str, str], LocalJudge] = {}

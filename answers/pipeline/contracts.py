@@ -130,6 +130,9 @@ class Trace:
     outcomes: list[Outcome] = field(default_factory=list)
     # The stream events after `started`, in the order they were sent live.
     events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    # The support judge's threshold this generation judged at (judgement.operating_point),
+    # once selection has begun; sealed into an answer's `evidence.policy`.
+    operating_point: float | None = None
     _sent_outcomes: set[int] = field(default_factory=set)
 
     def step(self, name: str, started: float, **details: object) -> None:

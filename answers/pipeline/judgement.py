@@ -20,6 +20,7 @@ from django.conf import settings
 
 from answers.judge.features import JudgeItem
 from answers.judge.lexical import TermWeights
+from answers.judge.model import pinned_operating_points
 from answers.models import CandidateFact
 from answers.pipeline.answer_type import answer_type_agrees
 from answers.pipeline.planner import Plan
@@ -71,8 +72,22 @@ VALUE_UNMET = "value_restriction_missing"
 ANSWER_TYPE_MISSING = "answer_type_missing"
 
 
-def judge_threshold() -> float:
-    return settings.KOINON_JUDGE_THRESHOLD
+def policy_floor(mode: str) -> float:
+    """The lowest threshold a run under policy `mode` may judge at: the judge file's pinned
+    operating point for that policy (strict's for `strict`, auto's otherwise), raised to
+    KOINON_JUDGE_THRESHOLD when the operator set a higher minimum. JudgeUnavailable when the
+    pinned file cannot be read (the caller abstains)."""
+    floor = pinned_operating_points().of(mode)
+    minimum = settings.KOINON_JUDGE_THRESHOLD
+    return floor if minimum is None else max(floor, minimum)
+
+
+def operating_point(*, mode: str, space_point: float | None = None) -> float:
+    """The threshold a run judges at: its policy's floor, or the strictest point a curator
+    set on the spaces it reads (`AccessScope.operating_point`) when that is higher. Never
+    below the floor, whatever is stored."""
+    floor = policy_floor(mode)
+    return floor if space_point is None else max(floor, space_point)
 
 
 def quote_context(fact: CandidateFact) -> str:
@@ -98,12 +113,12 @@ def support_judge(
     plan: Plan,
     selected: list[SelectedFact],
     weights: TermWeights,
-    threshold: float | None = None,
+    threshold: float,
     cache: dict[JudgeItem, float] | None = None,
 ) -> Support:
-    """Judge every quote of a validated selection. Raises JudgeUnavailable from the
-    provider when there is no judge: the caller abstains, it never publishes unjudged."""
-    threshold = judge_threshold() if threshold is None else threshold
+    """Judge every quote of a validated selection at `threshold` (`operating_point`).
+    Raises JudgeUnavailable from the provider when there is no judge: the caller abstains,
+    it never publishes unjudged."""
     parts = max(1, len(plan.searches))
     answered: set[int] = set()
     for item in selected:

@@ -22,6 +22,11 @@ logger = logging.getLogger(__name__)
 def response_body(ctx: RunContext, trace: Trace, decision: Decision) -> AnswerBody:
     """The response body (SPEC §5) of an ending: the one builder of every body."""
     ending = decision.ending
+    policy = ctx.request.policy.as_dict()
+    if ending.kind == "answer" and trace.operating_point is not None:
+        # The threshold its quotes were judged at, sealed with the policy (policy_sha256):
+        # the receipt says which point a curator's choice or the policy set.
+        policy["operating_point"] = trace.operating_point
     body: AnswerBody = {
         "run_id": str(ctx.run.pk),
         "generation": ctx.generation.number,
@@ -35,7 +40,7 @@ def response_body(ctx: RunContext, trace: Trace, decision: Decision) -> AnswerBo
         "evidence": {
             "status": ending.evidence["status"],
             "answer_status": ending.evidence["answer_status"],
-            "policy": ctx.request.policy.as_dict(),
+            "policy": policy,
             "sources": ending.evidence["sources"],
             "outcomes": ending.evidence["outcomes"],
         },

@@ -13,7 +13,7 @@ from answers.judge.model import JudgeUnavailable
 from answers.models import CandidateFact
 from answers.pipeline.contracts import RunContext, Selection, Trace
 from answers.pipeline.events import step_event
-from answers.pipeline.judgement import Support, support_judge
+from answers.pipeline.judgement import Support, operating_point, support_judge
 from answers.pipeline.planner import Plan
 from answers.pipeline.providers.base import Rejection
 from answers.pipeline.tools import candidate_views
@@ -55,6 +55,14 @@ def select_step(ctx: RunContext, trace: Trace, plan: Plan, found: list[Candidate
     issues: list[str] = []
     judged: dict[JudgeItem, float] = {}
     attempts = 0
+    try:
+        threshold = operating_point(
+            mode=ctx.request.policy.mode, space_point=ctx.scope.operating_point
+        )
+    except JudgeUnavailable:
+        logger.error("the support judge is unavailable: abstaining")
+        return Selection(None, (), 0, judge_unavailable=True)
+    trace.operating_point = threshold
     for attempt in range(SELECTION_ATTEMPTS):
         started = time.perf_counter()
         attempts += 1
@@ -91,7 +99,12 @@ def select_step(ctx: RunContext, trace: Trace, plan: Plan, found: list[Candidate
         trace.emit(ctx, step_event("judge"))
         try:
             support = support_judge(
-                provider=ctx.provider, plan=plan, selected=selected, weights=weights, cache=judged
+                provider=ctx.provider,
+                plan=plan,
+                selected=selected,
+                weights=weights,
+                threshold=threshold,
+                cache=judged,
             )
         except JudgeUnavailable:
             logger.error("the support judge is unavailable: abstaining")
@@ -100,6 +113,7 @@ def select_step(ctx: RunContext, trace: Trace, plan: Plan, found: list[Candidate
             "judgement",
             started,
             attempt=attempt + 1,
+            threshold=threshold,
             answered=sorted(support.answered),
             parts=support.parts,
             verdicts=[verdict.as_dict() for verdict in support.verdicts],

@@ -13,7 +13,9 @@ import pytest
 from answers.judge import model as judge_model
 from answers.judge.features import JudgeItem
 from answers.judge.lexical import TermWeights
+from answers.pipeline.judgement import policy_floor
 from tests.guards import no_hang
+from tools.judge import fit
 from tools.judge.common import MANIFEST_PATH, REPO_ROOT
 from tools.judge.data import NQ_PATH, SQUAD2_TRAIN_PATH, SQUAD11_PATH, file_sha256, training_files
 from tools.judge.fit import DEFAULT_DATA, train
@@ -100,11 +102,19 @@ def test_the_shipped_cross_encoder_reproduces_its_recorded_evaluation(nq_data):
 
 
 def test_the_threshold_default_is_the_one_the_dev_slice_chose(settings):
-    """KOINON_JUDGE_THRESHOLD's default is what `python -m tools.judge.fit` picked on the
-    dev slice (never on an eval part)."""
+    """The running judge's auto point is what `python -m tools.judge.fit` picked on the dev
+    slice (never on an eval part), strict's is its stricter rule's pick, both as recorded
+    with the curve they were chosen from; no operator minimum raises them in the tests."""
     shipped = json.loads(judge_model.JUDGE_FILE.read_text())
     assert "KOINON_JUDGE_THRESHOLD" not in os.environ
-    assert shipped["threshold"]["threshold"] == settings.KOINON_JUDGE_THRESHOLD
+    assert settings.KOINON_JUDGE_THRESHOLD is None
+    assert (
+        fit.policy_operating_points(shipped["threshold"]["points"]) == (shipped["operating_points"])
+    )
+    points = judge_model.weights_load().operating_points
+    assert points is not None
+    assert shipped["threshold"]["threshold"] == points.auto == policy_floor("auto")
+    assert points.strict == policy_floor("strict") > points.auto
 
 
 @pytest.mark.slow

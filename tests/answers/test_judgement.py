@@ -9,11 +9,14 @@ import pytest
 
 from answers.judge import model as judge_model
 from answers.models import AnswerRun
+from answers.pipeline.judgement import policy_floor
+from answers.pipeline.planner import Plan
 from answers.pipeline.texts import explanation
 from audit.models import AnswerAudit
 from datasets.services import dataset_upload
 from knowledge.sentences import is_label
-from tests.answers.helpers import ask, ingest
+from tests.answers.helpers import ask, ingest, whole_passage
+from tests.answers.providers import ScriptedProvider
 from tests.settings_checks import django_setup_with
 
 pytestmark = pytest.mark.django_db
@@ -186,15 +189,122 @@ def test_a_changed_cross_encoder_publishes_nothing(tmp_path, monkeypatch, three_
         judge_model._loaded.clear()
 
 
-def test_the_threshold_comes_from_settings(space, owner, member, settings):
-    ingest(owner, space, "accounting-policy.md", RETENTION)
-    assert ask(member, "How long are invoices retained?")["evidence"]["answer_status"] == (
-        "evidence_backed"
+RETAINED = "Invoices are retained for ten years after the end of the financial year."
+RETAINED_QUESTION = "How long are invoices retained?"
+BETWEEN = 0.53  # above the pinned auto point (0.48), below the pinned strict one (0.58)
+
+
+def scored(score: float) -> ScriptedProvider:
+    """Selects the retention sentence; its judge scores every quote `score`."""
+    plan = Plan(RETAINED_QUESTION, [RETAINED_QUESTION])
+    return ScriptedProvider([whole_passage], plan=plan, scores=lambda part, quote: score)
+
+
+def ask_scored(member, score: float, mode: str | None = None) -> dict:
+    policy = {"evidence_policy": {"mode": mode}} if mode else {}
+    return ask(member, RETAINED_QUESTION, provider=scored(score), **policy)
+
+
+@pytest.fixture
+def retained(space, owner):
+    ingest(owner, space, "retention.txt", RETAINED)
+
+
+def test_the_shipped_judge_pins_an_operating_point_per_policy():
+    shipped = json.loads(judge_model.JUDGE_FILE.read_text())["operating_points"]
+    points = judge_model.weights_load().operating_points
+    assert points == judge_model.OperatingPoints(
+        auto=shipped["auto"]["threshold"], strict=shipped["strict"]["threshold"]
     )
-    settings.KOINON_JUDGE_THRESHOLD = 0.99
-    body = ask(member, "How long are invoices retained?")
+    assert (points.auto, points.strict) == (0.48, 0.58)
+    assert policy_floor("auto") == 0.48 and policy_floor("strict") == 0.58
+
+
+def test_strict_never_releases_a_quote_below_its_point_where_auto_does(retained, member):
+    auto = ask_scored(member, BETWEEN, "auto")
+    assert auto["evidence"]["answer_status"] == "evidence_backed"
+    assert quotes(auto) == [RETAINED]
+    assert auto["evidence"]["policy"]["operating_point"] == 0.48
+    strict = ask_scored(member, BETWEEN, "strict")
+    assert strict["evidence"]["answer_status"] == "abstained"
+    assert strict["answer"]["citations"] == []
+    assert "quote_unsupported" in strict["quality"]["issues"]
+    assert "operating_point" not in strict["evidence"]["policy"]
+    # At its own point strict releases the same quote, and says so in the sealed policy.
+    released = ask_scored(member, 0.58, "strict")
+    assert quotes(released) == [RETAINED]
+    assert released["evidence"]["policy"]["operating_point"] == 0.58
+
+
+def test_each_policy_judges_at_the_point_read_from_the_pinned_file(
+    retained, member, tmp_path, monkeypatch
+):
+    """A judge file with other points, pinned as shipped ones are: the run follows it."""
+    raw = json.loads(judge_model.JUDGE_FILE.read_text())
+    raw["operating_points"]["auto"]["threshold"] = 0.3
+    raw["operating_points"]["strict"]["threshold"] = 0.4
+    path = tmp_path / "judge.json"
+    path.write_text(json.dumps(raw))
+    shutil.copy(judge_model.JUDGE_DIR / raw["cross_encoder"]["file"], tmp_path)
+    monkeypatch.setattr(judge_model, "JUDGE_FILE", path)
+    monkeypatch.setattr(judge_model, "JUDGE_SHA256", hashlib.sha256(path.read_bytes()).hexdigest())
+    judge_model._loaded.clear()
+    try:
+        body = ask_scored(member, 0.35, "auto")
+        assert quotes(body) == [RETAINED]
+        assert body["evidence"]["policy"]["operating_point"] == 0.3
+        assert ask_scored(member, 0.35, "strict")["evidence"]["answer_status"] == "abstained"
+    finally:
+        judge_model._loaded.clear()
+
+
+def test_a_changed_operating_point_publishes_nothing(tampered_judge, retained, member):
+    tampered_judge.write_bytes(
+        tampered_judge.read_bytes().replace(b'"threshold": 0.58', b'"threshold": 0.18', 1)
+    )
+    assert hashlib.sha256(tampered_judge.read_bytes()).hexdigest() != judge_model.JUDGE_SHA256
+    body = ask_scored(member, 0.99, "strict")
+    assert body["evidence"]["answer_status"] == "abstained"
+    assert "judge_unavailable" in body["quality"]["issues"]
+
+
+@pytest.mark.parametrize(
+    "points",
+    [
+        None,
+        {"auto": {"threshold": 0.6}, "strict": {"threshold": 0.5}},  # strict below auto
+        {"auto": {"threshold": 0.48}},
+        {"auto": {"threshold": 0}, "strict": {"threshold": 0.58}},
+        {"auto": {"threshold": "0.48"}, "strict": {"threshold": 0.58}},
+        {"auto": {"threshold": True}, "strict": {"threshold": 0.58}},
+    ],
+)
+def test_a_judge_file_without_valid_operating_points_fails_closed(tmp_path, points):
+    raw = json.loads(judge_model.JUDGE_FILE.read_text())
+    if points is None:
+        del raw["operating_points"]
+    else:
+        raw["operating_points"] = points
+    path = tmp_path / "judge.json"
+    path.write_bytes(json.dumps(raw).encode())
+    pinned = hashlib.sha256(path.read_bytes()).hexdigest()
+    with pytest.raises(judge_model.JudgeUnavailable):
+        judge_model.weights_load(path, pinned)
+
+
+def test_an_operators_minimum_raises_both_points(retained, member, settings):
+    assert quotes(ask_scored(member, BETWEEN, "auto")) == [RETAINED]
+    settings.KOINON_JUDGE_THRESHOLD = 0.55
+    assert (policy_floor("auto"), policy_floor("strict")) == (0.55, 0.58)
+    body = ask_scored(member, BETWEEN, "auto")
     assert body["evidence"]["answer_status"] == "abstained"
     assert "quote_unsupported" in body["quality"]["issues"]
+
+
+def test_an_operators_minimum_below_the_pinned_point_never_lowers_it(retained, member, settings):
+    settings.KOINON_JUDGE_THRESHOLD = 0.05
+    assert policy_floor("auto") == 0.48
+    assert ask_scored(member, 0.3, "auto")["evidence"]["answer_status"] == "abstained"
 
 
 @pytest.mark.parametrize("value", ["2", "0", "-0.1", "high"])

@@ -99,7 +99,13 @@ SAMPLES = b"sample,weight\nS-1,0.0000001\nS-2,0.00000005\n"
 STARS = b"star,distance\nVega,2.365e14\nDeneb,2.5e16\n"
 # (vector name, question, evidence policy): each seals a real body.
 CASES = [
-    ("quote-non-ascii-emoji-strict", "Wer verantwortet die Dienstüberprüfungen?", "strict"),
+    # Strict judges at its own point (0.58): the question names the place, so the quote
+    # scores above it (0.73; without "in Zürich" 0.56, an abstention under strict).
+    (
+        "quote-non-ascii-emoji-strict",
+        "Wer verantwortet die Dienstüberprüfungen in Zürich?",
+        "strict",
+    ),
     ("value-small-exponent-fraction", "What is the total weight of the samples?", None),
     ("value-large-exponent", "What is the total distance of the stars?", None),
     ("value-integral-double", "What is the average amount of the invoices?", None),

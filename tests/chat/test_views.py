@@ -8,10 +8,13 @@ from django.test import Client
 
 from answers.models import AnswerRun, ConversationSource
 from answers.pipeline.lifecycle import run_execute, run_fail, run_start
+from answers.pipeline.planner import Plan
 from answers.pipeline.request import answer_request_parse
 from answers.services import conversation_sources_set
 from knowledge.documents import document_upload, revision_extract
-from tests.answers.helpers import MIXED_QUESTION, ingest
+from tests.answers.helpers import MIXED_QUESTION, ingest, whole_passage
+from tests.answers.helpers import ask as ask_api
+from tests.answers.providers import ScriptedProvider
 
 pytestmark = pytest.mark.django_db
 
@@ -112,6 +115,22 @@ def test_the_answer_says_what_was_checked_and_each_quotes_score_from_the_audit(c
     receipt = client.get(f"/runs/{run_id}/receipt/1/").content.decode()
     assert "checked twice, and a trained model judged that it answers the question" in receipt
     assert f"judged to answer: {score:.2f}</span>" in receipt
+
+
+def test_the_answer_states_the_threshold_its_own_policy_applied(corpus, member):
+    """A strict answer was judged at strict's point: the page and the receipt say that one,
+    not auto's (nor a global one)."""
+    plan = Plan(QUESTION, [QUESTION])
+    provider = ScriptedProvider([whole_passage], plan=plan, scores=lambda part, quote: 0.9)
+    body = ask_api(member, QUESTION, provider=provider, evidence_policy={"mode": "strict"})
+    assert body["evidence"]["policy"]["operating_point"] == 0.58
+    run = AnswerRun.objects.get(pk=body["run_id"])
+    client = browser(member)
+    page = client.get(f"/c/{run.conversation_id}/").content.decode()
+    assert "quotes scored under 0.58 are never shown" in page
+    assert "under 0.48" not in page
+    receipt = client.get(f"/runs/{run.pk}/receipt/1/").content.decode()
+    assert re.search(r"data-operating-point>0\.58, saved with the answer’s policy<", receipt)
 
 
 def test_a_quote_the_audit_does_not_score_shows_no_score(corpus, member):

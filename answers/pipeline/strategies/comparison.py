@@ -15,15 +15,13 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
-from django.conf import settings
-
 from answers.judge.lexical import TermWeights
 from answers.judge.model import JudgeUnavailable
 from answers.models import CandidateFact
 from answers.pipeline.contracts import Decision, Gathered, RunContext, Trace
 from answers.pipeline.endings import abstention, answered, unsupported
 from answers.pipeline.gathering import tools_step
-from answers.pipeline.judgement import _quote_parts, judge_item
+from answers.pipeline.judgement import _quote_parts, judge_item, operating_point
 from answers.pipeline.planner import COMPARISON, Plan
 from answers.pipeline.policy import policy_judge
 from answers.pipeline.providers.base import AnalysedClaim, Analysis, ModelProvider
@@ -80,8 +78,10 @@ def comparison_verify(
     analysis: "Analysis",
     found: list[CandidateFact],
     weights: "TermWeights",
+    threshold: float,
 ) -> Comparison:
-    """Keep the claims whose every quote passes both checks and the judge.
+    """Keep the claims whose every quote passes both checks and the judge at `threshold`
+    (the run's operating point).
 
     Raises JudgeUnavailable (from the provider) when there is no judge."""
     facts = {fact.fact_id: fact for fact in found}
@@ -119,9 +119,7 @@ def comparison_verify(
     best: dict[tuple[int, int], float] = {}
     for owner, score in zip(owners, scores, strict=True):
         best[owner] = max(best.get(owner, 0.0), float(score))
-    rejected = {
-        claim for (claim, _), score in best.items() if score < settings.KOINON_JUDGE_THRESHOLD
-    }
+    rejected = {claim for (claim, _), score in best.items() if score < threshold}
     claims = tuple(
         VerifiedClaim(text, tuple(stances))
         for index, (text, stances) in enumerate(kept)
@@ -177,12 +175,17 @@ def decide(ctx: RunContext, trace: Trace, plan: Plan) -> Decision:
         return Decision(ending, tuple(found), 1, (error.code,))
     started = time.perf_counter()
     try:
+        threshold = operating_point(
+            mode=ctx.request.policy.mode, space_point=ctx.scope.operating_point
+        )
+        trace.operating_point = threshold
         comparison = comparison_verify(
             provider=ctx.provider,
             plan=plan,
             analysis=analysis,
             found=found,
             weights=term_weights(ctx, plan),
+            threshold=threshold,
         )
     except JudgeUnavailable:
         ending = abstention(
