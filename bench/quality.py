@@ -1,14 +1,14 @@
 """Answer quality on QA data this project did not write: does a released quote answer?
 
-Two corpora, each in its own space, ingested through the real upload and extraction path
-(document_upload + revision_extract: both extractors, the sentence segmenter, chunking,
-local embeddings):
-- SQuAD 2.0 sample (../shared/data/squad2-dev-sample.json): every paragraph a document,
-  all 626 questions asked (333 are `is_impossible`: on-topic, but the paragraph does not
-  answer them);
-- NQ-open (../shared/data/nq-open-oracle.jsonl.gz): every distinct gold passage a
-  document (title as the document title); only the held-out questions are asked
-  (tools.judge.data.is_heldout: the judge never trained on them).
+Every set in its own space (PolicyQA: one space per website), ingested through the real upload
+and extraction path (document_upload + revision_extract: both extractors, the sentence
+segmenter, chunking, local embeddings); the sets, their documents and their rule for
+"supported" are in common/quality_sets.py (docs/quality.md, "Per domain"):
+- Wikipedia: squad2-dev-eval (`eval`), the SQuAD 2.0 sample (`squad`), NQ-open held-out
+  (`nq`), and the tuning articles of squad2-dev-train (`dev`, never for reporting);
+- domains: the covidqa and emanual dev slices (papers and sections the judge's training holds
+  out), policyqa-dev, the RAGBench ExpertQA / HAGRID / HotpotQA test splits, and the
+  hand-made structured-document questions of tests/data/structured_docs.
 
 Pipelines, side by side in one run, each asked every question through `answer_create`
 (mode "debug", to read the steps' timings; the same pipeline as "ask"):
@@ -17,42 +17,51 @@ Pipelines, side by side in one run, each asked every question through `answer_cr
 - `new`: the segmenter, label filter, IDF-weighted stems and the support judge with its
   bounded reselection, at each threshold of --thresholds.
 
-Figures (answerable questions for supported/wrong, impossible ones for abstention):
-supported = evidence_backed or partial with a quote containing a gold answer;
-wrong = evidence_backed or partial with no gold answer in any quote;
-abstention = an `is_impossible` question abstained; verbatim = quotes that are exact
-slices of their document's admitted text (must be 1.00); label quotes = quotes that are
-a heading or title on their own (must be 0); judge ms = the judgement steps per answer.
+Figures (answerable questions for supported/wrong, unanswerable ones for abstention):
+supported = evidence_backed or partial with a quote the set's rule counts as support;
+wrong = evidence_backed or partial with no such quote; abstention = an unanswerable
+question abstained; precision = supported / answered, coverage = answered / answerable;
+verbatim = quotes that are exact slices of their document's admitted text (must be 1.00);
+label quotes = quotes that are a heading or title on their own (must be 0); judge ms = the
+judgement steps per answer. With two sets or more, or two thresholds or more, the per-domain
+table and precision/coverage plot are written to --domain-report (.md and .png).
 
 With `--provider openai`: the local model (SmolLM2-135M on llama.cpp, core.llm_server) is
 the provider, next to the extractive one at the default threshold, on `--sample` questions
-per corpus (every k-th); no old selector, no threshold sweep.
+per set (every k-th; 40 by default); no old selector, no threshold sweep.
 
 Run: .venv/bin/python bench/quality.py [--quick] [--thresholds 0.3,0.5] [--plot PATH]
-     [--corpus both|squad|nq] [--provider extractive|openai] [--sample 40]
+     [--corpus eval,squad,nq|all|domains|ragbench|<set>,...] [--sample 40]
+     [--provider extractive|openai] [--domain-report PATH]
 Uses embedded services under var/bench-quality (database recreated each run).
 """
 
 import argparse
 import contextlib
-import gzip
 import json
 import re
-import statistics
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from common.bootstrap import NQ_FILE, ROOT, SHARED_DATA, django_setup
+from common.bootstrap import ROOT, django_setup
 
 BENCH_DIR = ROOT / "var" / "bench-quality"
-SQUAD_FILE = SHARED_DATA / "squad2-dev-sample.json"
-SQUAD2_EVAL_FILE = SHARED_DATA / "squad2-dev-eval.jsonl.gz"  # measuring only
-SQUAD2_TRAIN_FILE = SHARED_DATA / "squad2-dev-train.jsonl.gz"  # its dev articles: tuning
 django_setup(BENCH_DIR, KOINON_MODEL_PROVIDER="extractive")
 
-from common.corpus import bench_space  # noqa: E402
+from common.corpus import BenchSpace, bench_space  # noqa: E402
+from common.quality_report import Tally, domain_report, plot, print_header, print_row  # noqa: E402
+from common.quality_sets import (  # noqa: E402
+    DOMAIN_SAMPLE,
+    QUICK_DOMAIN_SAMPLE,
+    SQUAD2_EVAL_FILE,
+    Asked,
+    QualitySet,
+    SourceDocument,
+    quality_set,
+    set_names,
+)
 from common.services import embedded_services, recreate_database  # noqa: E402
 
 from answers.judge.lexical import TermWeights  # noqa: E402
@@ -62,9 +71,9 @@ from answers.pipeline.providers.base import CandidateView  # noqa: E402
 from answers.pipeline.providers.extractive import ExtractiveProvider  # noqa: E402
 from answers.pipeline.request import answer_request_parse  # noqa: E402
 from knowledge.documents import document_upload, revision_extract  # noqa: E402
-from knowledge.models import Document, Extraction  # noqa: E402
+from knowledge.models import Document, Extraction, Space  # noqa: E402
 from knowledge.sentences import is_label  # noqa: E402
-from tools.judge.data import contains_answer, is_heldout, nq_records  # noqa: E402
+from knowledge.services import space_create, space_member_set  # noqa: E402
 
 # --- the selector before this change, kept here as the baseline ---------------------
 
@@ -133,104 +142,72 @@ class SequentialProvider(ExtractiveProvider):
         return next((span for span in spans if span.key not in refused), None)
 
 
-# --- corpora and questions ------------------------------------------------------------
+# --- sets in spaces ---------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class Asked:
-    question: str
-    answers: tuple[str, ...]  # empty: unanswerable
+class SpaceQuestions:
+    """One collection of a set, ingested: its space and users, and what is asked there."""
+
+    bench: BenchSpace
+    asked: list[Asked]
 
 
-def ingest(space, user, title: str, text: str, number: int) -> None:
+@dataclass(frozen=True)
+class IngestedSet:
+    name: str
+    parts: list[SpaceQuestions]
+
+    @property
+    def asked(self) -> list[Asked]:
+        return [item for part in self.parts for item in part.asked]
+
+
+def ingest(space, user, document: SourceDocument, number: int) -> None:
     result = document_upload(
-        user=user, filename=f"doc-{number}.txt", data=text.encode(), space=space, title=title
+        user=user,
+        filename=f"doc-{number}{document.suffix}",
+        data=document.text.encode(),
+        space=space,
+        title=document.title,
     )
     revision_extract(revision_id=result.revision.pk)
 
 
-def load_squad(space, user, quick: bool) -> list[Asked]:
-    data = json.loads(SQUAD_FILE.read_text())
-    asked: list[Asked] = []
-    number = 0
-    for article in data["data"]:
-        for index, paragraph in enumerate(article["paragraphs"]):
-            number += 1
-            ingest(space, user, f"{article['title']} ({index + 1})", paragraph["context"], number)
-            for qa in paragraph["qas"]:
-                answers = () if qa.get("is_impossible") else tuple(a["text"] for a in qa["answers"])
-                asked.append(Asked(qa["question"], answers))
-    return asked[::4] if quick else asked
+def space_new(name: str) -> BenchSpace:
+    """A space with a reader of its own; the first one also creates the bench curator."""
+    from django.contrib.auth import get_user_model
+
+    users = get_user_model()
+    if not users.objects.filter(username="bench-curator").exists():
+        return bench_space(name)
+    curator = users.objects.get(username="bench-curator")
+    reader = users.objects.create_user(username=f"reader-{Space.objects.count()}", password=None)
+    space = space_create(name=name, created_by=curator)
+    space_member_set(space=space, username=reader.username, role="reader")
+    return BenchSpace(curator, reader, space)
 
 
-def read_rows(path: Path) -> list[dict]:
-    with gzip.open(path, "rt", encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle]
-
-
-def load_squad_jsonl(space, user, path: Path, every: int, first: int) -> list[Asked]:
-    """A SQuAD 2.0 split of the shared data (one row per question): each paragraph a
-    document; every `every`-th question asked (a fixed sample)."""
-    rows = read_rows(path)
-    documents: dict[tuple[str, str], int] = {}
-    for row in rows:
-        key = (row["group"], row["paragraph_id"])
-        if key not in documents:
-            documents[key] = first + len(documents)
-            title = f"{row['title']} ({row['paragraph_id']})"
-            ingest(space, user, title, row["context"], documents[key])
-    asked = [
-        Asked(r["question"], () if r.get("is_impossible") else tuple(r["answers"])) for r in rows
-    ]
-    return asked[::every]
-
-
-def load_nq(space, user, quick: bool) -> list[Asked]:
-    records = list(nq_records(NQ_FILE))
-    seen: set[tuple[str, str]] = set()
-    for number, record in enumerate(records):
-        key = (record.title, record.text)
-        if key in seen:
-            continue
-        seen.add(key)
-        ingest(space, user, record.title, record.text, 100_000 + number)
-    asked = [Asked(r.question, r.answers) for r in records if is_heldout(r.question)]
-    return asked[::4] if quick else asked
+def sets_ingest(args: argparse.Namespace) -> list[IngestedSet]:
+    """Every chosen set's collections, each in a new space, documents numbered across the run."""
+    started = time.perf_counter()
+    ingested, number = [], 0
+    for name in set_names(args.corpus):
+        chosen: QualitySet = quality_set(name, quick=args.quick, sample=args.sample)
+        parts = []
+        for collection in chosen.collections:
+            bench = space_new(f"{chosen.name} {collection.label}".strip())
+            for document in collection.documents:
+                number += 1
+                ingest(bench.space, bench.curator, document, number)
+            parts.append(SpaceQuestions(bench, collection.asked))
+        ingested.append(IngestedSet(chosen.name, parts))
+        print(f"{chosen.name}: {sum(len(c.documents) for c in chosen.collections)} documents")
+    print(f"ingested in {time.perf_counter() - started:.0f} s")
+    return ingested
 
 
 # --- measuring ---------------------------------------------------------------------
-
-
-@dataclass
-class Tally:
-    answerable: int = 0
-    impossible: int = 0
-    supported: int = 0
-    wrong: int = 0
-    abstained_impossible: int = 0
-    answered_impossible: int = 0
-    quotes: int = 0
-    verbatim: int = 0
-    label_quotes: int = 0
-    judge_ms: list[float] = field(default_factory=list)
-    total_ms: list[float] = field(default_factory=list)
-
-    def row(self) -> dict:
-        def share(n: int, d: int) -> float | None:
-            return round(n / d, 3) if d else None
-
-        judge = sorted(self.judge_ms) or [0.0]
-        total = sorted(self.total_ms) or [0.0]
-        return {
-            "supported": share(self.supported, self.answerable),
-            "wrong": share(self.wrong, self.answerable),
-            "abstention": share(self.abstained_impossible, self.impossible),
-            "verbatim": share(self.verbatim, self.quotes),
-            "label_quotes": self.label_quotes,
-            "judge_p50_ms": round(statistics.median(judge), 2),
-            "judge_p95_ms": round(judge[int(0.95 * (len(judge) - 1))], 2),
-            "answer_p50_ms": round(statistics.median(total), 1),
-        }
 
 
 DETAILS: list[Path] = []  # --details: one JSON line per question asked
@@ -261,63 +238,70 @@ def timed_provider(provider):
     return provider, spent
 
 
-def measure(user, space, asked: list[Asked], provider_factory: Callable, texts: dict) -> Tally:
+def measure(ingested: IngestedSet, provider_factory: Callable, texts: dict) -> Tally:
+    """Every question of the set asked by its space's reader, in its space."""
     tally = Tally()
     details = DETAILS[0].open("a", encoding="utf-8") if DETAILS else None
-    for item in asked:
-        request = answer_request_parse(
-            {"query": item.question, "mode": "debug", "space_ids": [space.pk]}
-        )
-        provider, selecting_judge_s = timed_provider(provider_factory())
-        started = time.perf_counter()
-        body = answer_create(user=user, request=request, provider=provider)
-        tally.total_ms.append((time.perf_counter() - started) * 1000)
-        steps = body["trace"]["steps"]
-        # The judge's time wherever it ran: the judgement steps, and the judge calls a
-        # judge-aware selection makes to choose among its spans.
-        tally.judge_ms.append(
-            sum(s["ms"] for s in steps if s["step"] == "judgement") + 1000 * selecting_judge_s[0]
-        )
-        status = body["evidence"]["answer_status"]
-        answered = status in ("evidence_backed", "partial")
-        quotes = [c for c in body["answer"]["citations"] if c["kind"] == "quote"]
-        for citation in quotes:
-            tally.quotes += 1
-            text, title = texts[citation["revision_id"]]
-            tally.verbatim += citation["quote"] in text
-            headings = citation["locator"].get("headings", [])
-            tally.label_quotes += is_label(citation["quote"], headings=headings, title=title)
-        if item.answers:
-            tally.answerable += 1
-            if answered:
-                if any(contains_answer(c["quote"], item.answers) for c in quotes):
-                    tally.supported += 1
-                else:
-                    tally.wrong += 1
-        else:
-            tally.impossible += 1
-            tally.abstained_impossible += not answered
-            tally.answered_impossible += answered
-        if details is not None:
-            verdicts = [
-                {"attempt": s.get("attempt"), "verdicts": s.get("verdicts")}
-                for s in steps
-                if s["step"] == "judgement"
-            ]
-            rounds = sum(1 for s in steps if s["step"] == "retrieval")
-            row = {
-                "question": item.question,
-                "answers": item.answers,
-                "status": status,
-                "quotes": [c["quote"] for c in quotes],
-                "rounds": rounds,
-                "judgements": verdicts,
-                "provider": provider.name,
-            }
-            details.write(json.dumps(row) + "\n")
+    for part in ingested.parts:
+        for item in part.asked:
+            row = ask(part.bench, item, provider_factory, texts, tally)
+            if details is not None:
+                details.write(json.dumps({"set": ingested.name} | row) + "\n")
     if details is not None:
         details.close()
     return tally
+
+
+def ask(
+    bench: BenchSpace, item: Asked, provider_factory: Callable, texts: dict, tally: Tally
+) -> dict:
+    """One question through `answer_create`, counted in `tally`; its --details row."""
+    request = answer_request_parse(
+        {"query": item.question, "mode": "debug", "space_ids": [bench.space.pk]}
+    )
+    provider, selecting_judge_s = timed_provider(provider_factory())
+    started = time.perf_counter()
+    body = answer_create(user=bench.reader, request=request, provider=provider)
+    tally.total_ms.append((time.perf_counter() - started) * 1000)
+    steps = body["trace"]["steps"]
+    # The judge's time wherever it ran: the judgement steps, and the judge calls a
+    # judge-aware selection makes to choose among its spans.
+    tally.judge_ms.append(
+        sum(s["ms"] for s in steps if s["step"] == "judgement") + 1000 * selecting_judge_s[0]
+    )
+    status = body["evidence"]["answer_status"]
+    answered = status in ("evidence_backed", "partial")
+    quotes = [c for c in body["answer"]["citations"] if c["kind"] == "quote"]
+    for citation in quotes:
+        tally.quotes += 1
+        text, title = texts[citation["revision_id"]]
+        tally.verbatim += citation["quote"] in text
+        headings = citation["locator"].get("headings", [])
+        tally.label_quotes += is_label(citation["quote"], headings=headings, title=title)
+    if item.gold is not None:
+        tally.answerable += 1
+        if answered:
+            if any(item.gold.supports(c["quote"]) for c in quotes):
+                tally.supported += 1
+            else:
+                tally.wrong += 1
+    else:
+        tally.impossible += 1
+        tally.abstained_impossible += not answered
+        tally.answered_impossible += answered
+    return {
+        "question": item.question,
+        "gold": item.gold.shown() if item.gold is not None else None,
+        "status": status,
+        "quotes": [c["quote"] for c in quotes],
+        "rounds": sum(1 for s in steps if s["step"] == "retrieval"),
+        "judgements": [
+            {"attempt": s.get("attempt"), "verdicts": s.get("verdicts")}
+            for s in steps
+            if s["step"] == "judgement"
+        ],
+        "provider": provider.name,
+    }
 
 
 def admitted_texts() -> dict[int, tuple[str, str]]:
@@ -328,31 +312,14 @@ def admitted_texts() -> dict[int, tuple[str, str]]:
     }
 
 
-def plot(path: Path, curves: dict[str, list[tuple[float, dict]]]) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axes = plt.subplots(1, len(curves), figsize=(5.5 * len(curves), 4.2), squeeze=False)
-    for axis, (name, points) in zip(axes[0], curves.items(), strict=True):
-        thresholds = [t for t, _ in points]
-        for key, style in (("supported", "o-"), ("wrong", "s-"), ("abstention", "^-")):
-            values = [row[key] for _, row in points]
-            if all(v is not None for v in values):
-                axis.plot(thresholds, values, style, label=key)
-        axis.set_title(name)
-        axis.set_xlabel("support judge threshold")
-        axis.set_ylim(0, 1)
-        axis.grid(alpha=0.3)
-        axis.legend()
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="every 4th question only")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="a quarter of the Wikipedia sets' questions, "
+        f"{QUICK_DOMAIN_SAMPLE} per domain set (structured-docs: all)",
+    )
     parser.add_argument(
         "--thresholds", default="", help="pipeline thresholds (default: the setting's value)"
     )
@@ -360,9 +327,11 @@ def main() -> None:
     parser.add_argument(
         "--corpus",
         default="eval,squad,nq",
-        help="comma-separated: eval (squad2-dev-eval, every 3rd question: 818), squad (the "
-        "SQuAD sample), nq (NQ held-out), dev (the dev articles of squad2-dev-train: for "
-        "choosing a threshold, never eval)",
+        help="comma-separated sets: eval (squad2-dev-eval, every 3rd question: 818), squad "
+        "(the SQuAD sample), nq (NQ held-out), dev (the dev articles of squad2-dev-train: for "
+        "choosing a threshold, never eval), covidqa-dev, emanual-dev, policyqa-dev, "
+        "ragbench-expertqa-test, ragbench-hagrid-test, ragbench-hotpotqa-test, structured-docs; "
+        "or groups: ragbench, domains, all (every set that measures)",
     )
     parser.add_argument(
         "--no-baseline", action="store_true", help="skip the old selector (the baseline)"
@@ -382,8 +351,14 @@ def main() -> None:
     parser.add_argument(
         "--sample",
         type=int,
-        default=40,
-        help="with openai: questions per corpus (every k-th, deterministic)",
+        help="at most this many questions per set (every k-th, deterministic; default: the "
+        f"Wikipedia sets' fixed slices, {DOMAIN_SAMPLE} per domain set, 40 with openai)",
+    )
+    parser.add_argument(
+        "--domain-report",
+        type=Path,
+        default=ROOT / "docs" / "quality-domains",
+        help="where the per-domain table (.md) and precision/coverage plot (.png) go",
     )
     parser.add_argument(
         "--fp32-embeddings",
@@ -406,7 +381,8 @@ def main() -> None:
     parser.add_argument(
         "--no-plot",
         action="store_true",
-        help="with eval: skip the judge-only sweep over all 2,453 questions and the plot",
+        help="skip the plots and the per-domain report (with eval: also the judge-only sweep "
+        "over all 2,453 questions)",
     )
     parser.add_argument(
         "--judge-threads",
@@ -422,7 +398,8 @@ def main() -> None:
     thresholds = [float(t) for t in args.thresholds.split(",") if t.strip()] or [
         policy_floor("auto")
     ]
-    args.corpus = {name.strip() for name in args.corpus.split(",")}
+    if args.provider == "openai" and args.sample is None:
+        args.sample = 40
     if args.fp32_embeddings:
         from common.fp32_embedding import use_fp32_matmuls
 
@@ -439,47 +416,9 @@ def main() -> None:
         run_extractive(postgres, args, thresholds)
 
 
-def corpora_ingest(args: argparse.Namespace) -> dict:
-    from django.contrib.auth import get_user_model
-
-    from tools.judge.data import SQUAD2_DEV_MODULUS, is_dev_group
-
-    started = time.perf_counter()
-    corpora = {}
-
-    def space(name: str):
-        return _second_space(name, get_user_model()) if corpora else bench_space(name)
-
-    if "eval" in args.corpus:
-        bench = space("squad2-dev-eval")
-        every = 12 if args.quick else 3
-        corpora["squad2-dev-eval"] = (
-            bench,
-            load_squad_jsonl(bench.space, bench.curator, SQUAD2_EVAL_FILE, every, 200_000),
-        )
-    if "dev" in args.corpus:
-        bench = space("squad2-dev-train dev")
-        asked = load_squad_jsonl(bench.space, bench.curator, SQUAD2_TRAIN_FILE, 1, 300_000)
-        dev_questions = {
-            row["question"]
-            for row in read_rows(SQUAD2_TRAIN_FILE)
-            if is_dev_group(row["group"], SQUAD2_DEV_MODULUS)
-        }
-        asked = [a for a in asked if a.question in dev_questions]
-        corpora["squad2-dev-train dev articles"] = (bench, asked[:: 8 if args.quick else 2])
-    if "squad" in args.corpus:
-        bench = space("SQuAD")
-        corpora["SQuAD 2.0 sample"] = (bench, load_squad(bench.space, bench.curator, args.quick))
-    if "nq" in args.corpus:
-        bench = space("NQ-open")
-        corpora["NQ-open held-out"] = (bench, load_nq(bench.space, bench.curator, args.quick))
-    print(f"ingested in {time.perf_counter() - started:.0f} s")
-    return corpora
-
-
 def run_openai(postgres, args: argparse.Namespace, url: str) -> None:
     """The local model (SmolLM2-135M on llama.cpp) as the new pipeline's provider, next to
-    the extractive one at the default threshold, on a deterministic sample of each corpus.
+    the extractive one at the default threshold, on a deterministic sample of each set.
     The model is tiny: the figures say what the contract costs and keeps, not what a real
     model would reach."""
     from answers.pipeline.providers.llm import ChatClient
@@ -491,22 +430,16 @@ def run_openai(postgres, args: argparse.Namespace, url: str) -> None:
         )
 
     recreate_database(postgres, clear_media=True)
-    corpora = corpora_ingest(args)
+    ingested = sets_ingest(args)
     texts = admitted_texts()
-    for name, (bench, asked) in corpora.items():
-        step = max(1, len(asked) // args.sample)
-        sample = asked[::step][: args.sample]
-        print(f"\n== {name}: {len(sample)} of {len(asked)} questions (every {step}th)")
-        header = None
+    for chosen in ingested:
+        print(f"\n== {chosen.name}: {len(chosen.asked)} questions")
+        print_header()
         for label, factory in (
             ("extractive, default", ExtractiveProvider),
             ("openai (SmolLM2-135M)", local_model),
         ):
-            row = measure(bench.reader, bench.space, sample, factory, texts).row()
-            if header is None:
-                header = f"{'pipeline':<22} " + " ".join(f"{k:>13}" for k in row)
-                print(header)
-            print(f"{label:<22} " + " ".join(f"{v!s:>13}" for v in row.values()))
+            print_row(label, measure(chosen, factory, texts).row())
 
 
 @contextlib.contextmanager
@@ -568,46 +501,43 @@ def run_extractive(postgres, args: argparse.Namespace, thresholds: list[float]) 
         ExtractiveProvider.judged_spans
     ]
     recreate_database(postgres, clear_media=True)
-    corpora = corpora_ingest(args)
+    ingested = sets_ingest(args)
     texts = admitted_texts()
     curves: dict[str, list[tuple[float, dict]]] = {}
-    for name, (bench, asked) in corpora.items():
-        print(f"\n== {name}: {len(asked)} questions")
+    for chosen in ingested:
+        print(f"\n== {chosen.name}: {len(chosen.asked)} questions")
+        print_header()
         if not args.no_baseline:
-            old = measure(bench.reader, bench.space, asked, OldExtractiveProvider, texts).row()
-            print(f"{'pipeline':<22} " + " ".join(f"{k:>13}" for k in old))
-            print(f"{'old selector':<22} " + " ".join(f"{v!s:>13}" for v in old.values()))
-        curves[name] = []
-        if args.no_baseline:
-            print(f"{'pipeline':<22} " + " ".join(f"{k:>13}" for k in Tally().row()))
+            print_row("old selector", measure(chosen, OldExtractiveProvider, texts).row())
+        curves[chosen.name] = []
         for threshold in thresholds:
             if args.without_answer_type:
                 with threshold_fixed(threshold), answer_type_gate_off():
-                    row = measure(bench.reader, bench.space, asked, ExtractiveProvider, texts).row()
-                label = f"no type gate, {threshold}"
-                print(f"{label:<22} " + " ".join(f"{v!s:>13}" for v in row.values()), flush=True)
+                    row = measure(chosen, ExtractiveProvider, texts).row()
+                print_row(f"no type gate, {threshold}", row)
             if args.sequential:
                 with threshold_fixed(threshold):
-                    row = measure(bench.reader, bench.space, asked, SequentialProvider, texts).row()
-                label = f"sequential, {threshold}"
-                print(f"{label:<22} " + " ".join(f"{v!s:>13}" for v in row.values()), flush=True)
+                    row = measure(chosen, SequentialProvider, texts).row()
+                print_row(f"sequential, {threshold}", row)
             for spans in judged_spans:
                 factory = type("Judged", (ExtractiveProvider,), {"judged_spans": spans})
                 for threads in judge_threads or [None]:
                     with threshold_fixed(threshold), judge_pool(threads):
-                        row = measure(bench.reader, bench.space, asked, factory, texts).row()
+                        row = measure(chosen, factory, texts).row()
                     last = judge_threads[-1] if judge_threads else None
                     if spans == ExtractiveProvider.judged_spans and threads == last:
-                        curves[name].append((threshold, row))
+                        curves[chosen.name].append((threshold, row))
                     label = f"new, threshold {threshold}"
                     if judged_spans != [ExtractiveProvider.judged_spans]:
                         label += f" k={spans}"
                     if threads is not None:
                         label += f" t={threads}"
-                    print(
-                        f"{label:<22} " + " ".join(f"{v!s:>13}" for v in row.values()), flush=True
-                    )
-    if "eval" in args.corpus and not args.no_plot:
+                    print_row(label, row)
+    if args.no_plot:
+        return
+    if len(curves) > 1 or len(thresholds) > 1:
+        domain_report(args.domain_report, curves)
+    if "squad2-dev-eval" in curves:
         sweep = judge_only(SQUAD2_EVAL_FILE)
         curves = {"squad2-dev-eval, judge only (all 2,453)": sweep} | {
             f"{name}, pipeline": points for name, points in curves.items() if len(points) > 1
@@ -652,19 +582,6 @@ def judge_only(path: Path) -> list[tuple[float, dict]]:
             f"{point['abstention']:>10.3f}"
         )
     return [(p["threshold"], p) for p in points]
-
-
-def _second_space(name: str, users):
-    """Another space with its own reader, the same curator (bench_space creates both)."""
-    from common.corpus import BenchSpace
-
-    from knowledge.services import space_create, space_member_set
-
-    curator = users.objects.get(username="bench-curator")
-    reader = users.objects.create_user(username=f"reader-{name.lower()}", password=None)
-    space = space_create(name=name, created_by=curator)
-    space_member_set(space=space, username=reader.username, role="reader")
-    return BenchSpace(curator, reader, space)
 
 
 if __name__ == "__main__":

@@ -16,4 +16,6 @@ Order matters, because Django reads its settings once:
   bulk-loaded Document/DocumentRevision/Extraction/Passage rows, the HNSW index, the bench
   users and space.
 - stats: percentiles.
+- quality_sets, quality_report (bench/quality.py): the question sets, their documents and
+  their rules for "supported"; the tallies, tables and plots of their figures.
 """
