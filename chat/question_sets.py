@@ -10,12 +10,15 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
+from django.utils.formats import number_format
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from answers.question_sets.figures import curve_svg_points
 from answers.question_sets.parsing import (
     MAX_FILE_BYTES,
+    MAX_LINE_ERRORS,
     MAX_QUESTIONS,
     QuestionFileInvalid,
     QuestionRow,
@@ -44,9 +47,23 @@ SVG_WIDTH, SVG_HEIGHT = 480, 200
 
 
 def _error(request: HttpRequest, error: ApiError) -> None:
+    """The error's message (worded in the curator's language where it was raised) and, for
+    a refused file, each bad line; the other errors' fields only repeat the message in the
+    API's field names."""
     messages.error(request, str(error.detail))
-    for where, text in error.fields.items():
-        messages.error(request, f"{where}: {text}")
+    if isinstance(error, QuestionFileInvalid):
+        for line, _code, text in error.lines[:MAX_LINE_ERRORS]:
+            messages.error(
+                request, _("Line %(line)s: %(problem)s") % {"line": line, "problem": text}
+            )
+        if (more := len(error.lines) - MAX_LINE_ERRORS) > 0:
+            messages.error(
+                request,
+                ngettext(
+                    "%(count)s more line has errors.", "%(count)s more lines have errors.", more
+                )
+                % {"count": more},
+            )
 
 
 @login_required
@@ -173,7 +190,7 @@ def space_operating_point(request: HttpRequest, space_id: int) -> HttpResponse:
         found = question_set_get_for_curator(user=user, space=space, set_id=request.POST["set"])
         if request.POST.get("run"):
             run = question_set_run_get(question_set=found, run_id=request.POST["run"])
-    raw = request.POST.get("point", "").strip()
+    raw = request.POST.get("point", "").strip().replace(",", ".")  # 0,56 as typed in German
     try:
         point = float(raw) if raw else None
     except ValueError:
@@ -191,7 +208,7 @@ def space_operating_point(request: HttpRequest, space_id: int) -> HttpResponse:
             messages.success(
                 request,
                 _("Later answers from this space are judged at %(point)s at least.")
-                % {"point": f"{point:.2f}"},
+                % {"point": number_format(point, decimal_pos=2)},
             )
     if found is not None:
         return redirect("chat:question-set", space.pk, found.pk)

@@ -3,12 +3,18 @@ typed error that names every bad line (nothing is saved from a bad file).
 
 CSV: a header row naming `question` and optionally `answer` (no other column), then one
 question per row. JSONL: one JSON object per line with `question` and optionally `answer`
-(a string or null). An empty or absent answer means "not answerable"."""
+(a string or null). An empty or absent answer means "not answerable".
+
+Only the chat shows these messages (there is no API for question sets), so they are worded
+in the reader's language where they are raised (`locale/*/LC_MESSAGES/django.po`)."""
 
 import csv
 import io
 import json
 from dataclasses import dataclass
+
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from answers.pipeline.request import MAX_QUERY_CHARS
 from core.errors import UnprocessableError
@@ -39,7 +45,10 @@ class QuestionFileInvalid(UnprocessableError):
         lines = lines or []
         fields = {f"line {n}": f"{text} ({error})" for n, error, text in lines[:MAX_LINE_ERRORS]}
         if len(lines) > MAX_LINE_ERRORS:
-            fields["more"] = f"{len(lines) - MAX_LINE_ERRORS} more lines have errors."
+            more = len(lines) - MAX_LINE_ERRORS
+            fields["more"] = ngettext(
+                "%(count)s more line has errors.", "%(count)s more lines have errors.", more
+            ) % {"count": more}
         super().__init__(message, code=code, fields=fields)
         self.lines = lines
 
@@ -51,7 +60,9 @@ def question_format_of(filename: str) -> str:
         return "jsonl"
     if suffix == "csv":
         return "csv"
-    raise QuestionFileInvalid("A question file is a .csv or .jsonl file.", code="unsupported_type")
+    raise QuestionFileInvalid(
+        _("A question file is a .csv or .jsonl file."), code="unsupported_type"
+    )
 
 
 def questions_parse(data: bytes, *, file_format: str) -> list[QuestionRow]:
@@ -60,22 +71,23 @@ def questions_parse(data: bytes, *, file_format: str) -> list[QuestionRow]:
     `wrong_columns`, `too_many_questions`, or `invalid_rows` listing each bad line."""
     if len(data) > MAX_FILE_BYTES:
         raise QuestionFileInvalid(
-            f"A question file holds at most {MAX_FILE_BYTES // 1024} KiB.", code="too_large"
+            _("A question file holds at most %(kib)s KiB.") % {"kib": MAX_FILE_BYTES // 1024},
+            code="too_large",
         )
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
-        raise QuestionFileInvalid("The file is not UTF-8 text.", code="not_utf8") from None
+        raise QuestionFileInvalid(_("The file is not UTF-8 text."), code="not_utf8") from None
     if "\x00" in text:
-        raise QuestionFileInvalid("The file is not a text file.", code="not_text")
+        raise QuestionFileInvalid(_("The file is not a text file."), code="not_text")
     if not text.strip():
-        raise QuestionFileInvalid("The file holds no questions.", code="empty_file")
+        raise QuestionFileInvalid(_("The file holds no questions."), code="empty_file")
     if file_format == "csv":
         rows, errors = _csv_rows(text)
     elif file_format == "jsonl":
         rows, errors = _jsonl_rows(text)
     else:
-        raise QuestionFileInvalid("A question file is CSV or JSONL.", code="unsupported_type")
+        raise QuestionFileInvalid(_("A question file is CSV or JSONL."), code="unsupported_type")
     return questions_check(rows, errors)
 
 
@@ -85,10 +97,11 @@ def questions_check(
     """(line, question, answer) rows as read → checked rows, or QuestionFileInvalid."""
     errors = list(errors or [])
     if not rows and not errors:
-        raise QuestionFileInvalid("The file holds no questions.", code="empty_file")
+        raise QuestionFileInvalid(_("The file holds no questions."), code="empty_file")
     if len(rows) > MAX_QUESTIONS:
         raise QuestionFileInvalid(
-            f"A question set holds at most {MAX_QUESTIONS} questions.", code="too_many_questions"
+            _("A question set holds at most %(count)s questions.") % {"count": MAX_QUESTIONS},
+            code="too_many_questions",
         )
     checked: list[QuestionRow] = []
     seen: dict[str, int] = {}
@@ -96,31 +109,37 @@ def questions_check(
         if answer is None:
             answer = ""
         if not isinstance(question, str) or not isinstance(answer, str):
-            errors.append((line, "not_text", "The question and the answer are text."))
+            errors.append((line, "not_text", _("The question and the answer are text.")))
             continue
         question, answer = question.strip(), answer.strip()
         if not question:
-            errors.append((line, "question_missing", "The row has no question."))
+            errors.append((line, "question_missing", _("The row has no question.")))
         elif len(question) > MAX_QUERY_CHARS or len(answer) > MAX_ANSWER_CHARS:
             errors.append(
                 (
                     line,
                     "too_long",
-                    f"A question holds at most {MAX_QUERY_CHARS} characters, "
-                    f"an answer {MAX_ANSWER_CHARS}.",
+                    _("A question holds at most %(question)s characters, an answer %(answer)s.")
+                    % {"question": MAX_QUERY_CHARS, "answer": MAX_ANSWER_CHARS},
                 )
             )
         elif not text_is_storable(question) or not text_is_storable(answer):
-            errors.append((line, "not_text", "The row holds characters that are not text."))
+            errors.append((line, "not_text", _("The row holds characters that are not text.")))
         elif (key := " ".join(question.casefold().split())) in seen:
-            errors.append((line, "duplicate_question", f"The same question as line {seen[key]}."))
+            same = _("The same question as line %(line)s.") % {"line": seen[key]}
+            errors.append((line, "duplicate_question", same))
         else:
             seen[key] = line
             checked.append(QuestionRow(line, question, answer))
     if errors:
         errors.sort()
         raise QuestionFileInvalid(
-            f"{len(errors)} line(s) of the file are not valid questions; nothing was saved.",
+            ngettext(
+                "%(count)s line of the file is not a valid question; nothing was saved.",
+                "%(count)s lines of the file are not valid questions; nothing was saved.",
+                len(errors),
+            )
+            % {"count": len(errors)},
             code="invalid_rows",
             lines=errors,
         )
@@ -134,8 +153,11 @@ def _csv_rows(text: str) -> tuple[list[tuple[int, object, object]], list[tuple[i
         names = [name.strip().lower() for name in header]
         if "question" not in names or set(names) - set(COLUMNS) or len(set(names)) != len(names):
             raise QuestionFileInvalid(
-                "The first row names the columns: question, and optionally answer "
-                f"(found: {', '.join(header)[:200]}).",
+                _(
+                    "The first row names the columns: question, and optionally answer "
+                    "(found: %(found)s)."
+                )
+                % {"found": ", ".join(header)[:200]},
                 code="wrong_columns",
             )
         rows: list[tuple[int, object, object]] = []
@@ -149,7 +171,8 @@ def _csv_rows(text: str) -> tuple[list[tuple[int, object, object]], list[tuple[i
                     (
                         line,
                         "wrong_field_count",
-                        f"{len(record)} fields where the header has {len(names)}.",
+                        _("%(found)s fields where the header has %(expected)s.")
+                        % {"found": len(record), "expected": len(names)},
                     )
                 )
                 continue
@@ -159,7 +182,7 @@ def _csv_rows(text: str) -> tuple[list[tuple[int, object, object]], list[tuple[i
                 break
     except csv.Error:
         raise QuestionFileInvalid(
-            f"The file is not CSV (line {reader.line_num}).", code="not_csv"
+            _("The file is not CSV (line %(line)s).") % {"line": reader.line_num}, code="not_csv"
         ) from None
     return rows, errors
 
@@ -173,14 +196,15 @@ def _jsonl_rows(text: str) -> tuple[list[tuple[int, object, object]], list[tuple
         try:
             value = json.loads(raw)
         except ValueError:
-            errors.append((line, "not_json", "The line is not a JSON object."))
+            errors.append((line, "not_json", _("The line is not a JSON object.")))
             continue
         if not isinstance(value, dict):
-            errors.append((line, "not_json", "The line is not a JSON object."))
+            errors.append((line, "not_json", _("The line is not a JSON object.")))
             continue
         unknown = sorted(set(value) - set(COLUMNS))
         if unknown:
-            errors.append((line, "wrong_keys", f"Unknown keys: {', '.join(unknown)[:200]}."))
+            keys = _("Unknown keys: %(keys)s.") % {"keys": ", ".join(unknown)[:200]}
+            errors.append((line, "wrong_keys", keys))
             continue
         rows.append((line, value.get("question", ""), value.get("answer")))
         if len(rows) > MAX_QUESTIONS:

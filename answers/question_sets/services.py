@@ -9,12 +9,17 @@ steers it), no private file selected and the space as the only space searched. N
 the answer path reads `curate_space`: what a curator may read there is what a reader of the
 space may (`view_space`, which curators always hold), so each answer is the one a reader of
 the space would get, at the space's operating point, and is sealed and receipted like any.
+
+Only the chat shows these errors (there is no API for question sets): their messages are
+worded in the curator's language, their codes and fields stay as they are.
 """
 
 import logging
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.formats import number_format
+from django.utils.translation import gettext as _
 
 from answers.judge.model import JudgeUnavailable
 from answers.models import AnswerRun, Conversation, QuestionSet, QuestionSetRun, SetQuestion
@@ -55,7 +60,7 @@ def question_set_create(
     name = name.strip()
     if not name or len(name) > NAME_MAX:
         raise UnprocessableError(
-            f"Give the set a name of at most {NAME_MAX} characters.",
+            _("Give the set a name of at most %(count)s characters.") % {"count": NAME_MAX},
             code="name_invalid",
             fields={"name": "Required, at most 200 characters."},
         )
@@ -78,7 +83,7 @@ def question_set_run_start(*, user: User, question_set: QuestionSet, mode: str) 
     curator_check(user=user, space=question_set.space)
     if mode not in SET_POLICIES:
         raise UnprocessableError(
-            "A question set runs under the auto or the strict policy.",
+            _("A question set runs under the auto or the strict policy."),
             code="invalid_policy",
             fields={"policy": "auto or strict"},
         )
@@ -100,7 +105,7 @@ def _enqueue(run_id: int) -> None:
             status=QuestionSetRun.Status.FAILED, finished_at=timezone.now()
         )
         raise ServiceUnavailableError(
-            "The question set could not be queued; try again.", code="queue_unavailable"
+            _("The question set could not be queued; try again."), code="queue_unavailable"
         ) from None
 
 
@@ -205,7 +210,7 @@ def space_operating_point_set(
     if point is not None:
         if not 0.0 < point < 1.0:
             raise UnprocessableError(
-                "An operating point is a number between 0 and 1.",
+                _("An operating point is a number between 0 and 1."),
                 code="operating_point_invalid",
                 fields={"operating_point": "Between 0 and 1 (exclusive)."},
             )
@@ -214,12 +219,16 @@ def space_operating_point_set(
             floor = policy_floor(mode)
         except JudgeUnavailable:
             raise ServiceUnavailableError(
-                "The judge cannot be read now; the operating point was not changed.",
+                _("The judge cannot be read now; the operating point was not changed."),
                 code="judge_unavailable",
             ) from None
         if point < floor:
             raise UnprocessableError(
-                f"The {mode} policy never judges below {floor:.2f}; choose a point at or above it.",
+                _(
+                    "The %(policy)s policy never judges below %(floor)s; choose a point at or "
+                    "above it."
+                )
+                % {"policy": mode, "floor": number_format(floor, decimal_pos=2)},
                 code="operating_point_below_floor",
                 fields={"operating_point": f"At least {floor:.2f} under the {mode} policy."},
             )

@@ -86,6 +86,46 @@ def test_the_curator_moves_the_spaces_point_along_the_curve_never_below_the_floo
     assert space.operating_point is None
 
 
+def test_the_pages_their_buttons_and_their_refusals_speak_the_curators_language(
+    answered_set, space, owner
+):
+    client = browser(owner)
+    assert client.post("/i18n/setlang/", {"language": "de", "next": "/"}).status_code == 302
+    url = f"/spaces/{space.pk}/questions/{answered_set.pk}/"
+    html = client.get(url).content.decode()
+    assert '<html lang="de">' in html
+    for german in (
+        "Fragenkataloge",
+        "Diese Fragen jetzt stellen",
+        "mit den erwarteten Worten beantwortet",
+        "Wenn die Messlatte höher läge",
+        "Präzision (durchgezogen)",
+        "Diesen Bereich mit 0,56 bewerten",  # numbers for people in German
+    ):
+        assert german in html, german
+    assert "answered with the expected words" not in html and "If the bar were higher" not in html
+    # Numbers for machines stay as they are: the row's button sets the point it names.
+    assert 'data-threshold="0.56"' in html and 'name="point" value="0.56"' in html
+    assert client.get(f"{url}?at=0.56").status_code == 200
+    run = QuestionSetRun.objects.get()
+    fields = {"set": answered_set.pk, "run": run.pk}
+    refused = client.post(
+        f"/spaces/{space.pk}/operating-point/", {**fields, "point": "0,4"}, follow=True
+    )
+    assert "Die Richtlinie auto bewertet nie unter 0,48" in refused.content.decode()
+    done = client.post(
+        f"/spaces/{space.pk}/operating-point/", {**fields, "point": "0,56"}, follow=True
+    )
+    assert "mindestens 0,56" in done.content.decode()
+    space.refresh_from_db()
+    assert space.operating_point == 0.56
+    bad = upload(client, space, "Schlecht", b"question,answer\n,8443\n")
+    assert "Zeile 2: Die Zeile enthält keine Frage." in bad.content.decode()
+    for language, heading in (("fr", "Jeux de questions"), ("ja", "質問セット")):
+        client.post("/i18n/setlang/", {"language": language, "next": "/"})
+        assert heading in client.get(f"/spaces/{space.pk}/questions/").content.decode()
+
+
 def test_only_the_spaces_curators_reach_its_question_sets(
     answered_set, space, member, outsider, staff
 ):
@@ -148,11 +188,11 @@ def test_a_jsonl_upload_is_saved(space, owner):
         (b"", "q.csv", "holds no questions"),
         (b"question\n" + b"x" * (1024 * 1024 + 1), "q.csv", "at most 1024 KiB"),
         ("question\nQuelle équipe?\n".encode("latin-1"), "q.csv", "not UTF-8"),
-        (b"question,answer\n,8443\n", "q.csv", "line 2: The row has no question."),
+        (b"question,answer\n,8443\n", "q.csv", "Line 2: The row has no question."),
         (b"question\nWhich port?\nwhich  PORT?\n", "q.csv", "The same question as line 2."),
         (b"%PDF-1.7\n\x00\x01", "q.csv", "not a text file"),
         (b"question\nWhich port?\n", "q.pdf", "a .csv or .jsonl file"),
-        (b'{"question": "x"}\n{"question": 1}\n', "q.jsonl", "line 2"),
+        (b'{"question": "x"}\n{"question": 1}\n', "q.jsonl", "Line 2"),
     ],
 )
 def test_a_bad_upload_is_refused_with_its_reason_and_saves_nothing(
