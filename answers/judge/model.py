@@ -31,7 +31,7 @@ logger = logging.getLogger(__name__)
 JUDGE_DIR = Path(__file__).resolve().parent
 JUDGE_FILE = JUDGE_DIR / "judge.json"
 # Pinned: retraining (python -m tools.judge.fit) prints the new value to put here.
-JUDGE_SHA256 = "beb9166afd3d6701718f7e6b23c4388accdbfa54f8538f83366e8f952c3df17d"
+JUDGE_SHA256 = "725b2329197c0476353270ffe7fcf63b52b1aec2937b3a0bf1cf60c223240256"
 
 
 class JudgeUnavailable(Exception):

@@ -4,17 +4,20 @@
 
 The regression reads the cross-encoder's logit and the lexical features of a pair. It is fitted
 on the cross-encoder's dev slice (`tools.judge.pairs`: whole articles of
-SQuAD 1.1 train and squad2-dev-train, and gold passages of NQ-open's training part, that the
+SQuAD 1.1 train and squad2-dev-train, gold passages of NQ-open's training part, papers of
+COVID-QA, manual sections of E-Manual and questions of RAGBench's validation rows, that the
 cross-encoder never trained on): every candidate sentence of each dev question's paragraph,
 labelled by whether it holds a gold answer, and every sentence of an unanswerable question's
 paragraph as a negative. The fit is Newton's method on standardised features with a small L2
 penalty: deterministic, no random state.
 
-The threshold is picked on the same dev slice: per question the best-scored sentence is
-released when it reaches the threshold; the chosen threshold is the lowest whose wrong rate
-(answered, no gold answer) stays within MAX_WRONG with at least MIN_ABSTENTION of the
-unanswerable questions abstained from. NQ-open's held-out questions are scored at the end and
-the figures written with the weights (measuring only, never fitted on).
+The thresholds are picked on the same dev slices, Wikipedia's and the other domains'
+(papers, manuals, web pages): per question the best-scored sentence is released when it
+reaches the threshold; each evidence policy's operating point (OPERATING_RULES) is the lowest
+threshold at which the slices' mean wrong rate (answered, no gold answer; each domain counts
+the same) stays within its bound with enough of the unanswerable questions abstained from.
+The curve of each slice is written beside the weights. NQ-open's held-out questions are
+scored at the end and the figures written with the weights (measuring only, never fitted on).
 """
 
 import argparse
@@ -31,7 +34,10 @@ from answers.judge.features import FEATURE_NAMES, JudgeItem
 from answers.judge.lexical import TermWeights, content_stems, content_words, stem
 from answers.judge.model import JUDGE_DIR, CrossEncoder, JudgeWeights, LocalJudge
 from tools.judge.data import (
+    COVIDQA_PATH,
+    EMANUAL_PATH,
     NQ_PATH,
+    RAGBENCH_TRAIN_PATHS,
     SQUAD2_TRAIN_PATH,
     SQUAD11_PATH,
     contains_answer,
@@ -41,6 +47,7 @@ from tools.judge.data import (
 )
 from tools.judge.data import nq_records as read_records
 from tools.judge.pairs import (
+    DOMAIN_SLICES,
     PairConfig,
     best_per_question,
     make_pairs,
@@ -49,10 +56,14 @@ from tools.judge.pairs import (
 
 ROOT = JUDGE_DIR.parents[1]
 DEFAULT_DATA = NQ_PATH
-DEV_SLICES = ("dev_squad11", "dev_squad2", "dev_nq")
+WIKI_DEV_SLICES = ("dev_squad11", "dev_squad2", "dev_nq")
+DEV_SLICES = (*WIKI_DEV_SLICES, *(f"dev_{d}" for d in DOMAIN_SLICES))
 MAX_WRONG, MIN_ABSTENTION = 0.08, 0.75  # on the dev slice's squad2 questions
-# Each evidence policy's operating point: the lowest threshold whose dev wrong rate and
-# abstention meet its rule. `strict` is the stricter rule, so its threshold is never lower.
+# Each evidence policy's operating point: the lowest threshold at which the dev slices' mean
+# wrong rate (Wikipedia's three, papers, manuals, web pages: each slice counts the same) stays
+# within `max_wrong` and the unanswerable questions of all slices together are abstained from
+# at least `min_abstention`.
+# `strict` is the stricter rule, so its threshold is never lower.
 OPERATING_RULES = {
     "auto": {"max_wrong": MAX_WRONG, "min_abstention": MIN_ABSTENTION},
     "strict": {"max_wrong": 0.03, "min_abstention": 0.80},
@@ -219,46 +230,71 @@ class CachedCrossEncoder(CrossEncoder):
         return np.array([self.cache[key] for key in keys])
 
 
-def choose_threshold(judge: LocalJudge, squad2: list, weights: TermWeights) -> dict:
-    """The lowest threshold meeting the dev slice's wrong and abstention bounds, and the
-    operating points it was chosen from (squad2 dev questions: answerable and not)."""
-    items = [JudgeItem(p.question, p.sentence, p.context, p.before) for p in squad2]
-    points = operating_points(best_per_question(squad2, judge.score(items, weights)), THRESHOLDS)
-    rounded = [
+def rounded(points: list[dict]) -> list[dict]:
+    return [
         {k: (round(v, 4) if isinstance(v, float) else v) for k, v in point.items()}
         for point in points
     ]
-    return {"threshold": choose_point(rounded, OPERATING_RULES["auto"]), "points": rounded}
 
 
-def choose_point(points: list[dict], rule: dict) -> float:
-    """The lowest threshold of `points` whose wrong rate and abstention meet `rule`; the
+def dev_curves(slices: dict[str, list], scores: dict[str, list[float]]) -> dict:
+    """The operating points of each dev slice, and of all slices together ("all"): per
+    question the best-scored sentence is released when it reaches the threshold."""
+    curves, pooled = {}, {}
+    for name, pairs in slices.items():
+        best = best_per_question(pairs, scores[name])
+        curves[name] = rounded(operating_points(best, THRESHOLDS))
+        pooled.update(best)
+    curves["all"] = rounded(operating_points(pooled, THRESHOLDS))
+    return curves
+
+
+def choose_point(curves: dict[str, list[dict]], rule: dict) -> float:
+    """The lowest threshold at which the slices' mean wrong rate (each slice, Wikipedia's
+    and each other domain's, counting the same) and the pooled abstention meet `rule`; the
     highest threshold when none does (fail towards abstaining)."""
-    meeting = [
-        point
-        for point in points
-        if point["wrong"] <= rule["max_wrong"]
-        and (point["abstention"] or 0.0) >= rule["min_abstention"]
-    ]
-    return (meeting[0] if meeting else points[-1])["threshold"]
+    slices = [name for name in curves if name != "all"]
+    for number, point in enumerate(curves["all"]):
+        wrong = sum(curves[name][number]["wrong"] for name in slices) / len(slices)
+        if wrong <= rule["max_wrong"] and (point["abstention"] or 0.0) >= rule["min_abstention"]:
+            return point["threshold"]
+    return curves["all"][-1]["threshold"]
 
 
-def policy_operating_points(points: list[dict]) -> dict:
-    """{"auto": …, "strict": …}: each policy's threshold, the rule that chose it and its dev
-    figures. The running judge reads them from the pinned judge file."""
+def policy_operating_points(curves: dict[str, list[dict]]) -> dict:
+    """{"auto": …, "strict": …}: each policy's threshold, the rule that chose it and the dev
+    figures there (pooled, and the worst slice's wrong rate). The running judge reads them
+    from the pinned judge file."""
     result = {}
     for mode, rule in OPERATING_RULES.items():
-        threshold = choose_point(points, rule)
-        dev = next(p for p in points if p["threshold"] == threshold)
-        result[mode] = {"threshold": threshold, "rule": rule, "dev": dev}
+        threshold = choose_point(curves, rule)
+        at = {
+            name: next(p for p in points if p["threshold"] == threshold)
+            for name, points in curves.items()
+        }
+        worst = max((name for name in at if name != "all"), key=lambda n: at[n]["wrong"])
+        result[mode] = {
+            "threshold": threshold,
+            "rule": rule,
+            "dev": at["all"],
+            "mean_wrong": round(sum(at[n]["wrong"] for n in at if n != "all") / (len(at) - 1), 4),
+            "worst_slice": {"name": worst, "wrong": at[worst]["wrong"]},
+        }
     return result
 
 
-def train(data: Path = DEFAULT_DATA, cache_dir: Path | None = None) -> dict:
-    slices = make_pairs(PairConfig())
+def train(
+    data: Path = DEFAULT_DATA, cache_dir: Path | None = None, *, domains: bool = False
+) -> dict:
+    """The regression and the operating points. With `domains` (a cross-encoder trained on
+    the other domains too) both come from every dev slice; without, as for the judge shipped
+    before them, the regression from Wikipedia's three and the points from squad2's alone."""
+    slices = make_pairs(PairConfig(domains=domains))
+    fitted_on = DEV_SLICES if domains else WIKI_DEV_SLICES
+    calibrated_on = DEV_SLICES if domains else ("dev_squad2",)
     fit_pairs = [
         Pair(p.question, p.sentence, p.context, bool(p.label), p.question_id, p.before)
-        for name in DEV_SLICES
+        for name in fitted_on
         for p in slices[name]
     ]
     weights = TermWeights.from_texts(dict.fromkeys(p.sentence for p in fit_pairs).keys())
@@ -284,7 +320,14 @@ def train(data: Path = DEFAULT_DATA, cache_dir: Path | None = None) -> dict:
     precision = round(float(y[complete].mean()), 4) if complete.any() else 0.0
     fitted = JudgeWeights(features, mean, scale, coef, intercept, spec, precision)
     judge = LocalJudge(fitted, encoder)
-    threshold = choose_threshold(judge, slices["dev_squad2"], weights)
+    probabilities = judge.probabilities_of(x).tolist()
+    scores, start = {}, 0
+    for name in fitted_on:
+        scores[name] = probabilities[start : start + len(slices[name])]
+        start += len(slices[name])
+    curves = dev_curves({name: slices[name] for name in calibrated_on}, scores)
+    points = policy_operating_points(curves)
+    threshold = {"threshold": points["auto"]["threshold"], "points": curves["all"]}
     return {
         "model": {
             "kind": "logistic_regression",
@@ -297,15 +340,20 @@ def train(data: Path = DEFAULT_DATA, cache_dir: Path | None = None) -> dict:
         },
         "cross_encoder": spec,
         "training_data_sha256": {
-            path.name: file_sha256(path) for path in (SQUAD11_PATH, SQUAD2_TRAIN_PATH, data)
+            path.name: file_sha256(path)
+            for path in (SQUAD11_PATH, SQUAD2_TRAIN_PATH, data)
+            + ((COVIDQA_PATH, EMANUAL_PATH, *RAGBENCH_TRAIN_PATHS) if domains else ())
         },
-        "command": "python -m tools.judge.fit",
+        "command": "python -m tools.judge.fit" + (" --domains" if domains else ""),
+        "fitted_on": list(fitted_on),
+        "calibrated_on": list(calibrated_on),
         "split": (
             "fitted on the cross-encoder's dev slice (whole articles and passages it never "
             "trained on); NQ-open held out by tools.judge.data.is_heldout, measured only"
         ),
         "threshold": threshold,
-        "operating_points": policy_operating_points(threshold["points"]),
+        "operating_points": points,
+        "curves": curves,
         "metrics": {
             "train": evaluate(judge, fit_pairs, weights),
             "heldout": evaluate(judge, heldout_pairs, weights),
@@ -318,10 +366,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--out", type=Path, default=JUDGE_DIR / "judge.json")
     parser.add_argument(
+        "--domains",
+        action="store_true",
+        help="fit and calibrate on every dev slice (a cross-encoder trained beyond Wikipedia)",
+    )
+    parser.add_argument(
         "--cache", type=Path, default=None, help="keep cross-encoder logits here between runs"
     )
     args = parser.parse_args(argv)
-    result = train(args.data, args.cache)
+    result = train(args.data, args.cache, domains=args.domains)
     payload = (json.dumps(result, indent=2, sort_keys=True) + "\n").encode()
     args.out.write_bytes(payload)
     print(json.dumps(result["metrics"], indent=2))

@@ -31,7 +31,7 @@ import shutil
 import sys
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
@@ -90,6 +90,7 @@ class Config:
     domains: bool = True  # papers, manuals and web pages beside Wikipedia (pairs.domain_pairs)
     impossible_negatives: int = 4  # per unanswerable squad2 question, the most alike sentences
     stage2_pairs: int = 12000  # stage 2: a seeded sample of squad2's and the domains' pairs
+    stage2_impossible_negatives: int = 4  # stage 2's squad2 pairs: 0 = every sentence
     quick: int = 0  # > 0: train on this many pairs of each stage and dev slice (CI's check)
 
 
@@ -241,6 +242,10 @@ def export_onnx(model: BertForSequenceClassification, path: Path) -> None:
     )
 
 
+class Interrupted(Exception):
+    """A run stopped on purpose after a checkpoint (`--stop-after`: how resuming is tested)."""
+
+
 def run_stage(
     model: BertForSequenceClassification,
     encoded: list[tuple[list[int], list[int]]],
@@ -249,6 +254,8 @@ def run_stage(
     learning_rate: float,
     number: int,
     checkpoint: Path,
+    every: int = CHECKPOINT_STEPS,
+    stop_after: int = 0,
 ) -> int:
     """One epoch over `encoded`: AdamW, linear warm-up then linear decay to zero.
 
@@ -308,7 +315,7 @@ def run_stage(
                 flush=True,
             )
             running = 0.0
-        if step % CHECKPOINT_STEPS == 0 and step < total:
+        if step % every == 0 and step < total:
             state = {
                 "stage": number,
                 "step": step,
@@ -320,6 +327,8 @@ def run_stage(
             }
             torch.save(state, checkpoint.with_suffix(".tmp"))
             checkpoint.with_suffix(".tmp").replace(checkpoint)
+            if stop_after and step >= stop_after:
+                raise Interrupted(f"{name}: stopped after step {step}, as asked")
     return total
 
 
@@ -328,7 +337,13 @@ def evaluate_dev(model, dev: dict[str, list[Pair]], dev_encoded: dict) -> dict:
     return dev_metrics(dev, logits)
 
 
-def train(config: Config, tag: str) -> Path:
+def stage_key(config: dict, number: int) -> dict:
+    """What decides a finished stage: stage 1 does not depend on stage 2's settings, so a run
+    that changes only those reuses the stage 1 a run of the same tag finished."""
+    return config if number == 2 else {k: v for k, v in config.items() if "stage2" not in k}
+
+
+def train(config: Config, tag: str, *, every: int = CHECKPOINT_STEPS, stop_after: int = 0) -> Path:
     started = time.perf_counter()
     random.seed(config.seed)
     np.random.seed(config.seed)
@@ -353,7 +368,15 @@ def train(config: Config, tag: str) -> Path:
     print(f"pairs: {json.dumps(counts)}", flush=True)
     domains = DOMAIN_SLICES if config.domains else ()
     stage1 = [p for n in (*WIKI_STAGE1_SLICES, *domains) for p in slices[n]]
-    stage2 = [p for n in STAGE2_SLICES if n in slices for p in slices[n]]
+    if config.stage2_impossible_negatives != config.impossible_negatives:
+        again = replace(pair_config, impossible_negatives=config.stage2_impossible_negatives)
+        squad2 = make_pairs(again)["squad2"]
+        slices["stage2_squad2"] = quick_slice(squad2, config.quick, config.seed)
+    stage2 = [
+        p
+        for n in STAGE2_SLICES
+        for p in slices.get("stage2_squad2" if n == "squad2" else n, slices.get(n, []))
+    ]
     if config.stage2_pairs and len(stage2) > config.stage2_pairs:
         stage2 = random.Random(config.seed).sample(stage2, config.stage2_pairs)  # noqa: S311
     dev = {n: slices[n] for n in (*WIKI_DEV_SLICES, *(f"dev_{d}" for d in domains))}
@@ -386,12 +409,12 @@ def train(config: Config, tag: str) -> Path:
         saved = out_dir / f"stage{number}.json"
         if finished.exists() and saved.exists():
             done = json.loads(saved.read_text(encoding="utf-8"))
-            if done["config"] == asdict(config):  # a stage of this very run, finished before
+            if stage_key(done["config"], number) == stage_key(asdict(config), number):
                 model.load_state_dict(torch.load(finished, weights_only=True))
                 history.append(done["metrics"])
                 print(f"stage {number}: finished before, dev {done['metrics']}", flush=True)
                 continue
-        run_stage(model, encoded, labels, config, rate, number, checkpoint)
+        run_stage(model, encoded, labels, config, rate, number, checkpoint, every, stop_after)
         metrics = evaluate_dev(model, dev, dev_encoded) | {"stage": number}
         history.append(metrics)
         print(f"dev after stage {number}: {metrics}", flush=True)
@@ -503,6 +526,15 @@ def main() -> None:
         action="store_true",
         help="with --quick: record its figures in the manifest (what CI's rerun must match)",
     )
+    parser.add_argument(
+        "--checkpoint-steps", type=int, default=CHECKPOINT_STEPS, help="save a stage this often"
+    )
+    parser.add_argument(
+        "--stop-after",
+        type=int,
+        default=0,
+        help="stop (exit 3) at the first checkpoint from this step of a stage on: rerun to resume",
+    )
     defaults = Config()
     for field, value in asdict(defaults).items():
         kind = truthy if isinstance(value, bool) else type(value)
@@ -512,7 +544,11 @@ def main() -> None:
         ship(args.ship_only)
         return
     config = Config(**{field: getattr(args, field) for field in asdict(defaults)})
-    out_dir = train(config, args.tag)
+    try:
+        out_dir = train(config, args.tag, every=args.checkpoint_steps, stop_after=args.stop_after)
+    except Interrupted as stopped:
+        print(stopped, flush=True)
+        sys.exit(3)
     if args.report:
         shutil.copyfile(out_dir / "report.json", args.report)
     if config.quick and args.record_quick:
