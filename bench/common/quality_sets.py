@@ -19,7 +19,6 @@ The domain sets' training halves are the judge's: covidqa and emanual are measur
 the groups `tools.judge.data.is_dev_group` holds out, with the moduli of the judge's training.
 """
 
-import gzip
 import json
 import re
 from collections import defaultdict
@@ -31,10 +30,15 @@ from typing import Protocol
 from common.bootstrap import NQ_FILE, ROOT, SHARED_DATA
 from knowledge.normalise import normalised_words
 from tools.judge.data import (
+    COVIDQA_DEV_MODULUS,
+    COVIDQA_PATH,
+    EMANUAL_DEV_MODULUS,
+    EMANUAL_PATH,
     SQUAD2_DEV_MODULUS,
     contains_answer,
     is_dev_group,
     is_heldout,
+    jsonl_rows,
     nq_records,
 )
 
@@ -42,17 +46,11 @@ DOMAINS = SHARED_DATA / "domains"
 SQUAD_FILE = SHARED_DATA / "squad2-dev-sample.json"
 SQUAD2_EVAL_FILE = SHARED_DATA / "squad2-dev-eval.jsonl.gz"  # measuring only
 SQUAD2_TRAIN_FILE = SHARED_DATA / "squad2-dev-train.jsonl.gz"  # its dev articles: tuning
-COVIDQA_FILE = DOMAINS / "covidqa-train.jsonl.gz"  # only its dev papers are measured
-EMANUAL_FILE = DOMAINS / "emanual-train.jsonl.gz"  # only its dev sections are measured
 POLICYQA_FILE = DOMAINS / "policyqa-dev.jsonl.gz"  # measuring only
 STRUCTURED_DIR = ROOT / "tests" / "data" / "structured_docs"  # measuring only
 RAGBENCH_SUBSETS = ("expertqa", "hagrid", "hotpotqa")  # their -test files: measuring only
-
-# The groups the judge's training holds out (tools.judge.data.is_dev_group): these MUST match
-# tools/judge/pairs.py's COVIDQA_DEV_MODULUS and EMANUAL_DEV_MODULUS, or the bench measures
-# papers and sections the judge trained on (`check_dev_moduli` refuses a mismatch).
-COVIDQA_DEV_MODULUS = 5  # by paper (`group`)
-EMANUAL_DEV_MODULUS = 5  # by manual section (`section`)
+# COVID-QA and E-Manual are training files: only the papers and sections the judge's
+# training holds out (tools.judge.data's COVIDQA_DEV_MODULUS / EMANUAL_DEV_MODULUS) are asked.
 
 
 # --- what a set holds ----------------------------------------------------------------
@@ -193,8 +191,7 @@ def evenly[T](items: Sequence[T], cap: int | None) -> list[T]:
 
 
 def read_rows(path: Path) -> list[dict]:
-    with gzip.open(path, "rt", encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle]
+    return list(jsonl_rows(path))
 
 
 def distinct_documents(texts: Sequence[tuple[str, str]]) -> list[SourceDocument]:
@@ -253,25 +250,11 @@ def nq_heldout(*, every: int, cap: int | None) -> QualitySet:
 # --- domains ---------------------------------------------------------------------------
 
 
-def check_dev_moduli() -> None:
-    """Refuse to measure when the judge's training holds out other groups than these."""
-    from tools.judge import pairs
-
-    for name, ours in (
-        ("COVIDQA_DEV_MODULUS", COVIDQA_DEV_MODULUS),
-        ("EMANUAL_DEV_MODULUS", EMANUAL_DEV_MODULUS),
-    ):
-        theirs = getattr(pairs, name, ours)
-        if theirs != ours:
-            raise RuntimeError(f"tools.judge.pairs.{name} is {theirs}, the bench's {ours}")
-
-
 def covidqa_dev(*, cap: int | None) -> QualitySet:
     """The dev papers of COVID-QA: every paragraph of theirs in the file a document (the
     answer paragraphs and the derived negatives, which are other paragraphs of the same
     paper: distractors for retrieval); each label-1 row asked, its answers the gold."""
-    check_dev_moduli()
-    rows = [r for r in read_rows(COVIDQA_FILE) if is_dev_group(r["group"], COVIDQA_DEV_MODULUS)]
+    rows = [r for r in read_rows(COVIDQA_PATH) if is_dev_group(r["group"], COVIDQA_DEV_MODULUS)]
     documents = distinct_documents([(f"Paper {r['group']}", r["context"]) for r in rows])
     answers: dict[str, list[str]] = defaultdict(list)
     for row in rows:
@@ -286,8 +269,7 @@ def emanual_dev(*, cap: int | None) -> QualitySet:
     """The dev sections of E-Manual QA: one document per section (titled with the section's
     own heading), its distinct texts in the file as paragraphs (a text another one contains
     is left out); each label-1 row asked, its context the gold passage."""
-    check_dev_moduli()
-    rows = [r for r in read_rows(EMANUAL_FILE) if is_dev_group(r["section"], EMANUAL_DEV_MODULUS)]
+    rows = [r for r in read_rows(EMANUAL_PATH) if is_dev_group(r["section"], EMANUAL_DEV_MODULUS)]
     texts: dict[str, list[str]] = defaultdict(list)
     for row in rows:
         if row["context"] not in texts[row["section"]]:

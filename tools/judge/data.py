@@ -25,6 +25,13 @@ def is_heldout(question: str) -> bool:
     return int.from_bytes(digest[:8], "big") % HELDOUT_MODULUS == 0
 
 
+def jsonl_rows(path: Path) -> Iterator[dict]:
+    """The rows of a gzipped JSON Lines file, one dict a line."""
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        for line in handle:
+            yield json.loads(line)
+
+
 def file_sha256(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
@@ -38,16 +45,14 @@ class NQRecord:
 
 
 def nq_records(path: Path) -> Iterator[NQRecord]:
-    with gzip.open(path, "rt", encoding="utf-8") as handle:
-        for line in handle:
-            record = json.loads(line)
-            gold = record["ctxs"][0]
-            yield NQRecord(
-                record["question"].strip(),
-                tuple(record["answers"]),
-                gold["title"].strip(),
-                gold["text"].strip(),
-            )
+    for record in jsonl_rows(path):
+        gold = record["ctxs"][0]
+        yield NQRecord(
+            record["question"].strip(),
+            tuple(record["answers"]),
+            gold["title"].strip(),
+            gold["text"].strip(),
+        )
 
 
 def candidate_sentences(text: str, *, title: str = "") -> list[str]:
@@ -86,17 +91,15 @@ class QARecord:
 
 
 def squad_records(path: Path) -> Iterator[QARecord]:
-    with gzip.open(path, "rt", encoding="utf-8") as handle:
-        for line in handle:
-            row = json.loads(line)
-            yield QARecord(
-                row["question"].strip(),
-                tuple(row.get("answers") or ()),
-                row["title"].strip(),
-                row["context"],
-                row["group"],
-                bool(row.get("is_impossible")),
-            )
+    for row in jsonl_rows(path):
+        yield QARecord(
+            row["question"].strip(),
+            tuple(row.get("answers") or ()),
+            row["title"].strip(),
+            row["context"],
+            row["group"],
+            bool(row.get("is_impossible")),
+        )
 
 
 def is_dev_group(group: str, modulus: int) -> bool:
@@ -160,16 +163,14 @@ class ParagraphRecord:
 
 
 def paragraph_records(path: Path, *, group_key: str) -> Iterator[ParagraphRecord]:
-    with gzip.open(path, "rt", encoding="utf-8") as handle:
-        for line in handle:
-            row = json.loads(line)
-            yield ParagraphRecord(
-                row["question"].strip(),
-                row["context"],
-                int(row["label"]),
-                tuple(row.get("answers") or ()),
-                str(row[group_key]),
-            )
+    for row in jsonl_rows(path):
+        yield ParagraphRecord(
+            row["question"].strip(),
+            row["context"],
+            int(row["label"]),
+            tuple(row.get("answers") or ()),
+            str(row[group_key]),
+        )
 
 
 @dataclass(frozen=True)
@@ -185,16 +186,14 @@ class RagbenchRecord:
 
 
 def ragbench_records(path: Path) -> Iterator[RagbenchRecord]:
-    with gzip.open(path, "rt", encoding="utf-8") as handle:
-        for line in handle:
-            row = json.loads(line)
-            yield RagbenchRecord(
-                row["question"].strip(),
-                tuple((key, text) for key, text in row["sentences"]),
-                frozenset(row["relevant"]),
-                frozenset(row["utilized"]),
-                row["subset"],
-            )
+    for row in jsonl_rows(path):
+        yield RagbenchRecord(
+            row["question"].strip(),
+            tuple((key, text) for key, text in row["sentences"]),
+            frozenset(row["relevant"]),
+            frozenset(row["utilized"]),
+            row["subset"],
+        )
 
 
 def training_files() -> tuple[Path, ...]:
