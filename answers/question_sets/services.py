@@ -30,7 +30,7 @@ from answers.pipeline.lifecycle import RunFailed, answer_create
 from answers.pipeline.request import answer_request_parse
 from answers.question_sets.figures import ReleasedQuote, holds
 from answers.question_sets.parsing import QuestionRow
-from answers.selectors import audited_generations, judge_scores
+from answers.selectors import audited_generations, judge_scores, run_get_for_user
 from core.errors import NotFoundError, ServiceUnavailableError, UnprocessableError, writing
 from core.queue import QueueUnavailable, task_enqueue
 from core.types import User
@@ -162,7 +162,7 @@ def _ask(run: QuestionSetRun, question: SetQuestion, *, user: User, space: Space
             outcome=Result.Outcome.FAILED,
         )
         return
-    answer_run = AnswerRun.objects.get(pk=body["run_id"])  # the run just made for this user
+    answer_run = run_get_for_user(user=user, run_id=body["run_id"])  # the run just made
     quotes = released_quotes(answer_run, body)
     outcome = result_outcome(expected=question.expected, quotes=[q["quote"] for q in quotes])
     scores = [q["score"] for q in quotes if q["score"] is not None]
