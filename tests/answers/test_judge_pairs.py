@@ -2,7 +2,13 @@
 manual sections without, RAGBench's sentence labels; and the splits that keep dev and
 measuring data apart. Built from small in-memory records, plus one pass over the shared files."""
 
+import os
+import subprocess
+
+import pytest
+
 from tools.judge import data
+from tools.judge.common import REPO_ROOT
 from tools.judge.data import ParagraphRecord, RagbenchRecord
 from tools.judge.pairs import (
     DOMAIN_SLICES,
@@ -129,3 +135,33 @@ def test_the_domain_slices_split_whole_papers_sections_and_questions_and_never_r
     read = {path.name for path in data.training_files()}
     assert not any("test" in name or "policyqa" in name for name in read)
     assert {p.name for p in data.RAGBENCH_TRAIN_PATHS} <= read
+
+
+@pytest.mark.slow  # the training venv's Python: `make test` installs it, test-fast does not
+def test_the_pairs_do_not_depend_on_the_process_string_hashing():
+    """Every process hashes strings with its own seed, and so orders sets its own way: the
+    pairs (and so the model) must not follow. A float sum over a set's words once broke ties
+    between negatives one way in one process and another way in the next, so a resumed run
+    and a whole one, or CI and the machine that recorded the quick check, trained on
+    different pairs. Run by the training venv's Python 3.11, whose `sum` of floats is the
+    plain one (3.12's compensated `sum` hid the bug)."""
+    python = REPO_ROOT / ".venv-train" / "bin" / "python"
+    assert python.exists(), "the training venv is missing: `make test` installs it"
+    script = (
+        "from tools.judge.pairs import PairConfig, make_pairs, pairs_digest;"
+        "print(pairs_digest(make_pairs(PairConfig(domains=True))))"
+    )
+    runs = [
+        subprocess.Popen(
+            [python, "-c", script],
+            cwd=REPO_ROOT,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for seed in ("1", "2")
+    ]
+    digests = [run.communicate(timeout=600)[0].strip() for run in runs]
+    assert all(run.returncode == 0 for run in runs)
+    assert len(digests[0]) == 64
+    assert digests[0] == digests[1]

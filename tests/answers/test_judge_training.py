@@ -134,6 +134,7 @@ def test_retraining_a_small_fixed_slice_reproduces_its_recorded_metrics(tmp_path
     assert result.returncode == 0, result.stderr[-3000:]
     measured = json.loads(report.read_text())
     assert measured["pairs"] == recorded["pairs"]
+    assert measured["pairs_sha256"] == recorded["pairs_sha256"], "other pairs than recorded"
     assert measured["config"] == recorded["config"]
     for mine, theirs in zip(measured["dev_history"], recorded["dev_history"], strict=True):
         for name, value in theirs.items():
@@ -172,8 +173,11 @@ def test_an_interrupted_training_run_resumes_where_it_stopped_to_the_same_model(
     whole = train_command([*command, "--tag", "ci-whole", "--report", tmp_path / "w.json"])
     assert whole.returncode == 0, whole.stderr[-3000:]
     assert "resumed" not in whole.stdout
-    mine = json.loads((tmp_path / "r.json").read_text())["dev_history"]
-    theirs = json.loads((tmp_path / "w.json").read_text())["dev_history"]
+    resumed_report, whole_report = (
+        json.loads((tmp_path / n).read_text()) for n in ("r.json", "w.json")
+    )
+    assert resumed_report["pairs_sha256"] == whole_report["pairs_sha256"]
+    mine, theirs = resumed_report["dev_history"], whole_report["dev_history"]
     assert len(mine) == len(theirs) == 2
     for after_resume, uninterrupted in zip(mine, theirs, strict=True):
         assert after_resume == pytest.approx(uninterrupted, abs=1e-4)

@@ -18,12 +18,14 @@ Each pair carries where its sentence stands (the title) and the sentence before 
 model reads them as the rest of its second segment (`answers.judge.segment.judge_segment`).
 """
 
+import hashlib
+import json
 import math
 import random
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 
 from knowledge.normalise import normalised_key
 from tools.judge.data import (
@@ -88,7 +90,7 @@ class SentenceIndex:
 
     def top(self, text: str, k: int, exclude_record: int) -> list[tuple[int, str]]:
         scores: Counter[int] = Counter()
-        for word in content_words(text):
+        for word in sorted(content_words(text)):  # a fixed order: float sums do not commute
             weight = self.idf.get(word, 0.0)
             for number in self.postings.get(word, ()):
                 scores[number] += weight
@@ -215,8 +217,14 @@ def _idf(sentences: Iterable[str]) -> dict[str, float]:
     return {w: math.log((1 + count) / (1 + df)) for w, df in frequency.items()}
 
 
+def _weight(words: Iterable[str], idf: dict[str, float]) -> float:
+    """The summed IDF of `words`, exactly rounded: a set's order changes with each process's
+    string hashing, and a plain float sum with it (which then picked other negatives)."""
+    return math.fsum(idf.get(w, 0.0) for w in words)
+
+
 def _overlap(question: set[str], sentence: str, idf: dict[str, float]) -> float:
-    return sum(idf.get(w, 0.0) for w in question & content_words(sentence))
+    return _weight(question & content_words(sentence), idf)
 
 
 def _title(record: QARecord) -> str:
@@ -408,7 +416,7 @@ def paragraph_pairs(
             # question's rare words stands for it, when it shares at least half of them.
             asked = content_words(question)
             best = _most_like(question, inside, idf, 1)
-            need = sum(idf.get(w, 0.0) for w in asked) / 2
+            need = _weight(asked, idf) / 2
             if best and need and _overlap(asked, best[0].text, idf) >= need:
                 pairs.append(pair(best[0], 1, "section_best"))
         else:
@@ -508,6 +516,13 @@ def domain_pairs(config: PairConfig, first_id: int) -> dict[str, list[Pair]]:
 
 def nq_group(record) -> str:
     return f"nq:{record.title}:{record.text[:80]}"
+
+
+def pairs_digest(slices: dict[str, list[Pair]]) -> str:
+    """A SHA-256 of every slice's pairs, in order: two runs built the same pairs exactly when
+    their digests agree (whatever the process, its string hashing or the machine)."""
+    content = {name: [astuple(p) for p in pairs] for name, pairs in sorted(slices.items())}
+    return hashlib.sha256(json.dumps(content, ensure_ascii=False).encode()).hexdigest()
 
 
 def make_pairs(config: PairConfig) -> dict[str, list[Pair]]:

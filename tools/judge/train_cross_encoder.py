@@ -63,6 +63,7 @@ from tools.judge.pairs import (
     PairConfig,
     dev_metrics,
     make_pairs,
+    pairs_digest,
     selection_score,
 )
 
@@ -435,6 +436,7 @@ def train(config: Config, tag: str, *, every: int = CHECKPOINT_STEPS, stop_after
         "chosen_stage": chosen,
         "dev_history": history,
         "pairs": counts,
+        "pairs_sha256": pairs_digest(slices),
         "throughput_pairs_per_second": rate,
         "train_seconds": train_seconds,
         "total_seconds": time.perf_counter() - started,
@@ -504,6 +506,7 @@ def record_quick(out_dir: Path) -> None:
         "command": QUICK_COMMAND,
         "config": report["config"],
         "pairs": report["pairs"],
+        "pairs_sha256": report["pairs_sha256"],
         "dev_history": report["dev_history"],
         "training_data_sha256": data_hashes(),
     }
