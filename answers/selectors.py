@@ -4,8 +4,8 @@ from django.db.models import Max, Q, QuerySet
 
 from answers.boundary import notice_of, sealed_answer_read
 from answers.models import AnswerRun, Conversation, ConversationSource
-from audit.models import AnswerAudit, LogEntry, OutputRelease
-from audit.services import release_summary
+from audit.models import LogEntry, OutputRelease
+from audit.services import audit_generations, audit_summary, release_summary
 from core.errors import NotFoundError
 from core.inputs import object_id_parse
 from core.types import User, UserOrAnonymous
@@ -101,7 +101,8 @@ def conversation_selection(*, conversation_id: int) -> tuple[set[int], set[int]]
 def audited_generations(runs: list[AnswerRun]) -> dict[object, list[dict]]:
     """Run id → its audit's generations (steps included: the judge's scores), for runs the
     caller may read (each came through a scoped selector), in one query."""
-    return dict(AnswerAudit.objects.filter(run__in=runs).values_list("run_id", "generations"))
+    audited = audit_generations([run.pk for run in runs])
+    return {run.pk: audited[str(run.pk)] for run in runs}
 
 
 def judge_scores(audited: list[dict], number: int, citations: list[dict]) -> dict[int, float]:
@@ -145,14 +146,14 @@ def judge_scores(audited: list[dict], number: int, citations: list[dict]) -> dic
 def run_audit(*, run: AnswerRun) -> dict:
     """The audit of a run the caller may read. `output_release` appears for a
     generation only when a release row exists for it: it is read, never inferred."""
-    audit = AnswerAudit.objects.filter(run=run).first()
+    audit = audit_summary(run.pk)
     releases = {
         release.message.generation.number: release
         for release in OutputRelease.objects.filter(run=run).select_related("message__generation")
         if release.message.generation is not None  # selected with the message
     }
     generations = []
-    for entry in audit.generations if audit else []:
+    for entry in audit["generations"] if audit else []:
         item = dict(entry)
         item.pop("release_id", None)
         if entry["number"] in releases:
@@ -163,8 +164,8 @@ def run_audit(*, run: AnswerRun) -> dict:
         "question": run.question,
         "mode": run.mode,
         "policy": run.policy,
-        "plan": audit.plan if audit else run.plan,
-        "memories_used": audit.memories_used if audit else [],
+        "plan": audit["plan"] if audit else run.plan,
+        "memories_used": audit["memories_used"] if audit else [],
         "generations": generations,
     }
 

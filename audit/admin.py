@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from audit.models import AnswerAudit, OutputRelease, StreamEvent
+from audit.models import AnswerAudit, AuditStep, OutputRelease, StreamEvent
 from core.redaction import redacted_html
 from knowledge.admin import SuperuserOnlyAdmin
 
@@ -27,29 +27,37 @@ class OutputReleaseAdmin(SuperuserOnlyAdmin):
 
 @admin.register(AnswerAudit)
 class AnswerAuditAdmin(SuperuserOnlyAdmin):
-    """The plan, steps and memories of every run: shown without their text (searches can
-    carry words from a private file or a memory entry)."""
+    """The plan, steps and memories of every run's generations: shown without their text
+    (searches can carry words from a private file or a memory entry)."""
 
-    list_display = ["run", "updated_at"]
+    list_display = ["run", "number", "created_at"]
     fields = readonly_fields = (
         "run",
-        "updated_at",
+        "number",
+        "created_at",
         "plan_redacted",
-        "generations_redacted",
-        "memories_redacted",
+        "generation_redacted",
     )
 
     @admin.display(description="plan (redacted)")
     def plan_redacted(self, obj: AnswerAudit) -> str:
         return redacted_html(obj.plan)
 
-    @admin.display(description="generations (redacted)")
-    def generations_redacted(self, obj: AnswerAudit) -> str:
-        return redacted_html(obj.generations)
+    @admin.display(description="generation (redacted)")
+    def generation_redacted(self, obj: AnswerAudit) -> str:
+        return redacted_html(obj.generation)
 
-    @admin.display(description="memories used (redacted)")
-    def memories_redacted(self, obj: AnswerAudit) -> str:
-        return redacted_html(obj.memories_used)
+
+@admin.register(AuditStep)
+class AuditStepAdmin(SuperuserOnlyAdmin):
+    """Steps timed after a generation's sealing (the publication), without their text."""
+
+    list_display = ["run", "generation", "created_at"]
+    fields = readonly_fields = ("run", "generation", "created_at", "step_redacted")
+
+    @admin.display(description="step (redacted)")
+    def step_redacted(self, obj: AuditStep) -> str:
+        return redacted_html(obj.step)
 
 
 @admin.register(StreamEvent)

@@ -65,16 +65,43 @@ class StreamEvent(models.Model):
 
 
 class AnswerAudit(models.Model):
-    """What happened in a run: steps, plan, retrieval manifest, memories, SQL."""
+    """What happened in one generation of a run: its plan, steps, retrieval manifest,
+    memories and SQL, written when the generation is published. A record: PostgreSQL
+    refuses to change or delete it (only the erasure path writes its tombstones;
+    audit/migrations/0007_audit_records.py), so a later generation adds a row."""
 
-    run = models.OneToOneField("answers.AnswerRun", on_delete=models.PROTECT, related_name="audit")
+    run = models.ForeignKey("answers.AnswerRun", on_delete=models.PROTECT, related_name="audits")
+    number = models.PositiveIntegerField()  # the generation's
     plan = models.JSONField(default=dict)
-    generations = models.JSONField(default=list)  # [{"number", "steps", "retrieval", "sql"}]
-    memories_used = models.JSONField(default=list)
-    updated_at = models.DateTimeField(auto_now=True)
+    # {"number", "steps", "retrieval", "sql", "memories", ...}; steps timed after sealing
+    # are AuditStep rows, added when read (audit.services.audit_generations).
+    generation = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "number"], name="answer_audit_unique")
+        ]
 
     def __str__(self) -> str:
-        return f"audit of {self.run_id}"
+        return f"audit of {self.run_id}, generation {self.number}"
+
+
+class AuditStep(models.Model):
+    """A step of a generation timed after its sealing (the publication itself), kept
+    beside the generation's audit row, which is never updated. A record too."""
+
+    run = models.ForeignKey("answers.AnswerRun", on_delete=models.PROTECT, related_name="+")
+    generation = models.PositiveIntegerField()
+    step = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "generation", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.run_id}:{self.generation} {self.step.get('step', '')}"
 
 
 PUBLICATION_SEQUENCE = "audit_publication_sequence"

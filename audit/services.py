@@ -15,7 +15,7 @@ import rfc8785
 from django.conf import settings
 from django.db import connection, transaction
 
-from audit.models import AnswerAudit, OutputRelease, StreamEvent
+from audit.models import AnswerAudit, AuditStep, OutputRelease, StreamEvent
 from core.fields import column_name, concrete_field
 from core.queue import QueueUnavailable, task_enqueue
 
@@ -223,58 +223,90 @@ def stream_events_fail(
 
 def audit_record(
     *, run_id: UUID, plan: dict, generation: dict, memories: Sequence[dict[str, Any]] = ()
-) -> None:
-    """Add one generation's steps, retrieval manifest, SQL and the memory entries its plan
-    used to the run's audit: a run's first generation creates it in one statement."""
+) -> bool:
+    """The audit of one generation (its steps, retrieval manifest, SQL and the memory
+    entries its plan used): a row of its own, in one statement. The row is a record, so a
+    generation recorded before keeps its first row (whether this one was written)."""
     generation = {**generation, "memories": list(memories)}
-    if _audit_create(run_id=run_id, plan=plan, generation=generation, memories=list(memories)):
-        return
-    audit = AnswerAudit.objects.select_for_update().get(run_id=run_id)
-    audit.plan = plan
-    known = {item["id"] for item in audit.memories_used}
-    audit.memories_used = audit.memories_used + [m for m in memories if m["id"] not in known]
-    audit.generations = [g for g in audit.generations if g["number"] != generation["number"]]
-    audit.generations.append(generation)
-    audit.save()
-
-
-def _audit_create(*, run_id: UUID, plan: dict, generation: dict, memories: list[dict]) -> bool:
-    """Insert the run's audit unless it exists (a later generation's): whether it did."""
-    fields = {
-        name: concrete_field(AnswerAudit, name)
-        for name in ("run", "plan", "generations", "memories_used")
+    values = {
+        "run": run_id,
+        "number": generation["number"],
+        "plan": plan,
+        "generation": generation,
     }
-    values = {"run": run_id, "plan": plan, "generations": [generation], "memories_used": memories}
+    fields = {name: concrete_field(AnswerAudit, name) for name in values}
     columns = ", ".join(
         connection.ops.quote_name(column_name(AnswerAudit, name)) for name in fields
     )
     with connection.cursor() as cursor:
         cursor.execute(
             f"INSERT INTO {connection.ops.quote_name(AnswerAudit._meta.db_table)} "  # noqa: S608
-            f"({columns}, updated_at) VALUES (%s, %s, %s, %s, now()) "
-            "ON CONFLICT (run_id) DO NOTHING RETURNING id",
+            f"({columns}, created_at) VALUES (%s, %s, %s, %s, now()) "
+            "ON CONFLICT (run_id, number) DO NOTHING RETURNING id",
             [field.get_db_prep_save(values[name], connection) for name, field in fields.items()],
         )
         return cursor.fetchone() is not None
 
 
 def audit_step_append(*, run_id: UUID, generation: int, step: dict) -> None:
-    """Add a step timed after sealing (publication itself) to the audit and the trace: one
-    statement, so that it needs no transaction of its own."""
-    generations = AnswerAudit._meta.get_field("generations")
+    """Add a step timed after sealing (publication itself) to the generation's audit and
+    the trace: one statement, so that it needs no transaction of its own. A generation
+    without an audit row gets none."""
+    audits = connection.ops.quote_name(AnswerAudit._meta.db_table)
     with connection.cursor() as cursor:
         cursor.execute(
-            f"UPDATE {connection.ops.quote_name(AnswerAudit._meta.db_table)} "  # noqa: S608
-            "SET generations = (SELECT jsonb_agg(CASE WHEN g -> 'number' = to_jsonb(%s::int) "
-            "THEN jsonb_set(g, '{steps}', coalesce(g -> 'steps', '[]') || %s) ELSE g END "
-            "ORDER BY at) FROM jsonb_array_elements(generations) WITH ORDINALITY AS e(g, at)), "
-            "updated_at = now() WHERE run_id = %s AND jsonb_array_length(generations) > 0",
-            [generation, generations.get_db_prep_save([step], connection), run_id],
+            f"INSERT INTO {connection.ops.quote_name(AuditStep._meta.db_table)} "  # noqa: S608
+            "(run_id, generation, step, created_at) "
+            f"SELECT %s, %s, %s, now() WHERE EXISTS (SELECT 1 FROM {audits} "
+            "WHERE run_id = %s AND number = %s)",
+            [
+                run_id,
+                generation,
+                AuditStep._meta.get_field("step").get_db_prep_save(step, connection),
+                run_id,
+                generation,
+            ],
         )
         if not cursor.rowcount:
             return
     line = {"run_id": str(run_id), "generation": generation, **step}
     transaction.on_commit(lambda: trace_write(run_id=run_id, lines=[line]))
+
+
+def audit_generations(run_ids: Sequence[UUID | str]) -> dict[str, list[dict]]:
+    """Run id (as text) → its audited generations in order, each with the steps timed
+    after its sealing at the end of its steps: two queries, whatever the number of runs.
+    Callers pass runs the asker may read (answers.selectors)."""
+    later: dict[tuple[str, int], list[dict]] = {}
+    for run, number, step in AuditStep.objects.filter(run__in=run_ids).values_list(
+        "run_id", "generation", "step"
+    ):
+        later.setdefault((str(run), number), []).append(step)
+    out: dict[str, list[dict]] = {str(run): [] for run in run_ids}
+    for run, number, generation in AnswerAudit.objects.filter(run__in=run_ids).values_list(
+        "run_id", "number", "generation"
+    ):
+        steps = [*generation.get("steps", []), *later.get((str(run), number), [])]
+        out.setdefault(str(run), []).append({**generation, "steps": steps})
+    return out
+
+
+def audit_summary(run_id: UUID | str) -> dict | None:
+    """A run's audit as one document: the latest generation's plan, every memory entry a
+    generation used (first use first) and the generations; None before any was audited."""
+    generations = audit_generations([run_id])[str(run_id)]
+    if not generations:
+        return None
+    latest = AnswerAudit.objects.filter(run=run_id).order_by("-number").values("plan").first()
+    memories: list[dict] = []
+    for generation in generations:
+        known = {m.get("id") for m in memories}
+        memories += [m for m in generation.get("memories", []) if m.get("id") not in known]
+    return {
+        "plan": latest["plan"] if latest else {},
+        "memories_used": memories,
+        "generations": generations,
+    }
 
 
 def trace_write(*, run_id: UUID, lines: list[dict]) -> Path:

@@ -34,11 +34,27 @@ RUNTIME_ROLE = "koinon_app"
 RECORD_TABLES = (
     "audit_outputrelease",
     "audit_streamevent",
+    "audit_answeraudit",
+    "audit_auditstep",
     "mcp_server_toolcall",
     "knowledge_erasure",
     "audit_logentry",
     "audit_logcheckpoint",
     "audit_logsubtree",
+)
+# What ensure_runtime_role grants and revokes ({database} and {role} are identifiers): the
+# app's tables, records only SELECT and INSERT; no temporary schema and no CREATE in
+# `public`, so the role owns no function and can make none (issue 48, item 1).
+RUNTIME_GRANTS = (
+    "GRANT CONNECT ON DATABASE {database} TO {role}",
+    "REVOKE TEMPORARY ON DATABASE {database} FROM PUBLIC",
+    "REVOKE TEMPORARY ON DATABASE {database} FROM {role}",
+    "REVOKE CREATE ON SCHEMA public FROM PUBLIC",
+    "REVOKE CREATE ON SCHEMA public FROM {role}",
+    "GRANT USAGE ON SCHEMA public TO {role}",
+    "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {role}",
+    "GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO {role}",
+    *(f"REVOKE UPDATE, DELETE, TRUNCATE ON {table} FROM {{role}}" for table in RECORD_TABLES),
 )
 UNIX_SOCKET_PATH_MAX = 103  # sun_path is 108 bytes on Linux, 104 on macOS
 
@@ -356,9 +372,9 @@ class EmbeddedPostgres:
         """Create (once) a login role that owns nothing and grant it the app's tables.
 
         Read and write on every table and sequence of `public`, except records:
-        `RECORD_TABLES` (receipts, stream events, MCP tool calls) only SELECT and
-        INSERT. Not being the owner or a superuser, the role can neither disable the
-        record triggers nor set
+        `RECORD_TABLES` (receipts, stream events, audits, MCP tool calls) only SELECT and
+        INSERT; no temporary schema, no CREATE (`RUNTIME_GRANTS`). Not being the owner or a
+        superuser, the role can neither disable the record triggers nor set
         `session_replication_role`. Grants cover the tables that exist: run after
         every migration (koinon_up does).
         """
@@ -372,16 +388,7 @@ class EmbeddedPostgres:
                         "CREATE ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION"
                     ).format(name)
                 )
-            for statement in (
-                "GRANT CONNECT ON DATABASE {database} TO {role}",
-                "GRANT USAGE ON SCHEMA public TO {role}",
-                "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {role}",
-                "GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO {role}",
-                *(
-                    f"REVOKE UPDATE, DELETE, TRUNCATE ON {table} FROM {{role}}"
-                    for table in RECORD_TABLES
-                ),
-            ):
+            for statement in RUNTIME_GRANTS:
                 conn.execute(
                     sql.SQL(statement).format(database=sql.Identifier(database), role=name)
                 )

@@ -172,6 +172,32 @@ def _allow_flushing_releases(request):
 
 
 @pytest.fixture
+def runtime_role(db):
+    """A role with the runtime role's grants and revokes (core.embedded.RUNTIME_GRANTS, what
+    ensure_runtime_role and deploy/postgres/grant-runtime-role.sql give koinon_app), for a
+    test to take on its connection with SET ROLE. Dropped afterwards."""
+    from django.db import connection
+    from psycopg import sql
+
+    from core.embedded import RUNTIME_GRANTS
+
+    role = f"koinon_runtime_{connection.settings_dict['NAME']}"[:60]
+    names = {
+        "database": sql.Identifier(connection.settings_dict["NAME"]),
+        "role": sql.Identifier(role),
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(sql.SQL("CREATE ROLE {role} NOLOGIN").format(**names).as_string())
+        for statement in RUNTIME_GRANTS:
+            cursor.execute(sql.SQL(statement).format(**names).as_string())
+    yield role
+    with connection.cursor() as cursor:
+        cursor.execute("RESET ROLE")
+        cursor.execute(sql.SQL("DROP OWNED BY {role}").format(**names).as_string())
+        cursor.execute(sql.SQL("DROP ROLE {role}").format(**names).as_string())
+
+
+@pytest.fixture
 def fake():
     """A fake OpenAI-compatible server on loopback (tests/answers/fake_llm.py)."""
     from tests.answers.fake_llm import FakeModelServer

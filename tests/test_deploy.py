@@ -207,6 +207,10 @@ def test_the_runtime_role_grants_revoke_exactly_the_record_tables():
     assert revoked[2] == RUNTIME_ROLE
     assert sorted(table.strip() for table in revoked[1].split(",")) == sorted(RECORD_TABLES)
     assert f"SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {RUNTIME_ROLE}" in sql
+    # No temporary schema and no CREATE: the role can make no function (issue 48, item 1).
+    for grantee in ("PUBLIC", RUNTIME_ROLE):
+        assert f"REVOKE TEMPORARY ON DATABASE %I FROM {grantee}" in sql
+        assert f"REVOKE CREATE ON SCHEMA public FROM {grantee};" in sql
 
 
 def test_pgbouncer_pools_transactions_in_front_of_the_primary_with_documented_settings():

@@ -56,9 +56,9 @@ SCOPED = (
 )
 
 
-def _scoped_updates() -> str:
+def _scoped_updates(scoped=SCOPED) -> str:
     lines = []
-    for table, texts, jsons, scope in SCOPED:
+    for table, texts, jsons, scope in scoped:
         sets = [f"{c} = koinon_erase_in({c}, $2, $3)" for c in texts]
         sets += [f"{c} = koinon_erase_in({c}::text, $5, $3)::jsonb" for c in jsons]
         changed = [f"koinon_erase_in({c}, $2, $3) IS DISTINCT FROM {c}" for c in texts]
@@ -174,6 +174,10 @@ CREATE TRIGGER knowledge_erasure_no_delete BEFORE DELETE ON knowledge_erasure
 CREATE TRIGGER knowledge_erasure_no_truncate BEFORE TRUNCATE ON knowledge_erasure
     FOR EACH STATEMENT EXECUTE FUNCTION koinon_record_reject_truncate();
 
+""".replace("__TOMBSTONE__", TOMBSTONE)
+
+# The function alone, over a list of scoped copies (0015 replaces it when the copies change).
+ERASE_FUNCTION = r"""
 CREATE FUNCTION koinon_erase_revision(
     p_revision bigint, p_user integer, p_reason text, p_strings text[]
 ) RETURNS bigint
@@ -253,7 +257,18 @@ __SCOPED__
     RETURN v_id;
 END;
 $fn$;
-""".replace("__TOMBSTONE__", TOMBSTONE).replace("__SCOPED__", _scoped_updates())
+"""
+
+
+def erase_function_sql(scoped=SCOPED) -> str:
+    return (
+        ERASE_FUNCTION.lstrip()
+        .replace("__TOMBSTONE__", TOMBSTONE)
+        .replace("__SCOPED__", _scoped_updates(scoped))
+    )
+
+
+FORWARD += erase_function_sql()
 
 REVERSE = r"""
 DROP FUNCTION koinon_erase_revision(bigint, integer, text, text[]);

@@ -9,7 +9,7 @@ from rest_framework.test import APIClient
 from answers.models import AnswerRun, Card, Citation, Message
 from answers.pipeline import publication
 from answers.pipeline.lifecycle import RunFailed
-from audit.models import AnswerAudit
+from audit.services import audit_summary
 from core.services import api_key_create, api_key_revoke
 from tests.answers.helpers import MIXED_QUESTION, ask
 from tests.answers.providers import ScriptedProvider
@@ -132,7 +132,7 @@ def test_agent_mode_tries_further_rounds_when_the_first_finds_nothing(library, m
     assert len(calls) == 4  # three attempts in round one, success in round two
     assert AnswerRun.objects.get(pk=body["run_id"]).generations.get().attempts == 4
     # Both rounds are in the audit: each round's retrieval and every selection attempt.
-    [generation] = AnswerAudit.objects.get(run_id=body["run_id"]).generations
+    [generation] = audit_summary(body["run_id"])["generations"]
     steps = generation["steps"]
     assert [s["round"] for s in steps if s["step"] == "retrieval"] == [1, 2]
     assert [s["ok"] for s in steps if s["step"] == "validation"] == [False] * 3 + [True]

@@ -10,7 +10,7 @@ from answers.pipeline.answer_type import (
     question_kind,
     unit_has_kind,
 )
-from audit.models import AnswerAudit
+from audit.services import audit_summary
 from tests.answers.helpers import ask, ingest
 
 # (question, its kind, an on-topic unit without the asked thing, the unit that has it)
@@ -198,7 +198,7 @@ def _quotes(body: dict) -> list[str]:
 
 
 def _verdicts(body: dict) -> list[dict]:
-    [generation] = AnswerAudit.objects.get(run_id=body["run_id"]).generations
+    [generation] = audit_summary(body["run_id"])["generations"]
     return [v for s in generation["steps"] if s["step"] == "judgement" for v in s["verdicts"]]
 
 

@@ -8,7 +8,7 @@ import pytest
 from django.db import connection
 
 from answers.pipeline.texts import explanation, general_knowledge_label
-from audit.models import AnswerAudit
+from audit.services import audit_summary
 from knowledge.services import space_member_remove
 from tests.answers.helpers import ask
 from tests.answers.test_openai_provider import (
@@ -84,7 +84,7 @@ def test_a_comparison_is_released_as_a_card_and_recorded_in_the_world_model(libr
     ]
     assert {str(c.run_id) for c in recorded} == {body["run_id"]}
     # The comparison's one plan is audited like any round's.
-    [generation] = AnswerAudit.objects.get(run_id=body["run_id"]).generations
+    [generation] = audit_summary(body["run_id"])["generations"]
     assert [p["standalone"] for p in generation["plans"]] == [QUESTION]
 
 

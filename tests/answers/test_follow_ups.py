@@ -6,7 +6,8 @@ import pytest
 from answers.models import AnswerRun
 from answers.pipeline.planner import Plan, plan_question, standalone_question
 from answers.pipeline.providers.extractive import ExtractiveProvider
-from audit.models import AnswerAudit, OutputRelease
+from audit.models import OutputRelease
+from audit.services import audit_summary
 from tests.answers.helpers import ask, ingest
 
 REVIEWS = "Who owns service reviews?"
@@ -82,10 +83,13 @@ def test_a_follow_up_is_searched_with_the_earlier_subject_and_shown(library, spa
         {"part": 0, "text": "And who approves them?", "origin": "asked"},
         {"part": 0, "text": "Who approves service reviews?", "origin": "rewritten"},
     ]
-    audit = AnswerAudit.objects.get(run_id=body["run_id"])
-    assert audit.plan["standalone"] == "Who approves service reviews?" and audit.plan["rewritten"]
-    assert audit.plan["queries"] == searched
-    assert audit.generations[0]["retrieval"]["queries"] == [s["text"] for s in searched]
+    audit = audit_summary(body["run_id"])
+    assert (
+        audit["plan"]["standalone"] == "Who approves service reviews?"
+        and audit["plan"]["rewritten"]
+    )
+    assert audit["plan"]["queries"] == searched
+    assert audit["generations"][0]["retrieval"]["queries"] == [s["text"] for s in searched]
     # The receipt (body and append-only row) shows the rewrite and both searches.
     assert body["release"]["searched"]["searched_as"] == "Who approves service reviews?"
     assert body["release"]["searched"]["searches"] == searched

@@ -12,7 +12,7 @@ from answers.models import AnswerRun
 from answers.pipeline.judgement import policy_floor
 from answers.pipeline.planner import Plan
 from answers.pipeline.texts import explanation
-from audit.models import AnswerAudit
+from audit.services import audit_summary
 from datasets.services import dataset_upload
 from knowledge.sentences import is_label
 from tests.answers.helpers import ask, ingest, whole_passage
@@ -114,7 +114,7 @@ def test_an_on_topic_passage_that_does_not_answer_is_an_abstention(space, owner,
     assert body["answer"]["citations"] == []
     assert "quote_unsupported" in body["quality"]["issues"]
     # The judge rejected what was selected, and reselection stopped after two retries.
-    [generation] = AnswerAudit.objects.get(run_id=body["run_id"]).generations
+    [generation] = audit_summary(body["run_id"])["generations"]
     steps = generation["steps"]
     judged = [s for s in steps if s["step"] == "judgement"]
     selections = [s for s in steps if s["step"] == "selection"]

@@ -10,7 +10,7 @@ import pytest
 
 from answers.judge.model import local_judge
 from answers.models import CandidateFact
-from audit.models import AnswerAudit
+from audit.services import audit_summary
 from knowledge.models import Extraction
 from knowledge.normalise import normalised_key
 from knowledge.sentences import is_label
@@ -58,14 +58,14 @@ def assert_verbatim_twice(body: dict, citation: dict) -> None:
     other = readings.get(serves_passages=False)
     assert citation["quote"] in serving.text
     assert normalised_key(citation["quote"]) in other.norm_text
-    [generation] = AnswerAudit.objects.get(run_id=body["run_id"]).generations
+    [generation] = audit_summary(body["run_id"])["generations"]
     validations = [s["ok"] for s in generation["steps"] if s["step"] == "validation"]
     assert validations and validations[-1] is True
 
 
 def unit_scores(body: dict, unit: str) -> list[float]:
     """The judge's scores of the unit as the run's judgement recorded them."""
-    [generation] = AnswerAudit.objects.get(run_id=body["run_id"]).generations
+    [generation] = audit_summary(body["run_id"])["generations"]
     facts = {f.fact_id: f for f in CandidateFact.objects.filter(run_id=body["run_id"])}
     scores = []
     for step in generation["steps"]:

@@ -261,7 +261,7 @@ WRITES = [
     ("answers.pipeline.publication.Card.objects", "bulk_create", None),
     ("audit.services.OutputRelease.objects", "create", None),
     ("audit.services.StreamEvent.objects", "bulk_create", None),
-    ("audit.services", "_audit_create", None),
+    ("answers.pipeline.publication", "audit_record", None),
     (
         "answers.pipeline.publication.AnswerRun",
         "save",

@@ -11,6 +11,7 @@ from answers.pipeline.lifecycle import run_execute, run_fail, run_start
 from answers.pipeline.planner import Plan
 from answers.pipeline.request import answer_request_parse
 from answers.services import conversation_sources_set
+from audit.services import audit_summary
 from knowledge.documents import document_upload, revision_extract
 from tests.answers.helpers import MIXED_QUESTION, ingest, whole_passage
 from tests.answers.helpers import ask as ask_api
@@ -92,7 +93,6 @@ def test_a_question_without_javascript_ends_on_the_sealed_answer(corpus, member,
 
 
 def test_the_answer_says_what_was_checked_and_each_quotes_score_from_the_audit(corpus, member):
-    from audit.models import AnswerAudit
 
     client = browser(member)
     page, run_id = ask(client)
@@ -101,7 +101,7 @@ def test_the_answer_says_what_was_checked_and_each_quotes_score_from_the_audit(c
     assert "quotes scored under 0.48 are never shown" in page
     assert "Verified answer" not in page
     (citation,) = AnswerRun.objects.get(pk=run_id).response["answer"]["citations"]
-    (generation,) = AnswerAudit.objects.get(run_id=run_id).generations
+    (generation,) = audit_summary(run_id)["generations"]
     (verdict,) = [
         v
         for step in generation["steps"]
@@ -134,14 +134,21 @@ def test_the_answer_states_the_threshold_its_own_policy_applied(corpus, member):
 
 
 def test_a_quote_the_audit_does_not_score_shows_no_score(corpus, member):
+    from django.db import connection
+
     from audit.models import AnswerAudit
 
     client = browser(member)
     _, run_id = ask(client)
-    audit = AnswerAudit.objects.get(run_id=run_id)
-    for generation in audit.generations:
-        generation["steps"] = [s for s in generation["steps"] if s["step"] != "judgement"]
-    AnswerAudit.objects.filter(pk=audit.pk).update(generations=audit.generations)
+    # An audit without the judge's steps, as a run audited before they existed has: the
+    # audit is a record, so rewritten as the database owner would, triggers bypassed.
+    with connection.cursor() as cursor:
+        cursor.execute("SET session_replication_role = replica")
+        for audit in AnswerAudit.objects.filter(run_id=run_id):
+            steps = [s for s in audit.generation["steps"] if s["step"] != "judgement"]
+            audit.generation = {**audit.generation, "steps": steps}
+            audit.save(update_fields=["generation"])
+        cursor.execute("SET session_replication_role = DEFAULT")
     page = client.get(f"/c/{AnswerRun.objects.get(pk=run_id).conversation_id}/").content.decode()
     assert f">{TEXT}</blockquote>" in page and "Quoted word for word" in page
     assert "data-judged" not in page

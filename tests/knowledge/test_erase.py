@@ -24,6 +24,7 @@ from answers.pipeline import texts
 from answers.pipeline.lifecycle import answer_retry
 from audit.models import OutputRelease, StreamEvent
 from audit.services import trace_write
+from knowledge.curation import proposal_create
 from knowledge.erasure import TOMBSTONE, revision_erase
 from knowledge.models import Erasure, Extraction, Passage
 from knowledge.retrieval import retrieve
@@ -113,6 +114,14 @@ def test_after_an_erasure_no_table_trace_or_file_holds_the_erased_sentences(
         == 201
     )
     export_before = client.get(f"{conversation}/export").json()
+    # A proposal a curator wrote by hand, quoting the file (not captured from a run).
+    proposal_create(
+        user=owner,
+        space=space,
+        title="Extensions",
+        body=f"From the operations file: {SENTENCES[1]}",
+        reason=f"It says: {SENTENCES[1]}",
+    )
     releases = list(OutputRelease.objects.values_list("pk", "text_sha256", "citations_sha256"))
     stored_file = erased.revision.file.name
     assert default_storage.exists(stored_file)
@@ -126,6 +135,8 @@ def test_after_an_erasure_no_table_trace_or_file_holds_the_erased_sentences(
         "audit_streamevent.data",
         "answers_citation.data",
         "mcp_server_toolcall.arguments",
+        "knowledge_knowledgeproposal.body",
+        "knowledge_knowledgeproposal.reason",
     ):
         assert where in before, where
     assert in_traces(SENTENCES)
@@ -216,7 +227,7 @@ def test_after_an_erasure_no_table_trace_or_file_holds_the_erased_sentences(
         f"/admin/knowledge/documentrevision/{erased.revision.pk}/change/",
         f"/admin/knowledge/extraction/{extraction.pk}/change/",
         f"/admin/knowledge/document/{erased.document.pk}/change/",
-        f"/admin/audit/answeraudit/{run.audit.pk}/change/",
+        f"/admin/audit/answeraudit/{run.audits.get().pk}/change/",
         "/admin/audit/streamevent/",
         f"/admin/audit/streamevent/{completed.pk}/change/",
         "/admin/mcp_server/toolcall/",
@@ -284,25 +295,6 @@ def refused(statement: str, params: tuple = ()) -> str:
     return ""
 
 
-@pytest.fixture
-def runtime_role(db):
-    """A role with the runtime role's grants (core.embedded.ensure_runtime_role), taken
-    on this connection with SET ROLE."""
-    from core.embedded import RECORD_TABLES
-
-    role = f"koinon_erase_test_{connection.settings_dict['NAME']}"[:60]
-    with connection.cursor() as cursor:
-        cursor.execute(f'CREATE ROLE "{role}" NOLOGIN')
-        cursor.execute(f'GRANT USAGE ON SCHEMA public TO "{role}"')
-        cursor.execute(
-            f'GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO "{role}"'
-        )
-        cursor.execute(f'GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO "{role}"')
-        for table in RECORD_TABLES:
-            cursor.execute(f'REVOKE UPDATE, DELETE, TRUNCATE ON {table} FROM "{role}"')
-    return role
-
-
 CHANGE_LOG = (
     "UPDATE knowledge_erasure SET reason = 'changed' WHERE id = %s",
     "DELETE FROM knowledge_erasure WHERE id = %s",
@@ -362,8 +354,6 @@ def test_the_runtime_role_can_erase_only_through_the_function(space, owner, memb
     finally:
         with connection.cursor() as cursor:
             cursor.execute("RESET ROLE")
-            cursor.execute(f'DROP OWNED BY "{runtime_role}"')
-            cursor.execute(f'DROP ROLE "{runtime_role}"')
     # Even the owner cannot change the log row or delete it (the triggers).
     for statement in CHANGE_LOG:
         assert refused(statement, (erasure_id,)), statement

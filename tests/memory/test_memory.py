@@ -7,7 +7,7 @@ import json
 import pytest
 from guardian.shortcuts import remove_perm
 
-from audit.models import AnswerAudit
+from audit.services import audit_summary
 from memory.models import MemoryEntry
 from tests.answers.helpers import OPERATIONS, ingest
 from tests.answers.providers import ScriptedProvider
@@ -28,8 +28,8 @@ def corpus(space, owner):
 
 def plan_of(client, query: str, **fields) -> tuple[dict, dict]:
     body = client.post("/v1/answer", {"query": query, **fields}, format="json").json()
-    audit = AnswerAudit.objects.get(run_id=body["run_id"])
-    return audit.plan, {"memories_used": audit.memories_used, "body": body}
+    audit = audit_summary(body["run_id"])
+    return audit["plan"], {"memories_used": audit["memories_used"], "body": body}
 
 
 def test_a_correction_changes_the_next_plan_and_revoking_it_stops_that(corpus, member):

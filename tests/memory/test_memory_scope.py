@@ -6,7 +6,7 @@ import json
 import pytest
 
 from answers.pipeline.planner import Plan
-from audit.models import AnswerAudit
+from audit.services import audit_summary
 from knowledge.services import space_create, space_member_set
 from memory.relevance_set import PAIRS, set_weights
 from memory.services import MIN_SHARED_STEMS, RELEVANCE_THRESHOLD, memory_relevance
@@ -33,7 +33,7 @@ def two_spaces(space, staff, owner, member):
 
 def plan_of(client, query: str, **fields) -> dict:
     body = client.post("/v1/answer", {"query": query, **fields}, format="json").json()
-    return AnswerAudit.objects.get(run_id=body["run_id"]).plan
+    return audit_summary(body["run_id"])["plan"]
 
 
 def remember(client, query: str, **fields) -> dict:
