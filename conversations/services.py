@@ -8,6 +8,7 @@ replaced — shows the localized regeneration notice instead, never its text.
 """
 
 import html
+import re
 import uuid
 from datetime import UTC, datetime
 
@@ -227,10 +228,21 @@ def _sealed_release_ids(messages: list) -> list[str]:
     ]
 
 
+# A Markdown link's target other than http(s) (`[x](javascript:…)`, `[x]: data:…`): its
+# bracket or parenthesis is escaped, so a viewer shows the characters, not a link.
+_INLINE_TARGET = re.compile(r"\]\((?!\s*https?://)", re.IGNORECASE)
+_REFERENCE_TARGET = re.compile(
+    r"^( {0,3})\[([^\]\n]*)\]:(?!\s*https?://)", re.IGNORECASE | re.MULTILINE
+)
+
+
 def _inert(text: str) -> str:
     """Text of questions, answers and documents as Markdown shows it: `<`, `>` and `&` as
-    entities, so no raw HTML of theirs is ever rendered (issue 27)."""
-    return html.escape(text, quote=False)
+    entities, so no raw HTML of theirs is ever rendered (issue 27); link targets other than
+    http(s) escaped, so no `javascript:` link either (issue 48, item 9)."""
+    text = html.escape(text, quote=False)
+    text = _INLINE_TARGET.sub(r"]\\(", text)
+    return _REFERENCE_TARGET.sub(r"\1\\[\2]:", text)
 
 
 def export_markdown(export: dict) -> str:

@@ -30,6 +30,45 @@ def text_is_storable(value: str) -> bool:
     return "\x00" not in value and not any("\ud800" <= char <= "\udfff" for char in value)
 
 
+def text_field_parse(value: object, *, field: str, limit: int, required: bool) -> str:
+    """A person's free text for `field` (a reason, a title), stripped: the one check the
+    API's serializers and the browser's forms share. Raises UnprocessableError (422, the
+    field named) for a value that is not text (a number, a list), that PostgreSQL cannot
+    store (NUL, a lone surrogate), that is longer than `limit`, or empty when required."""
+    from core.errors import UnprocessableError
+
+    problem = ""
+    if not isinstance(value, str):
+        problem = "Must be text."
+    elif not text_is_storable(value):
+        problem = "Must be text without NUL characters or unpaired surrogates."
+    elif len(value.strip()) > limit:
+        problem = f"At most {limit} characters."
+    elif required and not value.strip():
+        problem = "Required."
+    if problem:
+        raise UnprocessableError(f"The {field} cannot be used.", fields={field: problem})
+    return value.strip()
+
+
+class TextField(serializers.CharField):
+    """A CharField that takes text only: DRF's own turns 5 or 1.5 into "5" or "1.5", so an
+    erasure (which cannot be undone) took a number as its reason. Refuses what PostgreSQL
+    cannot store too."""
+
+    default_error_messages = {
+        "not_text": "Must be text.",
+        "not_storable": "Must be text without NUL characters or unpaired surrogates.",
+    }
+
+    def to_internal_value(self, data: Any) -> str:  # noqa: ANN401 - whatever the client sent
+        if not isinstance(data, str):
+            self.fail("not_text")
+        if not text_is_storable(data):
+            self.fail("not_storable")
+        return super().to_internal_value(data)
+
+
 class ObjectIdField(serializers.IntegerField):
     """An id in a request body: a positive integer that fits the database."""
 

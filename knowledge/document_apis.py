@@ -12,7 +12,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.errors import GoneError, NotFoundError, PayloadTooLargeError
-from core.inputs import ObjectIdField
+from core.inputs import ObjectIdField, TextField
 from core.pagination import Pagination
 from core.schema import CONFLICT, PAGE_PARAMETERS, paginated
 from core.types import request_user
@@ -280,7 +280,7 @@ class DocumentWithdrawApi(APIView):
 
     @extend_schema_serializer(component_name="DocumentWithdrawInput")
     class InputSerializer(serializers.Serializer):
-        reason = serializers.CharField(
+        reason = TextField(
             required=False, allow_blank=True, default="", max_length=WITHDRAW_REASON_MAX
         )
 
@@ -311,7 +311,7 @@ class RevisionEraseApi(APIView):
 
     @extend_schema_serializer(component_name="RevisionEraseInput")
     class InputSerializer(serializers.Serializer):
-        reason = serializers.CharField(max_length=ERASE_REASON_MAX)
+        reason = TextField(max_length=ERASE_REASON_MAX)
 
     @extend_schema(request=InputSerializer, responses={200: ErasureOutput, **CONFLICT})
     def post(self, request: Request, document_id: str, revision_id: str) -> Response:

@@ -24,6 +24,7 @@ from django.core.files.storage import default_storage
 from django.db import connection, transaction
 
 from core.errors import ConflictError, UnprocessableError, writing
+from core.inputs import text_field_parse
 from core.types import User
 from knowledge.display import quote_display, single_line
 from knowledge.documents import document_change_check
@@ -54,13 +55,12 @@ def revision_erase(
     document_change_check(
         user=user, space=document.space, private=document.is_private, document=document
     )
-    reason = reason.strip()
-    if not reason or len(reason) > ERASE_REASON_MAX:
+    try:
+        reason = text_field_parse(reason, field="reason", limit=ERASE_REASON_MAX, required=True)
+    except UnprocessableError as error:  # no text, a number, a NUL: it cannot be undone
         raise UnprocessableError(
-            "Say why the text is erased.",
-            code="invalid",
-            fields={"reason": f"Required, at most {ERASE_REASON_MAX} characters."},
-        )
+            "Say why the text is erased.", code="invalid", fields=error.fields
+        ) from None
     if revision.document_id != document.pk:
         raise UnprocessableError(
             "That revision is not one of this document's.",

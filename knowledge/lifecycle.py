@@ -10,6 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.errors import writing
+from core.inputs import text_field_parse
 from core.types import User
 from knowledge.documents import document_change_check, document_set_current
 from knowledge.frequencies import lexeme_frequencies_shift
@@ -33,6 +34,7 @@ def document_withdraw(*, user: User, document: Document, reason: str = "") -> Do
     an answer sealed after this commits cannot quote it.
     """
     _check(user, document)
+    reason = text_field_parse(reason, field="reason", limit=WITHDRAW_REASON_MAX, required=False)
     with writing(f"the withdrawal of “{document.title}”"), transaction.atomic():
         locked = Document.objects.select_for_update().get(pk=document.pk)
         if locked.withdrawn_at is None:
@@ -40,7 +42,7 @@ def document_withdraw(*, user: User, document: Document, reason: str = "") -> Do
             Passage.objects.filter(document=locked, is_current=True).update(is_current=False)
             locked.withdrawn_at = timezone.now()
             locked.withdrawn_by = user
-            locked.withdrawn_reason = reason.strip()[:WITHDRAW_REASON_MAX]
+            locked.withdrawn_reason = reason
             locked.save(update_fields=["withdrawn_at", "withdrawn_by", "withdrawn_reason"])
     return locked
 

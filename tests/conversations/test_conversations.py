@@ -306,3 +306,33 @@ def test_the_markdown_export_renders_no_raw_html_of_questions_or_documents(space
     assert "&lt;i&gt;backups&lt;/i&gt;" in exported  # the question
     assert "&lt;img src=x onerror=alert(1)&gt; Runbook" in exported  # the title, twice
     assert exported.count("&lt;img") == 2  # in the answer's source line and the citation
+
+
+def test_the_markdown_export_keeps_http_links_and_no_other_link_target():
+    """Issue 48 (9): `[x](javascript:…)` in a question, an answer or a title, or a reference
+    definition to `data:`, renders as text in a CommonMark viewer; an https link stays."""
+    from markdown_it import MarkdownIt
+
+    from conversations.services import export_markdown
+
+    export = {
+        "conversation": {"title": "[t](javascript:alert(1))"},
+        "messages": [
+            {"role": "user", "text": "[q](javascript:alert(2)) or [ok](https://example.org/a)?"},
+            {
+                "role": "assistant",
+                "text": "See [r].\n\n[r]: data:text/html,<b>x</b>\n\n![i](JavaScript:alert(3))",
+                "body": {"answer": {"citations": [{"title": "[c]( vbscript:x) Runbook"}]}},
+            },
+        ],
+    }
+    exported = export_markdown(export)
+    viewer = MarkdownIt("commonmark")
+    viewer.validateLink = lambda url: True  # a viewer that links whatever it is given
+    rendered = viewer.render(exported)
+    assert rendered.count("<a ") == 1 and 'href="https://example.org/a"' in rendered
+    assert "<img" not in rendered
+    for scheme in ("javascript:", "data:", "vbscript:"):
+        assert f'="{scheme}' not in rendered.lower()
+    # The characters themselves are kept, as text.
+    assert "(javascript:alert(2))" in rendered and "[t]" in rendered

@@ -5,6 +5,7 @@ reader of the space is refused with 403 (they see it); a curator of another spac
 outsider get 404 (they do not). Nothing changes when refused.
 """
 
+import json
 import re
 from io import StringIO
 
@@ -142,6 +143,47 @@ def test_api_refusals_are_typed(people, space, document):
     for path in ("abc", "0", "99999999999999999999", "%00"):
         assert curator.post(f"/v1/documents/{path}/withdraw").status_code == 404
         assert curator.post(f"/v1/documents/{path}/restore").status_code == 404
+
+
+@pytest.mark.parametrize(
+    "reason", [5, 1.5, True, ["leaked"], {"why": "leaked"}, "a\x00b", "a\ud800b"]
+)
+def test_api_reasons_must_be_storable_text(people, document, reason):
+    """Issue 48 (4, 8): an erasure cannot be undone, so its reason is text, never a number
+    turned into one; NUL or a lone surrogate is a typed 422 too, and nothing happens."""
+    curator = client_for(people["curator"])
+    revision = document.revisions.get()
+    for url in (
+        f"/v1/documents/{document.pk}/revisions/{revision.pk}/erase",
+        f"/v1/documents/{document.pk}/withdraw",
+    ):
+        # As sent on the wire: a lone surrogate can only arrive as a JSON escape.
+        raw = json.dumps({"reason": reason})
+        response = curator.post(url, raw, content_type="application/json")
+        assert response.status_code == 422, (url, response.content)
+        error = response.json()["error"]
+        assert error["fields"]["reason"], url
+    assert not erased(document) and not withdrawn(document)
+
+
+@pytest.mark.parametrize("reason", ["a\x00b", "\x00"])
+def test_library_forms_refuse_reasons_postgresql_cannot_store(people, space, document, reason):
+    """Issue 48 (4): the library's withdraw and erase forms gave a 500 for a NUL; now the
+    same check as the API's, a 422 page naming the field, and nothing changed."""
+    client = page_client(people["curator"])
+    base = f"/spaces/{space.pk}/documents/{document.pk}"
+    revision = document.revisions.get()
+    withdraw = client.post(f"{base}/withdraw/", {"reason": reason})
+    erase = client.post(f"{base}/erase/", {"revision": revision.pk, "reason": reason})
+    for response in (withdraw, erase):
+        assert response.status_code == 422
+        assert "reason cannot be used" in response.text or "Say why" in response.text
+    assert not erased(document) and not withdrawn(document)
+    admin = Client()
+    admin.force_login(people["superuser"])
+    page = admin.post(f"/admin/knowledge/documentrevision/{revision.pk}/erase/", {"reason": reason})
+    assert page.status_code == 200 and b"Say why the text is erased" in page.content
+    assert not erased(document)
 
 
 # --- CLI ---------------------------------------------------------------------------
