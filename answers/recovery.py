@@ -9,7 +9,10 @@ until the visibility timeout, and maybe never delivered again). So:
 - `running` for KOINON_RUN_CLAIM_TIMEOUT seconds without a claim → queued again, once;
   still unclaimed after that → `failed`, `worker_lost`.
 - `executing` on a worker whose heartbeat is gone → `failed`, `worker_lost` (not run
-  again: its tool activity is already recorded, and events are append-only). Still
+  again: its tool activity is already recorded, and events are append-only). A worker is
+  named by its hostname and this start of it (core.worker.worker_claim_name): one killed
+  whole and restarted under the same hostname heartbeats under a new name, so its former
+  claims are lost too. Still
   `executing` after the task time limit — in a web process (no worker name), or on a
   live worker whose failure could not be recorded while the database was away → the same.
 
@@ -23,7 +26,7 @@ from datetime import datetime, timedelta
 import redis
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q, QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from answers.models import AnswerRun, Generation
@@ -38,13 +41,17 @@ RUNNING, EXECUTING = Generation.Status.RUNNING, Generation.Status.EXECUTING
 
 def generations_stuck(*, now: datetime | None = None) -> QuerySet[Generation]:
     """Generations the sweeper should have settled by now: unclaimed for twice the claim
-    timeout, or executing for longer than any task may run. What health reports."""
+    timeout, or executing for longer than any task may run — of a run still running, and
+    its newest generation. What health reports: a generation a retry superseded, or of a
+    run that ended, no longer keeps anyone waiting (issue 48, item 12)."""
     now = now or timezone.now()
     unclaimed = now - timedelta(seconds=2 * settings.KOINON_RUN_CLAIM_TIMEOUT)
     overdue = now - timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT + 60)
+    newer = Generation.objects.filter(run=OuterRef("run"), number__gt=OuterRef("number"))
     return Generation.objects.filter(
-        Q(status=RUNNING, queued_at__lt=unclaimed) | Q(status=EXECUTING, claimed_at__lt=overdue)
-    )
+        Q(status=RUNNING, queued_at__lt=unclaimed) | Q(status=EXECUTING, claimed_at__lt=overdue),
+        run__status=AnswerRun.Status.RUNNING,
+    ).exclude(Exists(newer))
 
 
 def workers_alive_names() -> set[str] | None:

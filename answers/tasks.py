@@ -10,6 +10,7 @@ def run_execute_task(self: Task, run_id: str, generation: int) -> None:
     the run by run_execute itself (status, `failed` event); nothing to raise here."""
     from answers.pipeline.events import ChannelsSink
     from answers.pipeline.lifecycle import AlreadyExecuted, RunFailed, run_execute
+    from core.worker import worker_claim_name
 
     # A delivered-again task (acks_late) finds its generation taken: nothing to do.
     with contextlib.suppress(RunFailed, AlreadyExecuted):
@@ -17,7 +18,7 @@ def run_execute_task(self: Task, run_id: str, generation: int) -> None:
             run_id=UUID(run_id),
             generation=generation,
             events=ChannelsSink(),
-            worker=self.request.hostname or "",
+            worker=worker_claim_name(self.request.hostname or ""),
         )
 
 

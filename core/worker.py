@@ -11,17 +11,25 @@ audit queues the answer log's integration, for releases whose queueing was lost
 (audit.services.log_integration_queue).
 Several workers may sweep at once: the sweep locks the rows it changes and skips
 locked ones.
+
+A worker is named by its hostname *and* this start of it (`worker_claim_name`: a token
+made when the worker process starts, before its pool forks, so every child shares it).
+The heartbeat key and every claim carry that name: a worker killed whole and started
+again under the same hostname (koinon_up, a container restart) heartbeats under a new
+name, so what the dead one had claimed is seen as lost (issue 48, item 3).
 """
 
 import contextlib
 import logging
+import os
 import threading
 import time
+import uuid
 from collections.abc import Callable
 
 import redis
 import redis.sentinel
-from celery.signals import worker_ready, worker_shutdown
+from celery.signals import worker_init, worker_ready, worker_shutdown
 from django.conf import settings
 
 from core.ports import Hooks
@@ -29,6 +37,7 @@ from core.ports import Hooks
 logger = logging.getLogger(__name__)
 
 HEARTBEAT_PREFIX = "koinon:worker:"
+INCARNATION_ENV = "KOINON_WORKER_INCARNATION"  # set by the worker process at its start
 # What a sweep does, in order; each step takes no argument and may fail on its own.
 sweep_steps: Hooks[Callable[[], object]] = Hooks("worker sweep steps")
 
@@ -52,21 +61,31 @@ def redis_client() -> redis.Redis:
     )
 
 
+def worker_claim_name(hostname: str) -> str:
+    """What this worker process heartbeats and claims work under: `hostname#token`, the
+    token made at this start of the worker (a pool child inherits its parent's). Without
+    one (work run in a web process or a test), the hostname alone."""
+    incarnation = os.environ.get(INCARNATION_ENV, "")
+    return f"{hostname}#{incarnation}" if hostname and incarnation else hostname
+
+
 def workers_alive_names(client: redis.Redis) -> set[str]:
-    """Hostnames of workers whose heartbeat has not expired (the key's TTL is the
-    staleness bound)."""
+    """Claim names (`worker_claim_name`) of workers whose heartbeat has not expired (the
+    key's TTL is the staleness bound)."""
     keys = client.scan_iter(match=f"{HEARTBEAT_PREFIX}*", count=100)
     return {key.decode()[len(HEARTBEAT_PREFIX) :] for key in keys}
 
 
 def workers_alive(client: redis.Redis) -> int:
-    return len(workers_alive_names(client))
+    """Workers alive, by hostname: one restarted a moment ago is not counted twice while
+    its former heartbeat expires."""
+    return len({name.split("#", 1)[0] for name in workers_alive_names(client)})
 
 
 class WorkerMaintenance(threading.Thread):
     def __init__(self, hostname: str) -> None:
         super().__init__(name="koinon-maintenance", daemon=True)
-        self.key = f"{HEARTBEAT_PREFIX}{hostname}"
+        self.key = f"{HEARTBEAT_PREFIX}{worker_claim_name(hostname)}"
         self.stopped = threading.Event()
 
     def run(self) -> None:
@@ -104,6 +123,12 @@ class WorkerMaintenance(threading.Thread):
 
 
 _maintenance: WorkerMaintenance | None = None
+
+
+@worker_init.connect
+def _name_this_start(**kwargs: object) -> None:
+    """A new token for each start of a worker process (before its pool forks)."""
+    os.environ[INCARNATION_ENV] = uuid.uuid4().hex[:16]
 
 
 @worker_ready.connect

@@ -5,6 +5,7 @@ reports stuck runs, and a lost message comes back in minutes, not kombu's hour."
 
 import json
 import time
+import weakref
 from datetime import timedelta
 
 import pytest
@@ -17,6 +18,14 @@ from answers.pipeline.lifecycle import run_start
 from answers.pipeline.request import answer_request_parse
 from answers.recovery import runs_recover
 from audit.models import StreamEvent
+from core.worker import (
+    HEARTBEAT_PREFIX,
+    INCARNATION_ENV,
+    WorkerMaintenance,
+    redis_client,
+    worker_claim_name,
+    workers_alive_names,
+)
 from tests.answers.helpers import ingest
 from tests.guards import no_hang
 
@@ -54,7 +63,47 @@ def test_an_unclaimed_run_is_queued_again_and_a_real_worker_seals_it(
     run.refresh_from_db()
     assert run.status == "published" and run.response["release"] is not None
     generation = Generation.objects.get(run=run)
-    assert generation.dispatches == 2 and generation.worker  # the worker's hostname
+    assert generation.dispatches == 2
+    # The claim names this start of the worker, as its heartbeat does (issue 48, item 3):
+    # `hostname#token`, among the live heartbeats.
+    hostname, _, token = generation.worker.partition("#")
+    assert hostname and len(token) == 16
+    assert generation.worker in workers_alive_names(redis_client())
+
+
+def test_a_worker_started_again_under_its_hostname_heartbeats_under_a_new_name(monkeypatch):
+    """What a claim and a heartbeat are named by: the hostname and the start of the worker
+    process (a token set at `worker_init`, which the pool's children inherit)."""
+    from celery.signals import worker_init
+
+    from core.worker import _name_this_start
+
+    connected = [ref() if isinstance(ref, weakref.ref) else ref for _, ref in worker_init.receivers]
+    assert _name_this_start in connected  # runs in the worker process, before its pool
+    names = []
+    for _ in range(2):  # the worker killed whole, then started again under its hostname
+        monkeypatch.delenv(INCARNATION_ENV, raising=False)
+        _name_this_start()
+        names.append(worker_claim_name("koinon@w1"))
+        assert WorkerMaintenance("koinon@w1").key == f"{HEARTBEAT_PREFIX}{names[-1]}"
+    assert names[0] != names[1] and all(n.startswith("koinon@w1#") for n in names)
+    monkeypatch.delenv(INCARNATION_ENV)
+    assert worker_claim_name("koinon@w1") == "koinon@w1"  # outside a worker: the hostname
+
+
+@pytest.mark.django_db
+def test_the_claims_of_a_worker_killed_whole_are_lost_though_its_hostname_lives_on(member):
+    """The review's case: the whole answer worker killed mid-answer, started again by
+    koinon_up under the same hostname. Its old claim is lost (the new start heartbeats
+    under another name): the run ends `worker_lost`, and health no longer counts it."""
+    run, other = started(member), started(member)
+    minute_ago = timezone.now() - timedelta(seconds=60)
+    age(run, status="executing", worker="koinon@w1#0123456789abcdef", claimed_at=minute_ago)
+    age(other, status="executing", worker="koinon@w1#fedcba9876543210", claimed_at=minute_ago)
+    alive = {"koinon@w1#fedcba9876543210"}  # the same hostname, started again
+    assert runs_recover(alive=alive) == {"queued": [], "failed": [f"{run.pk}:1"]}
+    assert failed_worker_lost(run)
+    assert AnswerRun.objects.get(pk=other.pk).status == "running"
 
 
 @pytest.mark.django_db
@@ -101,6 +150,22 @@ def test_health_reports_runs_the_sweeper_has_not_settled(member):
     age(run, queued_at=timezone.now() - timedelta(seconds=3 * settings.KOINON_RUN_CLAIM_TIMEOUT))
     status = check_runs()
     assert not status.ok and status.detail.startswith("1 stuck")
+
+
+@pytest.mark.django_db
+def test_a_stuck_generation_stops_counting_once_its_run_is_superseded_or_ended(member):
+    """Issue 48 (12): one stuck generation kept health 503 for good, even after a retry
+    published generation 2. Health counts the newest generation of a running run only."""
+    run = started(member)
+    overdue = timezone.now() - timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT + 61)
+    age(run, status="executing", worker="koinon@gone#0123456789abcdef", claimed_at=overdue)
+    assert not check_runs().ok
+    Generation.objects.create(run=run, number=2, status="published")  # a retry, published
+    assert check_runs().ok
+    Generation.objects.filter(run=run, number=2).delete()
+    assert not check_runs().ok
+    AnswerRun.objects.filter(pk=run.pk).update(status="published")  # the run ended
+    assert check_runs().ok
 
 
 def test_a_lost_message_returns_in_minutes_not_an_hour():
