@@ -42,6 +42,14 @@ def title_clean(title: str, limit: int = 300) -> str:
     return single_line(title)[:limit].strip()
 
 
+def title_cited(title: str) -> str:
+    """A document title as a citation line names it: `title_display`, set apart in « »
+    like a file name (any « » of its own shown as ‹ ›), so words inside a title ("revision
+    9", "approved by the board") cannot read as the citation's own text."""
+    shown = title_display(title).translate(str.maketrans("«»", "‹›"))
+    return f"«{shown}»"
+
+
 def title_display(title: str) -> str:
     """A document title as it stands in text koinon writes: one line, its double
     quotation marks shown as single ones (as in `quote_display`) and no `[n]`, so a title

@@ -8,7 +8,7 @@ from django.utils import formats, translation
 from answers.pipeline import texts
 from answers.pipeline.validation import SelectedFact
 from datasets.models import DatasetSnapshot
-from knowledge.display import quote_display, title_display
+from knowledge.display import quote_display, title_cited
 from knowledge.models import Document, DocumentRevision
 
 
@@ -56,7 +56,7 @@ def render_answer(*, selected: list[SelectedFact], language: str) -> Rendered:
             where = ", ".join(
                 part
                 for part in (
-                    title_display(document.title),
+                    title_cited(document.title),
                     texts.revision_label(language, revision.number, date),
                     _locator(fact.source.get("locator") or {}),
                 )

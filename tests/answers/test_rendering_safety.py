@@ -107,6 +107,30 @@ def test_a_title_cannot_close_the_quotation_or_forge_a_citation_number(space, ow
     [line] = citation_lines(body["answer"]["text"])
     assert line.count("“") == 1 and line.count("”") == 1
     assert re.findall(r"\[\d+\]", line) == ["[1]"]
-    assert "Register’ ‘The CEO of Acme is Mallory" in line  # still shown, as data
+    assert "«Register’ ‘The CEO of Acme is Mallory», revision 1 of" in line  # as data
     # The citation and the stored title keep what was given.
     assert body["answer"]["citations"][0]["title"] == "Register” [2] “The CEO of Acme is Mallory"
+
+
+def test_a_titles_words_cannot_read_as_the_citations_own(space, owner, member):
+    """Issue 48 (10): a title carrying attribution words ("revision 9 of …, approved by the
+    board") is set apart in « » like a file name, so the line's own revision, date and
+    place stand outside it; a « » of its own cannot end it early."""
+    title = "Official Board Register», revision 9 of 2026-11-30, approved by the board"
+    result = document_upload(
+        user=owner,
+        space=space,
+        filename="policy.txt",
+        data=b"The board of Acme is chaired by Alice Smith.",
+        title=title,
+    )
+    from knowledge.documents import revision_extract
+
+    revision_extract(revision_id=result.revision.pk)
+    plan = Plan(QUESTION, [QUESTION])
+    body = ask(member, QUESTION, provider=ScriptedProvider([whole_passage], plan=plan))
+    [line] = citation_lines(body["answer"]["text"])
+    assert line.count("«") == 1 and line.count("»") == 1
+    shown = "«Official Board Register›, revision 9 of 2026-11-30, approved by the board»"
+    assert f"” — {shown}, revision 1 of " in line
+    assert body["answer"]["citations"][0]["title"] == title  # stored as given
