@@ -277,13 +277,14 @@ def audit_generations(run_ids: Sequence[UUID | str]) -> dict[str, list[dict]]:
     """Run id (as text) → its audited generations in order, each with the steps timed
     after its sealing at the end of its steps: two queries, whatever the number of runs.
     Callers pass runs the asker may read (answers.selectors)."""
+    ids = [run if isinstance(run, UUID) else UUID(run) for run in run_ids]
     later: dict[tuple[str, int], list[dict]] = {}
-    for run, number, step in AuditStep.objects.filter(run__in=run_ids).values_list(
+    for run, number, step in AuditStep.objects.filter(run__in=ids).values_list(
         "run_id", "generation", "step"
     ):
         later.setdefault((str(run), number), []).append(step)
     out: dict[str, list[dict]] = {str(run): [] for run in run_ids}
-    for run, number, generation in AnswerAudit.objects.filter(run__in=run_ids).values_list(
+    for run, number, generation in AnswerAudit.objects.filter(run__in=ids).values_list(
         "run_id", "number", "generation"
     ):
         steps = [*generation.get("steps", []), *later.get((str(run), number), [])]
@@ -297,7 +298,8 @@ def audit_summary(run_id: UUID | str) -> dict | None:
     generations = audit_generations([run_id])[str(run_id)]
     if not generations:
         return None
-    latest = AnswerAudit.objects.filter(run=run_id).order_by("-number").values("plan").first()
+    run = run_id if isinstance(run_id, UUID) else UUID(run_id)
+    latest = AnswerAudit.objects.filter(run=run).order_by("-number").values("plan").first()
     memories: list[dict] = []
     for generation in generations:
         known = {m.get("id") for m in memories}

@@ -37,18 +37,19 @@ def text_field_parse(value: object, *, field: str, limit: int, required: bool) -
     store (NUL, a lone surrogate), that is longer than `limit`, or empty when required."""
     from core.errors import UnprocessableError
 
-    problem = ""
+    def refused(problem: str) -> UnprocessableError:
+        return UnprocessableError(f"The {field} cannot be used.", fields={field: problem})
+
     if not isinstance(value, str):
-        problem = "Must be text."
-    elif not text_is_storable(value):
-        problem = "Must be text without NUL characters or unpaired surrogates."
-    elif len(value.strip()) > limit:
-        problem = f"At most {limit} characters."
-    elif required and not value.strip():
-        problem = "Required."
-    if problem:
-        raise UnprocessableError(f"The {field} cannot be used.", fields={field: problem})
-    return value.strip()
+        raise refused("Must be text.")
+    if not text_is_storable(value):
+        raise refused("Must be text without NUL characters or unpaired surrogates.")
+    text = value.strip()
+    if len(text) > limit:
+        raise refused(f"At most {limit} characters.")
+    if required and not text:
+        raise refused("Required.")
+    return text
 
 
 class TextField(serializers.CharField):
