@@ -12,6 +12,7 @@ import base64
 import logging
 import os
 from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass
 from datetime import datetime
 from functools import cache, partial, reduce
 from itertools import islice
@@ -421,33 +422,74 @@ def _inclusion(tree: Tree, *, index: int, size: int) -> list[bytes]:
     return tree.inclusion_proof(index, size)
 
 
-def log_export_problems(log: object, releases: dict[str, OutputRelease]) -> list[str]:
+@dataclass(frozen=True)
+class LogVerification:
+    """What an export's log part proved, read only from what verified: `tree_size` is the
+    size in the signed checkpoint note (None without a log part, or when it did not open),
+    `proven` how many of the export's own releases have a proof that leads to its root, and
+    `unproven` how many of them the store's log holds with no proof to check (logged after
+    that checkpoint; without a log part, every one logged). `problems`: one line each."""
+
+    problems: list[str]
+    tree_size: int | None = None
+    proven: int = 0
+    unproven: int = 0
+
+
+def _logged(releases: dict[str, OutputRelease]) -> dict[object, int]:
+    return dict(
+        LogEntry.objects.filter(release_id__in=[r.pk for r in releases.values()]).values_list(
+            "release_id", "index"
+        )
+    )
+
+
+def log_export_unverified(releases: dict[str, OutputRelease]) -> LogVerification:
+    """For an export that carries no log part (one made before the first checkpoint is
+    legitimate): nothing is proven, and how many of its releases the log holds is said."""
+    return LogVerification(problems=[], unproven=len(_logged(releases)))
+
+
+def log_export_verify(log: object, releases: dict[str, OutputRelease]) -> LogVerification:
     """Check the log part of an export against the releases stored for its sealed messages
-    (by release id): its checkpoint must be signed by the log's key, and each proof must
-    lead from the entry of the stored release — rebuilt here, as integration built it — to
-    that checkpoint's root. Every value is checked for its type before use. A release the
-    checkpoint covers must carry its proof. One line per problem."""
+    (by release id): its checkpoint must be signed by the log's key, its `tree_size` must be
+    that checkpoint's, each proof must lead from the entry of the stored release — rebuilt
+    here, as integration built it — to that checkpoint's root, and it may carry proofs for
+    those releases only. A release the checkpoint covers must carry its proof. Every value
+    is checked for its type before use; nothing unsigned reaches the result's figures."""
     if not isinstance(log, dict) or not isinstance(log.get("proofs"), dict):
-        return ["its answer log part is malformed"]
+        return LogVerification(problems=["its answer log part is malformed"])
     try:
         verifier = log_signer().verifier()
     except LogKeyUnavailable:
-        return ["its answer log checkpoint cannot be checked: the log's key is not configured"]
+        return LogVerification(
+            problems=[
+                "its answer log checkpoint cannot be checked: the log's key is not configured"
+            ]
+        )
     try:
         checkpoint = checkpoint_open(str(log.get("checkpoint")), verifier=verifier)
     except (NoteMalformed, SignatureInvalid):
-        return ["its answer log checkpoint is not one the log's key signed"]
+        return LogVerification(
+            problems=["its answer log checkpoint is not one the log's key signed"]
+        )
     problems = []
-    covered = dict(
-        LogEntry.objects.filter(
-            release_id__in=[r.pk for r in releases.values()], index__lt=checkpoint.size
-        ).values_list("release_id", "index")
-    )
+    stated = log.get("tree_size")
+    if type(stated) is not int or stated != checkpoint.size:
+        problems.append(
+            f"its answer log part gives tree size {stated!r}, but its signed checkpoint is "
+            f"of size {checkpoint.size}"
+        )
+    logged = _logged(releases)
+    proven = unproven = 0
     for release_id, release in releases.items():
         item = log["proofs"].get(release_id)
         if item is None:
-            if release.pk in covered:
+            logged_at = logged.get(release.pk)
+            if logged_at is not None and logged_at < checkpoint.size:
                 problems.append(f"release {release_id} carries no proof, yet the log holds it")
+            elif logged_at is not None:  # logged after the checkpoint the export carries
+                unproven += 1
             continue
         proof = item.get("proof") if isinstance(item, dict) else None
         index = item.get("index") if isinstance(item, dict) else None
@@ -461,9 +503,19 @@ def log_export_problems(log: object, releases: dict[str, OutputRelease]) -> list
                 proof=[base64.b64decode(str(node), validate=True) for node in proof],
                 root=checkpoint.root,
             )
+            proven += 1
         except (ProofInvalid, ValueError):
             problems.append(
                 f"release {release_id} is not in the answer log's checkpoint of size "
                 f"{checkpoint.size} as stored (rewritten since it was logged, or a bad proof)"
             )
-    return problems
+    # A proof of a release from elsewhere verifies against the same root; counted, it would
+    # claim more of this export is logged than is.
+    problems += [
+        f"the answer log part carries a proof for release {key!r}, which is not a sealed "
+        "release of this export"
+        for key in sorted(map(str, log["proofs"].keys() - releases.keys()))
+    ]
+    return LogVerification(
+        problems=problems, tree_size=checkpoint.size, proven=proven, unproven=unproven
+    )

@@ -10,6 +10,7 @@ replaced — shows the localized regeneration notice instead, never its text.
 import html
 import re
 import uuid
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from django.conf import settings
@@ -30,7 +31,12 @@ from answers.models import AnswerRun, Conversation, Message
 from answers.pipeline import texts
 from answers.selectors import conversation_get_for_user as owner_conversation_get
 from answers.selectors import run_capture_current
-from audit.log import log_export_problems, log_export_proofs
+from audit.log import (
+    LogVerification,
+    log_export_proofs,
+    log_export_unverified,
+    log_export_verify,
+)
 from audit.models import OutputRelease
 from audit.services import body_hashes, canonical_json, sha256_hex
 from conversations.models import ConversationShare, PublicationIntent
@@ -264,10 +270,21 @@ def export_markdown(export: dict) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def export_verify(export: object) -> list[str]:
-    """Check an export against the store; one line per problem (empty: the export is
-    what this server let leave). Never trusts the file — every value is checked for its
-    type before use — and verifies, per SPEC §8 and issue 27:
+@dataclass(frozen=True)
+class ExportVerification:
+    """What `export_verify` found: `problems`, one line each (none: the export is what this
+    server let leave), and only what it verified — `sealed`, how many sealed answers match
+    their stored releases, and `log`, what the export's log part proved. A report states
+    these figures, never the file's own (issue 48, item 7)."""
+
+    problems: list[str]
+    sealed: int = 0
+    log: LogVerification = field(default_factory=lambda: LogVerification(problems=[]))
+
+
+def export_verify(export: object) -> ExportVerification:
+    """Check an export against the store. Never trusts the file — every value is checked
+    for its type before use — and verifies, per SPEC §8 and issues 27 and 33:
 
     - the conversation exists here and its title is the stored one;
     - the messages are this conversation's, in the stored order, none missing (up to
@@ -276,19 +293,23 @@ def export_verify(export: object) -> list[str]:
     - every answer is of the run and generation stored for its message; a sealed one
       carries that message's own release, whose hashes recompute from the body; any
       other carries exactly the fixed text its state stands for, and only the state the
-      store allows (a release is never relabelled `superseded` or `unsealed`).
+      store allows (a release is never relabelled `superseded` or `unsealed`);
+    - its log part, when it carries one, against the log's key and the stored releases
+      (audit.log.log_export_verify); without one, how many of its releases the log holds.
     """
     if not isinstance(export, dict) or export.get("format") != EXPORT_FORMAT:
-        return ["not a koinon conversation export"]
+        return ExportVerification(problems=["not a koinon conversation export"])
     about, messages = export.get("conversation"), export.get("messages")
     if not isinstance(about, dict) or not isinstance(messages, list):
-        return ["not a koinon conversation export: no conversation or message list"]
+        return ExportVerification(
+            problems=["not a koinon conversation export: no conversation or message list"]
+        )
     conversation_id = object_id_parse(about.get("id"))
     conversation = (
         Conversation.objects.filter(pk=conversation_id).first() if conversation_id else None
     )
     if conversation is None:
-        return [f"conversation {about.get('id')!r} is not stored here"]
+        return ExportVerification(problems=[f"conversation {about.get('id')!r} is not stored here"])
     problems: list[str] = []
     if about.get("title") != conversation.title:
         problems.append("the conversation title is not the stored one")
@@ -324,13 +345,14 @@ def export_verify(export: object) -> list[str]:
     for pk, own in sorted(stored.items()):
         if pk not in seen and (until is None or own.created_at <= until):
             problems.append(f"message {pk} ({own.role}) is missing from the export")
-    if "log" in export:
-        sealed = {str(r.pk): r for r in releases.values()}
-        claimed = set(_sealed_release_ids(messages))
-        problems += log_export_problems(
-            export["log"], {key: r for key, r in sealed.items() if key in claimed}
-        )
-    return problems
+    claimed = set(_sealed_release_ids(messages))
+    exported = {str(r.pk): r for r in releases.values() if str(r.pk) in claimed}
+    log = (
+        log_export_verify(export["log"], exported)
+        if "log" in export
+        else log_export_unverified(exported)
+    )
+    return ExportVerification(problems=problems + log.problems, sealed=len(exported), log=log)
 
 
 def _message_problems(

@@ -116,10 +116,10 @@ def test_a_version_1_release_keeps_its_version_and_verifies_the_old_way(
         assert Release.from_body(served).verify(served)
         assert served["release"] == body["release"]
     export = client.get(f"/v1/conversations/{old_conversation(old)}/export").json()
-    assert export_verify(export) == []
+    assert export_verify(export).problems == []
     forged = copy.deepcopy(export)
     forged["messages"][1]["body"]["answer"]["cards"][0]["value"] = 1.6e-07
-    assert export_verify(forged) == [
+    assert export_verify(forged).problems == [
         f"message 2: cards_sha256 does not match release {old['release']['id']}"
     ]
     client.force_login(member)

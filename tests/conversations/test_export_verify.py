@@ -37,14 +37,14 @@ def exported(space, owner, member):
     second = client.post("/v1/answer", follow, format="json").json()
     assert first["release"] and second["release"]
     export = client.get(f"/v1/conversations/{conversation_id}/export").json()
-    assert export_verify(export) == []
+    assert export_verify(export).problems == []
     return {"export": export, "client": client, "conversation_id": conversation_id}
 
 
 def edited(export: dict, change) -> list[str]:
     copied = copy.deepcopy(export)
     change(copied)
-    return export_verify(copied)
+    return export_verify(copied).problems
 
 
 def messages(export: dict, role: str) -> list[dict]:
@@ -121,7 +121,7 @@ def test_a_real_superseded_notice_verifies_and_a_changed_one_does_not(exported, 
     export = (
         exported["client"].get(f"/v1/conversations/{exported['conversation_id']}/export").json()
     )
-    assert export_verify(export) == []
+    assert export_verify(export).problems == []
     notice = next(m for m in export["messages"] if m.get("state") == "superseded")
     assert notice["text"] == texts.regeneration_notice("en")
 
