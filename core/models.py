@@ -28,7 +28,8 @@ class ApiKey(models.Model):
 
 
 class LoginFailure(models.Model):
-    """One wrong password on the sign-in pages (chat and admin): what throttles the next
+    """One wrong password on the sign-in pages (chat and admin), or an attempt whose
+    password is being checked (stored first, removed if right): what throttles the next
     attempts for that user name and that address (`core.throttle`)."""
 
     username = models.CharField(max_length=150)  # as typed, case-folded; may name no user
