@@ -9,6 +9,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from core.inputs import object_id_parse
 from datasets.services import dataset_upload
 from knowledge.curation import proposal_create
+from tests.answers.helpers import ask
 from tests.core.test_api_keys import assert_error
 from tests.helpers import client_for
 
@@ -213,3 +214,9 @@ def test_a_form_body_still_reads_its_values_from_text(space, owner):
         "/v1/datasets", {"file": upload, "space": str(space.pk), "table": "orders"}
     )
     assert response.status_code == 201, response.content
+
+
+def test_a_stream_version_other_than_1_is_422(space, owner):
+    run_id = ask(owner, "Who owns service reviews?")["run_id"]
+    response = client_for(owner).get(f"/v1/runs/{run_id}/events", {"stream_version": "2"})
+    assert_error(response, 422, "invalid")
