@@ -47,7 +47,7 @@ def text_field_parse(value: object, *, field: str, limit: int, required: bool) -
         problem = f"At most {limit} characters."
     elif required and not value.strip():
         problem = "Required."
-    if problem:
+    if problem or not isinstance(value, str):  # the isinstance narrows `value` for mypy
         raise UnprocessableError(f"The {field} cannot be used.", fields={field: problem})
     return value.strip()
 
