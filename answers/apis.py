@@ -29,7 +29,7 @@ from answers.streaming import (
     stream_response_headers,
 )
 from audit.log import log_inclusion_proof
-from core.errors import NotFoundError
+from core.errors import NotFoundError, UnprocessableError
 from core.models import ApiKey
 from core.types import request_user
 
@@ -126,6 +126,11 @@ EVENT_DATA = {
         },
     },
 }
+
+# `<run_id>:<generation>:<seq>` (answers.streaming.cursor_parse), or empty for none.
+EVENT_ID = (
+    r"^\s*([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}:[0-9]{1,6}:[0-9]{1,6}\s*)?$"
+)
 
 # One server-sent event, as clients (and schemathesis) parse it from the stream.
 EVENT_SCHEMA = {
@@ -244,7 +249,7 @@ class RunEventsApi(APIView):
     @extend_schema(
         parameters=[
             OpenApiParameter("stream_version", str, enum=["1"], required=False),
-            OpenApiParameter("last_event_id", str, required=False),
+            OpenApiParameter("last_event_id", {"type": "string", "pattern": EVENT_ID}),
         ],
         responses={(200, "text/event-stream"): EVENT_SCHEMA},
     )
@@ -253,7 +258,12 @@ class RunEventsApi(APIView):
         raw = request.headers.get("Last-Event-ID") or request.query_params.get("last_event_id")
         cursor = cursor_parse(raw, run)
         version = request.query_params.get("stream_version")
-        return _stream(request, run.pk, cursor, "1" if version == "1" else None)
+        if version not in (None, "1"):
+            raise UnprocessableError(
+                'The only stream version is "1"; omit it for legacy events.',
+                fields={"stream_version": 'Must be "1" or absent.'},
+            )
+        return _stream(request, run.pk, cursor, version)
 
 
 class RunDetailApi(APIView):
@@ -306,7 +316,13 @@ class ReleaseProofApi(APIView):
     checkpoint's). docs/releases.md says how to verify it."""
 
     @extend_schema(
-        parameters=[OpenApiParameter("tree_size", int, description="A size the log reached.")],
+        parameters=[
+            OpenApiParameter(
+                "tree_size",
+                {"type": "integer", "minimum": 1},
+                description="A size the log reached.",
+            )
+        ],
         responses=ReleaseProofOutput,
     )
     def get(self, request: Request, release_id: str) -> Response:

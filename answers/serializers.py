@@ -12,14 +12,14 @@ from rest_framework import serializers
 from answers.pipeline.policy import MODES, POLICY_MODES, TOOL_NAMES
 from answers.pipeline.request import MAX_QUERY_CHARS
 from answers.pipeline.texts import LANGUAGES
-from core.inputs import ObjectIdField
+from core.inputs import ObjectIdField, StrictSerializer
 from knowledge.document_apis import OutcomeOutput
 
 EVIDENCE_STATUSES = ["available", "absent", "partial", "unavailable", "not_requested", "unknown"]
 ANSWER_STATUSES = ["evidence_backed", "partial", "general_knowledge", "unverified", "abstained"]
 
 
-class EvidencePolicyInput(serializers.Serializer):
+class EvidencePolicyInput(StrictSerializer):
     mode = serializers.ChoiceField(choices=POLICY_MODES, required=False)
     allowed_tools = serializers.ListField(
         child=serializers.ChoiceField(choices=TOOL_NAMES), required=False
@@ -29,7 +29,7 @@ class EvidencePolicyInput(serializers.Serializer):
     )
 
 
-class AnswerInput(serializers.Serializer):
+class AnswerInput(StrictSerializer):
     query = serializers.CharField(max_length=MAX_QUERY_CHARS)
     mode = serializers.ChoiceField(choices=MODES, required=False, default="ask")
     stream = serializers.BooleanField(
@@ -37,10 +37,10 @@ class AnswerInput(serializers.Serializer):
         default=False,
         help_text="true: the run executes in the worker and the response is its event stream.",
     )
-    stream_version = serializers.CharField(required=False, allow_null=True)
+    stream_version = serializers.ChoiceField(choices=["1"], required=False, allow_null=True)
     conversation_id = ObjectIdField(required=False, allow_null=True)
-    space_ids = serializers.ListField(child=ObjectIdField(), required=False)
-    selected_sources = serializers.ListField(child=ObjectIdField(), required=False)
+    space_ids = serializers.ListField(child=ObjectIdField(), required=False, allow_null=True)
+    selected_sources = serializers.ListField(child=ObjectIdField(), required=False, allow_null=True)
     language = serializers.ChoiceField(choices=LANGUAGES, required=False, allow_null=True)
     evidence_policy = EvidencePolicyInput(required=False, allow_null=True)
 

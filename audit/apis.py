@@ -39,6 +39,8 @@ class LogCheckpointApi(APIView):
             ) from None
 
 
+SIZE = {"type": "integer", "minimum": 1}  # a size of the answer log
+
 # `from` is a Python keyword: these two are made with type(), whose attribute dict DRF's
 # serializer metaclass reads the fields from.
 ConsistencyInput = type(
@@ -64,8 +66,8 @@ class LogConsistencyApi(APIView):
     @extend_schema(
         summary="A consistency proof between two sizes of the answer log",
         parameters=[
-            OpenApiParameter("from", int, required=True, description="The older size."),
-            OpenApiParameter("to", int, required=True, description="The newer size."),
+            OpenApiParameter("from", SIZE, required=True, description="The older size."),
+            OpenApiParameter("to", SIZE, required=True, description="The newer size."),
         ],
         responses=ConsistencyOutput,
     )

@@ -2,11 +2,16 @@
 intents. Owners only, except a share's recipient, who reads (detail) and nothing more;
 anything else is 404 without revealing that it exists."""
 
-from typing import Any
+from typing import Any, ClassVar
 
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_serializer,
+)
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -32,9 +37,9 @@ from conversations.services import (
     share_create,
     share_delete,
 )
-from core.inputs import ObjectIdField, StrictSerializer
+from core.inputs import ObjectIdField, StrictSerializer, TextField
 from core.pagination import Pagination
-from core.schema import CONFLICT, PAGE_PARAMETERS, paginated
+from core.schema import CONFLICT, ONE_LINE, PAGE_PARAMETERS, paginated
 from core.types import UserOrAnonymous, request_user
 from knowledge.curation_apis import ProposalOutput
 
@@ -123,8 +128,9 @@ def _conversation_data(conversation: Conversation, user: UserOrAnonymous) -> dic
 
 
 class ConversationListCreateApi(APIView):
+    @extend_schema_serializer(component_name="ConversationCreateInput")
     class InputSerializer(StrictSerializer):
-        title = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
+        title = TextField(required=False, allow_blank=True, default="", max_length=200)
         language = serializers.ChoiceField(choices=LANGUAGES, required=False, default="")
 
     @extend_schema(
@@ -158,13 +164,11 @@ class ConversationListCreateApi(APIView):
 
 
 class ConversationDetailApi(APIView):
+    @extend_schema_serializer(component_name="ConversationRenameInput")
     class RenameSerializer(StrictSerializer):
-        title = serializers.CharField(max_length=200, trim_whitespace=True)
-
-        def to_internal_value(self, data: object) -> dict:
-            if isinstance(data, dict) and "title" in data and not isinstance(data["title"], str):
-                raise serializers.ValidationError({"title": "Must be a string."})
-            return super().to_internal_value(data)
+        title = TextField(max_length=200)
+        # conversation_rename: one line, 1 to 200 characters once stripped.
+        schema_extra: ClassVar[dict[str, Any]] = {"properties": {"title": {"pattern": ONE_LINE}}}
 
     @extend_schema(
         operation_id="conversations_rename",
@@ -225,8 +229,9 @@ class ConversationExportApi(APIView):
 
 
 class ShareListCreateApi(APIView):
+    @extend_schema_serializer(component_name="ShareCreateInput")
     class InputSerializer(StrictSerializer):
-        username = serializers.CharField(max_length=150)
+        username = TextField(max_length=150)
 
     @extend_schema(
         operation_id="conversation_shares_list",
@@ -275,10 +280,11 @@ class IntentCreateApi(APIView):
     """Preview "propose this answer as curated knowledge": the server captures the run's
     current sealed answer (release id + text hash); nothing a client sends is the text."""
 
+    @extend_schema_serializer(component_name="IntentCreateInput")
     class InputSerializer(StrictSerializer):
         run_id = serializers.UUIDField()
         space_id = ObjectIdField()
-        title = serializers.CharField(required=False, allow_blank=True, default="", max_length=300)
+        title = TextField(required=False, allow_blank=True, default="", max_length=300)
 
     @extend_schema(
         request={"application/json": InputSerializer}, responses={201: IntentOutput, **CONFLICT}

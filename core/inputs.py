@@ -4,8 +4,9 @@ One id parser for every route, so ``²``, ``٣``, a 5000-digit number or a NUL b
 "no such object" (404) and never reach ``int()`` or the database as something they cannot hold.
 """
 
-from typing import Any
+from typing import Any, ClassVar
 
+from django.http import QueryDict
 from rest_framework import serializers
 
 # Ids are PostgreSQL bigints (BigAutoField): 18 digits always fit below 2**63.
@@ -79,8 +80,35 @@ class ObjectIdField(serializers.IntegerField):
         super().__init__(**kwargs)
 
 
+# In a JSON body a value has the type the schema gives it: DRF's own fields read "5" and 5.0
+# as 5, "yes" and 1 as true, and 0 as "0" (checked in this order: BooleanField is no
+# IntegerField, and a CharField subclass such as TextField is covered by CharField).
+JSON_TYPES: tuple[tuple[type[serializers.Field[Any, Any, Any, Any]], type, str], ...] = (
+    (serializers.BooleanField, bool, "Must be true or false."),
+    (serializers.IntegerField, int, "Must be an integer."),
+    (serializers.CharField, str, "Must be text."),
+)
+
+
 class StrictSerializer(serializers.Serializer[Any]):
-    """Refuses keys it does not know: a saved payload's text cannot ride along."""
+    """A request body as its schema describes it (core.schema.StrictSerializerScheme):
+    keys it does not know are refused (a saved payload's text cannot ride along), and in a
+    JSON body each value must have its field's JSON type. A form's values are all text, so
+    those are parsed as DRF does. `schema_extra` is merged into the body's schema: the rules
+    a subclass's `validate` checks across fields, in JSON Schema."""
+
+    schema_extra: ClassVar[dict[str, Any]] = {}
+
+    def to_internal_value(self, data: Any) -> Any:  # noqa: ANN401 - whatever the client sent
+        if isinstance(data, dict) and not isinstance(data, QueryDict):
+            wrong = {}
+            for name, field in self.fields.items():
+                expected = _json_type(field)
+                if data.get(name) is not None and expected and type(data[name]) is not expected[0]:
+                    wrong[name] = expected[1]
+            if wrong:
+                raise serializers.ValidationError(wrong)
+        return super().to_internal_value(data)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         data = self.initial_data
@@ -88,3 +116,11 @@ class StrictSerializer(serializers.Serializer[Any]):
         if unknown:
             raise serializers.ValidationError({name: "Unknown field." for name in unknown})
         return attrs
+
+
+def _json_type(field: serializers.Field[Any, Any, Any, Any]) -> tuple[type, str] | None:
+    """The Python type a JSON body's value for `field` must have, and the message if not."""
+    for kind, python_type, message in JSON_TYPES:
+        if isinstance(field, kind):
+            return python_type, message
+    return None

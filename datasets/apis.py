@@ -6,7 +6,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.errors import NotFoundError
-from core.inputs import ObjectIdField
+from core.inputs import ObjectIdField, StrictSerializer
 from core.pagination import Pagination
 from core.schema import PAGE_PARAMETERS, paginated
 from core.types import request_user
@@ -70,7 +70,7 @@ class DatasetSchemaOutput(serializers.Serializer):
 
 class DatasetListCreateApi(APIView):
     @extend_schema_serializer(component_name="DatasetUploadInput")
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictSerializer):
         file = serializers.FileField(allow_empty_file=True)
         space = ObjectIdField()
         table = serializers.CharField(max_length=100)
@@ -207,7 +207,7 @@ class DatasetQueryApi(APIView):
     """The raw query API: for inspection. Its results are `unverified`, not answers."""
 
     @extend_schema_serializer(component_name="DatasetQueryInput")
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictSerializer):
         # Longer strings are refused by the engine with a typed `too_large` error.
         sql = serializers.CharField(max_length=2_000_000, trim_whitespace=False)
         snapshot = ObjectIdField(required=False)

@@ -5,6 +5,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.inputs import StrictSerializer
 from core.pagination import Pagination
 from core.schema import PAGE_PARAMETERS, paginated
 from core.types import request_user
@@ -34,7 +35,7 @@ class SpaceDetailOutput(SpaceOutput):
 
 class SpaceListCreateApi(APIView):
     @extend_schema_serializer(component_name="SpaceCreateInput")
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictSerializer):
         name = serializers.CharField(max_length=200)
         description = serializers.CharField(required=False, allow_blank=True, default="")
 
@@ -89,7 +90,7 @@ def _space_for_management(request: Request, space_id: str) -> Space:
 
 class SpaceMembersApi(APIView):
     @extend_schema_serializer(component_name="MemberSetInput")
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictSerializer):
         username = serializers.CharField(max_length=150)
         role = serializers.ChoiceField(choices=ROLES)
 

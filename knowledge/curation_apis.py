@@ -1,3 +1,5 @@
+from typing import Any, ClassVar
+
 from drf_spectacular.utils import extend_schema, extend_schema_serializer
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -5,9 +7,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.errors import NotFoundError
-from core.inputs import ObjectIdField
+from core.inputs import ObjectIdField, StrictSerializer
 from core.pagination import Pagination
-from core.schema import PAGE_PARAMETERS, paginated
+from core.schema import PAGE_PARAMETERS, TEXT_NOT_BLANK, paginated
 from core.types import request_user
 from knowledge.curation import proposal_create
 from knowledge.models import KnowledgeEntry, KnowledgeProposal
@@ -50,12 +52,20 @@ class ProposalListCreateApi(APIView):
     """Readers of a space propose; only curators approve, and only in admin."""
 
     @extend_schema_serializer(component_name="ProposalCreateInput")
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictSerializer):
         space = ObjectIdField()
         body = serializers.CharField(trim_whitespace=False, max_length=200_000)
         title = serializers.CharField(required=False, allow_blank=True, default="", max_length=300)
         reason = serializers.CharField(required=False, allow_blank=True, default="")
         entry = ObjectIdField(required=False)
+        # proposal_create: the text once normalised is not empty; a new entry needs a title.
+        schema_extra: ClassVar[dict[str, Any]] = {
+            "properties": {"body": {"pattern": TEXT_NOT_BLANK}},
+            "anyOf": [
+                {"required": ["entry"]},
+                {"required": ["title"], "properties": {"title": {"pattern": TEXT_NOT_BLANK}}},
+            ],
+        }
 
     @extend_schema(
         operation_id="knowledge_proposals_list",

@@ -12,9 +12,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.errors import GoneError, NotFoundError, PayloadTooLargeError
-from core.inputs import ObjectIdField, TextField
+from core.inputs import MAX_ID, ObjectIdField, StrictSerializer, TextField
 from core.pagination import Pagination
-from core.schema import CONFLICT, PAGE_PARAMETERS, paginated
+from core.schema import CONFLICT, PAGE_PARAMETERS, TEXT_NOT_BLANK, paginated
 from core.types import request_user
 from knowledge.documents import document_upload
 from knowledge.erasure import ERASE_REASON_MAX, revision_erase
@@ -197,7 +197,7 @@ class SearchOutput(serializers.Serializer):
 
 class DocumentListCreateApi(APIView):
     @extend_schema_serializer(component_name="DocumentUploadInput")
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictSerializer):
         file = serializers.FileField(allow_empty_file=True)
         space = serializers.CharField(required=False)
         title = serializers.CharField(required=False, allow_blank=True, default="", max_length=300)
@@ -205,6 +205,7 @@ class DocumentListCreateApi(APIView):
         document = serializers.CharField(required=False)
 
         def validate(self, attrs: dict) -> dict:
+            attrs = super().validate(attrs)
             if attrs["private"] == ("space" in attrs):
                 raise serializers.ValidationError(
                     {"space": "Give a space, or private=true for a private file (not both)."}
@@ -279,7 +280,7 @@ class DocumentWithdrawApi(APIView):
     private file's owner). Sealed answers that quoted it read as "source withdrawn"."""
 
     @extend_schema_serializer(component_name="DocumentWithdrawInput")
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictSerializer):
         reason = TextField(
             required=False, allow_blank=True, default="", max_length=WITHDRAW_REASON_MAX
         )
@@ -310,7 +311,7 @@ class RevisionEraseApi(APIView):
     the document's space, superusers; a private file's owner). See docs/erasure.md."""
 
     @extend_schema_serializer(component_name="RevisionEraseInput")
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictSerializer):
         reason = TextField(max_length=ERASE_REASON_MAX)
 
     @extend_schema(request=InputSerializer, responses={200: ErasureOutput, **CONFLICT})
@@ -379,10 +380,38 @@ class SearchApi(APIView):
 
     @extend_schema(
         parameters=[
-            OpenApiParameter("q", str, required=True, description="The search text."),
-            OpenApiParameter("space", int, many=True, description="Limit to these spaces."),
-            OpenApiParameter("tools", str, description="Comma-separated retrieval tools."),
-            OpenApiParameter("limit", int, description="1 to 50 results (default 10)."),
+            OpenApiParameter(
+                "q",
+                {"type": "string", "minLength": 1, "maxLength": 2000, "pattern": TEXT_NOT_BLANK},
+                required=True,
+                description="The search text.",
+            ),
+            OpenApiParameter(
+                "space",
+                {
+                    "type": "array",
+                    "items": {"type": "integer", "minimum": 1, "maximum": MAX_ID},
+                    "maxItems": 100,
+                },
+                description="Limit to these spaces.",
+            ),
+            OpenApiParameter(
+                "tools",
+                {
+                    "type": "array",
+                    "items": {"type": "string", "enum": list(RETRIEVAL_TOOLS)},
+                    "minItems": 1,
+                    "uniqueItems": True,
+                },
+                style="form",
+                explode=False,
+                description="Comma-separated retrieval tools (default: all).",
+            ),
+            OpenApiParameter(
+                "limit",
+                {"type": "integer", "minimum": 1, "maximum": 50},
+                description="1 to 50 results (default 10).",
+            ),
         ],
         responses=SearchOutput,
     )

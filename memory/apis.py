@@ -2,14 +2,16 @@
 project memory of their spaces); `/v1/spaces/<id>/project-memory` turns project memory
 on or off."""
 
-from drf_spectacular.utils import extend_schema
+from typing import Any, ClassVar
+
+from drf_spectacular.utils import extend_schema, extend_schema_serializer
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from answers.selectors import run_get_for_user
-from core.inputs import ObjectIdField, StrictSerializer
+from core.inputs import ObjectIdField, StrictSerializer, TextField
 from core.pagination import Pagination
 from core.schema import CONFLICT, PAGE_PARAMETERS, paginated
 from core.types import request_user
@@ -52,16 +54,22 @@ class ProjectMemoryOutput(serializers.Serializer):
 
 
 class MemoryListCreateApi(APIView):
+    @extend_schema_serializer(component_name="MemoryCreateInput")
     class InputSerializer(StrictSerializer):
         kind = serializers.ChoiceField(choices=MemoryEntry.Kind.choices)
         scope = serializers.ChoiceField(
             choices=MemoryEntry.Scope.choices, required=False, default=MemoryEntry.Scope.PERSONAL
         )
         space_id = ObjectIdField(required=False, allow_null=True, default=None)
-        text = serializers.CharField(
-            required=False, max_length=2000, help_text="A correction, in your words."
-        )
+        text = TextField(required=False, max_length=2000, help_text="A correction, in your words.")
         run_id = serializers.UUIDField(required=False, help_text="A fact: the sealed answer.")
+        schema_extra: ClassVar[dict[str, Any]] = {
+            # `not` keeps drf-spectacular's enum hook from merging the two kinds into one enum.
+            "oneOf": [
+                {"properties": {"kind": {"not": {"enum": ["fact"]}}}, "required": ["text"]},
+                {"properties": {"kind": {"not": {"enum": ["correction"]}}}, "required": ["run_id"]},
+            ]
+        }
 
         def validate(self, attrs: dict) -> dict:
             attrs = super().validate(attrs)
@@ -126,6 +134,7 @@ class MemoryDetailApi(APIView):
 
 
 class ProjectMemoryApi(APIView):
+    @extend_schema_serializer(component_name="ProjectMemorySetInput")
     class InputSerializer(StrictSerializer):
         enabled = serializers.BooleanField()
 

@@ -42,7 +42,9 @@ def _invalid(field: str, message: str, code: str = "invalid") -> UnprocessableEr
 
 
 def _ids(data: dict[str, Any], field: str) -> list[int]:
-    value = data.get(field) or []
+    value = data.get(field)
+    if value is None:
+        return []
     if not isinstance(value, list) or not all(type(v) is int and 0 < v <= MAX_ID for v in value):
         raise _invalid(field, "Must be an array of positive integer ids.")
     return sorted(set(value))

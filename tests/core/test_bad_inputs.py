@@ -9,6 +9,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from core.inputs import object_id_parse
 from datasets.services import dataset_upload
 from knowledge.curation import proposal_create
+from tests.answers.helpers import ask
 from tests.core.test_api_keys import assert_error
 from tests.helpers import client_for
 
@@ -167,3 +168,55 @@ def test_a_nul_byte_in_a_csv_cell_is_refused_at_upload(space, owner):
     )
     error = assert_error(response, 422, "malformed_csv")
     assert "NUL" in error["message"]
+
+
+@pytest.mark.parametrize("page_size", ["null", "0", "-1", "1.5", "", "²", " 2"])
+def test_a_page_size_that_is_not_a_positive_integer_is_422(space, owner, page_size):
+    response = client_for(owner).get("/v1/spaces", {"page_size": page_size})
+    assert_error(response, 422, "invalid")
+    assert "page_size" in response.json()["error"]["fields"]
+
+
+def test_a_page_size_over_the_maximum_is_served_as_the_maximum(space, owner):
+    for page_size in ("201", "9" * 5000):
+        response = client_for(owner).get("/v1/spaces", {"page_size": page_size})
+        assert response.status_code == 200, response.content
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/v1/conversations", {"title": 0}, "title"),
+        ("/v1/conversations", {"title": "T", "colour": "red"}, "colour"),
+        ("/v1/knowledge/proposals", {"space": "1", "body": "x", "title": "T"}, "space"),
+        ("/v1/knowledge/proposals", {"space": 1, "body": "x", "title": "T", "x": 1}, "x"),
+        ("/v1/memory", {"kind": "correction", "text": 5}, "text"),
+    ],
+)
+def test_a_json_body_value_of_the_wrong_type_or_an_unknown_key_is_422(
+    space, owner, path, body, field
+):
+    response = client_for(owner).post(path, body, format="json")
+    assert_error(response, 422, "invalid")
+    assert field in response.json()["error"]["fields"]
+
+
+def test_project_memory_takes_a_json_boolean_and_no_other_key(space, owner):
+    path = f"/v1/spaces/{space.pk}/project-memory"
+    for body in ({"enabled": "true"}, {"enabled": 1}, {"enabled": True, "note": "x"}):
+        response = client_for(owner).put(path, body, format="json")
+        assert_error(response, 422, "invalid")
+
+
+def test_a_form_body_still_reads_its_values_from_text(space, owner):
+    upload = SimpleUploadedFile("orders.csv", b"invoice,amount\nA-1,5\n", "text/csv")
+    response = client_for(owner).post(
+        "/v1/datasets", {"file": upload, "space": str(space.pk), "table": "orders"}
+    )
+    assert response.status_code == 201, response.content
+
+
+def test_a_stream_version_other_than_1_is_422(space, owner):
+    run_id = ask(owner, "Who owns service reviews?")["run_id"]
+    response = client_for(owner).get(f"/v1/runs/{run_id}/events", {"stream_version": "2"})
+    assert_error(response, 422, "invalid")
