@@ -285,6 +285,8 @@ def test_a_killed_worker_is_restarted_while_daphne_keeps_serving(up_data_dir):
             pidfile = up_data_dir / "run" / "celery.pid"
             worker = psutil.Process(int(pidfile.read_text()))
             pool_children = worker.children(recursive=True)
+            beating = heartbeats(up_data_dir)
+            (killed,) = {name for name in beating if name.startswith("koinon@")}
             worker.kill()  # SIGKILL, as the review did
 
             deadline = time.monotonic() + 120
@@ -294,6 +296,14 @@ def test_a_killed_worker_is_restarted_while_daphne_keeps_serving(up_data_dir):
                 assert httpx.get(f"{url}/v1/health", timeout=5).status_code in {200, 503}
                 assert time.monotonic() < deadline, "the worker was not restarted"
                 time.sleep(0.5)
+            # Started again under the same hostname, it heartbeats under a new name, so what
+            # the killed process had claimed is lost to the sweeper (issue 48, item 3).
+            deadline = time.monotonic() + 60
+            while not (started := {n for n in heartbeats(up_data_dir) - beating if "@" in n}):
+                assert time.monotonic() < deadline, "the new worker wrote no heartbeat"
+                time.sleep(0.5)
+            (restarted,) = started
+            assert restarted.split("#")[0] == killed.split("#")[0] and restarted != killed
             # The new worker serves tasks, connected as the role that owns nothing.
             answer = probe.send_task("knowledge.worker_probe", args=["after-restart"]).get(
                 timeout=60
@@ -312,6 +322,20 @@ def test_a_killed_worker_is_restarted_while_daphne_keeps_serving(up_data_dir):
     log_path.unlink()
     assert "celery exited" in output and "restarting it in" in output
     assert processes_using(up_data_dir) == []
+
+
+def heartbeats(data_dir) -> set[str]:
+    """The claim names of the workers heartbeating in koinon_up's embedded Redis."""
+    import redis
+
+    from core.worker import HEARTBEAT_PREFIX
+
+    client = redis.Redis(unix_socket_path=str(data_dir / "redis" / "redis.sock"))
+    try:
+        keys = client.scan_iter(match=f"{HEARTBEAT_PREFIX}*")
+        return {key.decode().removeprefix(HEARTBEAT_PREFIX) for key in keys}
+    finally:
+        client.close()
 
 
 def wait_quietly(url: str) -> bool:
