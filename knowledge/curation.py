@@ -11,6 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.errors import ApiError, ConflictError, UnprocessableError
+from core.inputs import text_field_parse
 from core.ports import Port
 from core.types import User
 from knowledge.documents import document_set_current, passages_create
@@ -35,6 +36,7 @@ from knowledge.selectors import space_can_curate
 
 KNOWLEDGE_EXTRACTOR = "koinon-knowledge"
 MAX_BODY_CHARS = 100_000
+REVIEW_NOTE_MAX = 10_000
 
 
 class CurationForbidden(ApiError):
@@ -197,7 +199,9 @@ def _review(proposal: KnowledgeProposal, curator: User, status: str, note: str) 
     proposal.status = status
     proposal.reviewer = curator
     proposal.reviewed_at = timezone.now()
-    proposal.review_note = note.strip()
+    proposal.review_note = text_field_parse(
+        note, field="review_note", limit=REVIEW_NOTE_MAX, required=False
+    )
     proposal.save(
         update_fields=["status", "reviewer", "reviewed_at", "review_note", "approved_version"]
     )

@@ -32,6 +32,7 @@ from answers.question_sets.figures import ReleasedQuote, holds
 from answers.question_sets.parsing import QuestionRow
 from answers.selectors import audited_generations, judge_scores, run_get_for_user
 from core.errors import NotFoundError, ServiceUnavailableError, UnprocessableError, writing
+from core.inputs import text_is_storable
 from core.queue import QueueUnavailable, task_enqueue
 from core.types import User
 from knowledge.models import Space
@@ -57,8 +58,8 @@ def question_set_create(
     `questions_check`: already valid). UnprocessableError `name_invalid` for an empty or
     overlong name."""
     curator_check(user=user, space=space)
-    name = name.strip()
-    if not name or len(name) > NAME_MAX:
+    name = name.strip() if isinstance(name, str) else ""
+    if not name or len(name) > NAME_MAX or not text_is_storable(name):
         raise UnprocessableError(
             _("Give the set a name of at most %(count)s characters.") % {"count": NAME_MAX},
             code="name_invalid",

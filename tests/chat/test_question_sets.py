@@ -174,6 +174,17 @@ def test_a_set_written_in_the_browser_is_saved(space, owner):
     ]
 
 
+def test_a_set_name_postgresql_cannot_store_is_refused_not_a_500(space, owner):
+    """Issue 48 (4): the page reads the name from the raw form; a NUL in it is refused
+    (422, the name named) and nothing is saved."""
+    response = browser(owner).post(
+        f"/spaces/{space.pk}/questions/",
+        {"name": "Writ\x00ten", "question_1": "Which port does the service listen on?"},
+    )
+    assert response.status_code == 422
+    assert not SetQuestion.objects.exists()
+
+
 def test_a_jsonl_upload_is_saved(space, owner):
     data = "\n".join(json.dumps({"question": q, "answer": a}) for q, a, _ in SET_ROWS).encode()
     response = upload(browser(owner), space, "Lines", data, named="questions.jsonl")

@@ -178,6 +178,23 @@ def test_a_curator_rejects_with_a_note(space, member, curator):
     assert "already rejected" in again.content.decode()
 
 
+@pytest.mark.parametrize("decision", ["_reject", "_approve"])
+def test_a_review_note_postgresql_cannot_store_is_refused_not_a_500(
+    space, member, curator, decision
+):
+    """Issue 48 (4): the admin's decision reads its note from the raw form; a NUL in it is
+    the shared text check's typed refusal, and the proposal stays pending."""
+    proposal_id = propose(member, space).json()["id"]
+    response = admin_client(curator).post(
+        f"/admin/knowledge/knowledgeproposal/{proposal_id}/change/",
+        {decision: "1", "review_note": "fine\x00"},
+        follow=True,
+    )
+    assert response.status_code == 200
+    assert "review_note cannot be used" in response.content.decode()
+    assert KnowledgeProposal.objects.get(pk=proposal_id).status == "pending"
+
+
 def test_approval_is_all_or_nothing(space, member, curator, monkeypatch):
     import knowledge.curation
 
