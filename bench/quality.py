@@ -565,7 +565,7 @@ def judge_only(path: Path) -> list[tuple[float, dict]]:
     weights = TermWeights.from_texts(dict.fromkeys(r.text for r in records).keys())
     started = time.perf_counter()
     scores = local_judge().score(
-        [JudgeItem(p.question, p.sentence, p.context, p.before) for p in pairs], weights
+        [JudgeItem(p.question, p.sentence, p.context, p.before, p.passage) for p in pairs], weights
     )
     seconds = time.perf_counter() - started
     best = best_per_question(pairs, scores)

@@ -137,6 +137,9 @@ class JudgeItem:
     quote: str
     context: str = ""
     before: str = ""
+    # The whole passage the quote stands in: the paragraph judge reads it (the quote alone
+    # where it is not known).
+    passage: str = ""
 
 
 @dataclass(frozen=True)

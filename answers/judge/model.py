@@ -128,6 +128,8 @@ class JudgeWeights:
     complete_precision: float = 0.0
     # None only for a judge being fitted (tools.judge.fit); weights_load requires them.
     operating_points: OperatingPoints | None = None
+    # The paragraph judge ({"file", "sha256", "max_length"}), when the features name it.
+    paragraph_encoder: dict | None = None
 
 
 def _point(raw: object) -> float:
@@ -177,6 +179,7 @@ def weights_load(path: Path = JUDGE_FILE, sha256: str = JUDGE_SHA256) -> JudgeWe
             intercept=float(model["intercept"]),
             cross_encoder=raw.get("cross_encoder"),
             complete_precision=float(model.get("complete_precision", 0.0)),
+            paragraph_encoder=raw.get("paragraph_encoder"),
         )
     except (ValueError, KeyError, TypeError):
         raise JudgeUnavailable("The judge file is not a judge.") from None
@@ -189,41 +192,74 @@ def weights_load(path: Path = JUDGE_FILE, sha256: str = JUDGE_SHA256) -> JudgeWe
     expected = len(weights.features)
     if not (len(weights.mean) == len(weights.scale) == len(weights.coef) == expected):
         raise JudgeUnavailable("The judge file is inconsistent.")
+    if ("paragraph" in weights.features) != bool(weights.paragraph_encoder):
+        raise JudgeUnavailable("The judge file is inconsistent.")
     return weights
+
+
+def _encoder(path: Path, spec: dict, what: str) -> CrossEncoder:
+    model = _read_checked(path.parent / spec["file"], spec["sha256"], what)
+    try:
+        return CrossEncoder(model, int(spec.get("max_length", 128)))
+    except Exception:  # onnxruntime raises its own types for an unreadable model
+        logger.exception("the %s could not be loaded", what)
+        raise JudgeUnavailable(f"The {what} could not be loaded.") from None
+
+
+# The model columns that come before the lexical features, in this order, when named.
+MODEL_FEATURES = ("cross_encoder", "paragraph")
 
 
 class LocalJudge:
     """Scores judge items: the probability that each quote answers its part."""
 
-    def __init__(self, weights: JudgeWeights, cross_encoder: CrossEncoder | None) -> None:
+    def __init__(
+        self,
+        weights: JudgeWeights,
+        cross_encoder: CrossEncoder | None,
+        paragraph: CrossEncoder | None = None,
+    ) -> None:
         self.weights = weights
         self.cross_encoder = cross_encoder
+        self.paragraph = paragraph
 
     @classmethod
     def load(cls, path: Path = JUDGE_FILE, sha256: str = JUDGE_SHA256) -> "LocalJudge":
         weights = weights_load(path, sha256)
-        encoder = None
+        encoder = paragraph = None
         if weights.cross_encoder:
-            spec = weights.cross_encoder
-            model = _read_checked(path.parent / spec["file"], spec["sha256"], "cross-encoder")
-            try:
-                encoder = CrossEncoder(model, int(spec.get("max_length", 128)))
-            except Exception:  # onnxruntime raises its own types for an unreadable model
-                logger.exception("the cross-encoder could not be loaded")
-                raise JudgeUnavailable("The cross-encoder could not be loaded.") from None
-        return cls(weights, encoder)
+            encoder = _encoder(path, weights.cross_encoder, "cross-encoder")
+        if weights.paragraph_encoder:
+            paragraph = _encoder(path, weights.paragraph_encoder, "paragraph judge")
+        return cls(weights, encoder, paragraph)
+
+    def paragraph_logits(self, items: list[JudgeItem]) -> np.ndarray:
+        """The paragraph judge's logit of each item's (part, whole passage): does anything
+        in the passage answer the part. Each distinct pair is run once."""
+        if self.paragraph is None:
+            raise JudgeUnavailable("The judge needs its paragraph judge.")
+        pairs = [
+            (item.part, judge_segment(item.passage or item.quote, item.context)) for item in items
+        ]
+        distinct = list(dict.fromkeys(pairs))
+        found = dict(zip(distinct, self.paragraph.logits(distinct).tolist(), strict=True))
+        return np.asarray([found[pair] for pair in pairs], dtype=np.float64)
 
     def feature_matrix(self, items: list[JudgeItem], weights: TermWeights) -> np.ndarray:
         rows = [PairFeatures.of(item, weights).values for item in items]
         matrix = np.array(rows, dtype=np.float64).reshape(len(items), len(FEATURE_NAMES))
-        if self.weights.features[0] == "cross_encoder":
+        columns = []
+        if "cross_encoder" in self.weights.features:
             if self.cross_encoder is None:
                 raise JudgeUnavailable("The judge needs its cross-encoder.")
             pairs = [
                 (item.part, judge_segment(item.quote, item.context, item.before)) for item in items
             ]
-            logits = self.cross_encoder.logits(pairs).reshape(-1, 1)
-            matrix = np.hstack([logits, matrix])
+            columns.append(self.cross_encoder.logits(pairs))
+        if "paragraph" in self.weights.features:
+            columns.append(self.paragraph_logits(items))
+        if columns:
+            matrix = np.hstack([np.column_stack(columns), matrix])
         return matrix
 
     def probabilities_of(self, matrix: np.ndarray) -> np.ndarray:

@@ -99,7 +99,7 @@ def quote_context(fact: CandidateFact) -> str:
 def judge_item(part: str, item: SelectedFact) -> JudgeItem:
     """What the judge reads of one quote: the quote, where it stands, the sentence before."""
     before = sentence_before(item.fact.text, item.start)
-    return JudgeItem(part, item.quote, quote_context(item.fact), before)
+    return JudgeItem(part, item.quote, quote_context(item.fact), before, item.fact.text)
 
 
 def _quote_parts(item: SelectedFact, parts: int) -> tuple[int, ...]:

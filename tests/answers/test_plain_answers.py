@@ -180,4 +180,5 @@ def test_a_sentence_is_judged_with_the_one_before_it():
         "Its pumps lift 400 litres a second.",
         "Plant notes › Pumps",
         "The north station was rebuilt in 2019.",
+        text,
     )

@@ -83,10 +83,11 @@ class Pair:
     label: bool
     group: int  # the question's index: pairs of one question share it
     before: str = ""  # the sentence before it in its passage
+    passage: str = ""  # the whole passage it stands in (the paragraph judge reads it)
 
     @property
     def item(self) -> JudgeItem:
-        return JudgeItem(self.question, self.sentence, self.context, self.before)
+        return JudgeItem(self.question, self.sentence, self.context, self.before, self.passage)
 
 
 def perturbed(question: str, donor, weights: TermWeights) -> str | None:
@@ -123,13 +124,21 @@ def build_pairs(records: list, weights: TermWeights) -> list[Pair]:
         for item in passage_sentences(record.text, title=record.title):
             sentence = item.text
             label = contains_answer(sentence, record.answers)
-            pairs.append(Pair(record.question, sentence, record.title, label, group, item.before))
+            pairs.append(
+                Pair(
+                    record.question, sentence, record.title, label, group, item.before, record.text
+                )
+            )
             if label:
                 swapped = perturbed(
                     record.question, records[(group * 7 + 3) % len(records)], weights
                 )
                 if swapped:
-                    pairs.append(Pair(swapped, sentence, record.title, False, group, item.before))
+                    pairs.append(
+                        Pair(
+                            swapped, sentence, record.title, False, group, item.before, record.text
+                        )
+                    )
         for number in others:
             title, text = passages[number]
             sentences = [item.text for item in passage_sentences(text, title=title)]
@@ -141,7 +150,7 @@ def build_pairs(records: list, weights: TermWeights) -> list[Pair]:
             )[:OTHER_SENTENCES]
             for sentence in ranked:
                 label = contains_answer(sentence, record.answers)
-                pairs.append(Pair(record.question, sentence, title, label, group))
+                pairs.append(Pair(record.question, sentence, title, label, group, "", text))
     return pairs
 
 
@@ -195,16 +204,25 @@ def evaluate(judge: LocalJudge, pairs: list[Pair], weights: TermWeights) -> dict
     }
 
 
-def cross_encoder_spec() -> dict | None:
-    manifest = JUDGE_DIR / "cross_encoder.json"
+def cross_encoder_spec(name: str = "cross_encoder") -> dict | None:
+    """The judge file's entry for a shipped model (`cross_encoder`, `paragraph_encoder`):
+    its file, the SHA-256 its manifest pins and its token limit; None when not shipped."""
+    manifest = JUDGE_DIR / f"{name}.json"
     if not manifest.exists():
         return None
     meta = json.loads(manifest.read_text())
     return {
-        "file": "cross_encoder.onnx",
+        "file": f"{name}.onnx",
         "sha256": meta["sha256"],
         "max_length": int(meta.get("max_length", 128)),
     }
+
+
+def cached_encoder(spec: dict, cache_dir: Path | None) -> "CachedCrossEncoder":
+    model = (JUDGE_DIR / spec["file"]).read_bytes()
+    if hashlib.sha256(model).hexdigest() != spec["sha256"]:
+        raise SystemExit(f"{spec['file']} does not match its manifest")
+    return CachedCrossEncoder(model, spec["max_length"], spec["sha256"], cache_dir)
 
 
 class CachedCrossEncoder(CrossEncoder):
@@ -284,7 +302,11 @@ def policy_operating_points(curves: dict[str, list[dict]]) -> dict:
 
 
 def train(
-    data: Path = DEFAULT_DATA, cache_dir: Path | None = None, *, domains: bool = False
+    data: Path = DEFAULT_DATA,
+    cache_dir: Path | None = None,
+    *,
+    domains: bool = False,
+    paragraph: bool = True,
 ) -> dict:
     """The regression and the operating points. With `domains` (a cross-encoder trained on
     the other domains too) both come from every dev slice; without, as for the judge shipped
@@ -293,7 +315,7 @@ def train(
     fitted_on = DEV_SLICES if domains else WIKI_DEV_SLICES
     calibrated_on = DEV_SLICES if domains else ("dev_squad2",)
     fit_pairs = [
-        Pair(p.question, p.sentence, p.context, bool(p.label), p.question_id, p.before)
+        Pair(p.question, p.sentence, p.context, bool(p.label), p.question_id, p.before, p.passage)
         for name in fitted_on
         for p in slices[name]
     ]
@@ -303,23 +325,34 @@ def train(
     heldout_pairs = build_pairs(heldout, weights)
 
     spec = cross_encoder_spec()
-    features = (("cross_encoder",) if spec else ()) + FEATURE_NAMES
-    encoder = None
-    if spec:
-        model = (JUDGE_DIR / spec["file"]).read_bytes()
-        if hashlib.sha256(model).hexdigest() != spec["sha256"]:
-            raise SystemExit("cross_encoder.onnx does not match cross_encoder.json")
-        encoder = CachedCrossEncoder(model, spec["max_length"], spec["sha256"], cache_dir)
+    paragraph_spec = cross_encoder_spec("paragraph_encoder") if paragraph else None
+    features = (
+        (("cross_encoder",) if spec else ())
+        + (("paragraph",) if paragraph_spec else ())
+        + FEATURE_NAMES
+    )
+    encoder = cached_encoder(spec, cache_dir) if spec else None
+    paragraph_judge = cached_encoder(paragraph_spec, cache_dir) if paragraph_spec else None
     n = len(features)
-    placeholder = JudgeWeights(features, np.zeros(n), np.ones(n), np.zeros(n), 0.0, spec)
-    judge = LocalJudge(placeholder, encoder)
+    placeholder = JudgeWeights(
+        features,
+        np.zeros(n),
+        np.ones(n),
+        np.zeros(n),
+        0.0,
+        spec,
+        paragraph_encoder=paragraph_spec,
+    )
+    judge = LocalJudge(placeholder, encoder, paragraph_judge)
     x = judge.feature_matrix([p.item for p in fit_pairs], weights)
     y = np.array([p.label for p in fit_pairs], dtype=float)
     mean, scale, coef, intercept = fit_logistic(x, y)
     complete = x[:, features.index("complete")] > 0.5
     precision = round(float(y[complete].mean()), 4) if complete.any() else 0.0
-    fitted = JudgeWeights(features, mean, scale, coef, intercept, spec, precision)
-    judge = LocalJudge(fitted, encoder)
+    fitted = JudgeWeights(
+        features, mean, scale, coef, intercept, spec, precision, paragraph_encoder=paragraph_spec
+    )
+    judge = LocalJudge(fitted, encoder, paragraph_judge)
     probabilities = judge.probabilities_of(x).tolist()
     scores, start = {}, 0
     for name in fitted_on:
@@ -339,12 +372,15 @@ def train(
             "complete_precision": precision,
         },
         "cross_encoder": spec,
+        **({"paragraph_encoder": paragraph_spec} if paragraph_spec else {}),
         "training_data_sha256": {
             path.name: file_sha256(path)
             for path in (SQUAD11_PATH, SQUAD2_TRAIN_PATH, data)
             + ((COVIDQA_PATH, EMANUAL_PATH, *RAGBENCH_TRAIN_PATHS) if domains else ())
         },
-        "command": "python -m tools.judge.fit" + (" --domains" if domains else ""),
+        "command": "python -m tools.judge.fit"
+        + (" --domains" if domains else "")
+        + ("" if paragraph else " --no-paragraph"),
         "fitted_on": list(fitted_on),
         "calibrated_on": list(calibrated_on),
         "split": (
@@ -371,10 +407,15 @@ def main(argv: list[str] | None = None) -> None:
         help="fit and calibrate on every dev slice (a cross-encoder trained beyond Wikipedia)",
     )
     parser.add_argument(
+        "--no-paragraph",
+        action="store_true",
+        help="leave the paragraph judge out even where it is shipped (to compare)",
+    )
+    parser.add_argument(
         "--cache", type=Path, default=None, help="keep cross-encoder logits here between runs"
     )
     args = parser.parse_args(argv)
-    result = train(args.data, args.cache, domains=args.domains)
+    result = train(args.data, args.cache, domains=args.domains, paragraph=not args.no_paragraph)
     payload = (json.dumps(result, indent=2, sort_keys=True) + "\n").encode()
     args.out.write_bytes(payload)
     print(json.dumps(result["metrics"], indent=2))

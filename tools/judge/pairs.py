@@ -25,7 +25,7 @@ import random
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable
-from dataclasses import astuple, dataclass
+from dataclasses import astuple, dataclass, replace
 
 from knowledge.normalise import normalised_key
 from tools.judge.data import (
@@ -191,6 +191,9 @@ class Pair:
     source: str  # squad11 | squad2 | nq
     group: str  # the article or passage: the unit of the split
     question_id: int  # pairs of one question share it
+    # The whole passage the sentence stands in, for the paragraph judge (dev pairs only; a
+    # function of the records, so it stays out of `pairs_digest`).
+    passage: str = ""
 
 
 @dataclass(frozen=True)
@@ -270,13 +273,16 @@ def squad_pairs(
                 chosen = sorted(sentences, key=lambda s: (-_overlap(asked, s.text, idf), s.start))[
                     : config.impossible_negatives
                 ]
-            pairs += [pair(s, 0, "impossible") for s in chosen]
+            passage = record.text if every_sentence else ""
+            pairs += [replace(pair(s, 0, "impossible"), passage=passage) for s in chosen]
             continue
         positive = [s for s in sentences if contains_answer(s.text, record.answers)]
         if not positive:
             continue  # the answer spans a sentence boundary or sits in a label
         if every_sentence:
-            pairs += [pair(s, int(s in positive), "dev") for s in sentences]
+            pairs += [
+                replace(pair(s, int(s in positive), "dev"), passage=record.text) for s in sentences
+            ]
             continue
         pairs += [pair(s, 1, "positive") for s in positive]
         asked = content_words(record.question)
@@ -327,7 +333,10 @@ def nq_pairs(records, *, every_sentence: bool, rng: random.Random, first_id: int
             return Pair(_q or _r.question, text, _r.title, before, label, kind, "nq", _g, _qid)
 
         if every_sentence:
-            pairs += [pair(s.text, s.before, int(s in positive), "dev") for s in sentences]
+            pairs += [
+                replace(pair(s.text, s.before, int(s in positive), "dev"), passage=record.text)
+                for s in sentences
+            ]
             continue
         pairs += [pair(s.text, s.before, 1, "positive") for s in positive]
         asked = content_words(record.question)
@@ -402,14 +411,19 @@ def paragraph_pairs(
         inside = [s for r in gold for s in split[r.text]]
         outside = [s for r in rows if r.label == 0 for s in split[r.text]]
         if every_sentence:
+            text_of = {id(s): r.text for r in rows for s in split[r.text]}
+
+            def dev(s: Sentence, label: int, kind: str, *, _text=text_of) -> Pair:
+                return replace(pair(s, label, kind), passage=_text[id(s)])
+
             if answers:
                 right = [s for s in inside if holds_answer(s.text, answers)]
                 if not right:
                     continue
-                pairs += [pair(s, int(s in right), "dev") for s in inside]
+                pairs += [dev(s, int(s in right), "dev") for s in inside]
             else:
-                pairs += [pair(s, 1, "dev_section") for s in inside]
-            pairs += [pair(s, 0, "dev") for s in outside]
+                pairs += [dev(s, 1, "dev_section") for s in inside]
+            pairs += [dev(s, 0, "dev") for s in outside]
             continue
         if not answers:
             # No answer strings: the answering section's sentence that shares most of the
@@ -463,8 +477,16 @@ def ragbench_pairs(
 
         unused = [s for key, s in sentences if key not in record.relevant]
         if every_sentence:
+            documents: dict[str, list[str]] = defaultdict(list)
+            for key, text in record.sentences:
+                documents[ragbench_document(key)].append(text)
             pairs += [
-                pair(s, int(key in record.utilized), "dev" if record.relevant else "impossible")
+                replace(
+                    pair(
+                        s, int(key in record.utilized), "dev" if record.relevant else "impossible"
+                    ),
+                    passage=" ".join(documents[ragbench_document(key)]),
+                )
                 for key, s in sentences
                 if key in record.utilized or key not in record.relevant
             ]
@@ -521,7 +543,7 @@ def nq_group(record) -> str:
 def pairs_digest(slices: dict[str, list[Pair]]) -> str:
     """A SHA-256 of every slice's pairs, in order: two runs built the same pairs exactly when
     their digests agree (whatever the process, its string hashing or the machine)."""
-    content = {name: [astuple(p) for p in pairs] for name, pairs in sorted(slices.items())}
+    content = {name: [astuple(p)[:-1] for p in pairs] for name, pairs in sorted(slices.items())}
     return hashlib.sha256(json.dumps(content, ensure_ascii=False).encode()).hexdigest()
 
 

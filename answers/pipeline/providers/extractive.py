@@ -120,7 +120,7 @@ class SpanChoice:
         context = context_line(self.candidate.title, self.candidate.headings)
         before = sentence_before(text, self.start)
         quote = text[self.start : self.end]
-        return [JudgeItem(part, quote, context, before) for part in part_texts]
+        return [JudgeItem(part, quote, context, before, text) for part in part_texts]
 
 
 JUDGED_SPANS = 2  # the spans of a part, best covered first, that the judge chooses among
