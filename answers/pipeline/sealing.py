@@ -77,6 +77,7 @@ def seal(
     (with its `release`). A comparison's claims enter the asker's world model in that
     transaction. Raises PublicationDenied when the recheck refuses (nothing written)."""
     ending = decision.ending
+    body = response_body(ctx, trace, decision)
     executed = sorted({c.source["query_id"] for c in decision.candidates if c.kind == "value"})
     started = time.perf_counter()
     sealed = answer_publish(
@@ -84,7 +85,7 @@ def seal(
             ctx.run,
             ctx.generation,
             ending.text,
-            response_body(ctx, trace, decision),
+            body,
             tuple(ending.citations),
             tuple(ending.cards),
             kind=ending.kind,
