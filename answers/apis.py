@@ -6,7 +6,6 @@ from django.db import connection
 from django.http import StreamingHttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
-from rest_framework.exceptions import PermissionDenied
 from rest_framework.negotiation import BaseContentNegotiation, DefaultContentNegotiation
 from rest_framework.parsers import BaseParser
 from rest_framework.renderers import BaseRenderer
@@ -222,8 +221,6 @@ class AnswerApi(APIView):
     )
     def post(self, request: Request) -> Response | StreamingHttpResponse:
         answer_request = answer_request_parse(request.data)
-        if answer_request.mode == "debug" and not request.user.is_staff:
-            raise PermissionDenied("Debug mode is for staff.")
         api_key = request.auth if isinstance(request.auth, ApiKey) else None
         origin = request_origin(request)
         if answer_request.stream:
@@ -282,8 +279,6 @@ class RunRetryApi(APIView):
     @extend_schema(request=None, responses=AnswerOutput)
     def post(self, request: Request, run_id: str) -> Response:
         run = run_get_for_user(user=request.user, run_id=run_id)
-        if run.mode == "debug" and not request.user.is_staff:
-            raise PermissionDenied("Debug mode is for staff.")
         api_key = request.auth if isinstance(request.auth, ApiKey) else None
         return Response(answer_retry(user=request_user(request), run=run, api_key=api_key))
 

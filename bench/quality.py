@@ -175,17 +175,25 @@ def ingest(space, user, document: SourceDocument, number: int) -> None:
 
 
 def space_new(name: str) -> BenchSpace:
-    """A space with a reader of its own; the first one also creates the bench curator."""
+    """A space with a reader of its own; the first one also creates the bench curator.
+    The reader is staff: questions are asked in debug mode, which is for staff (staff
+    reads no more than a reader: the space's permission decides what is found)."""
     from django.contrib.auth import get_user_model
 
     users = get_user_model()
     if not users.objects.filter(username="bench-curator").exists():
-        return bench_space(name)
-    curator = users.objects.get(username="bench-curator")
-    reader = users.objects.create_user(username=f"reader-{Space.objects.count()}", password=None)
-    space = space_create(name=name, created_by=curator)
-    space_member_set(space=space, username=reader.username, role="reader")
-    return BenchSpace(curator, reader, space)
+        bench = bench_space(name)
+    else:
+        curator = users.objects.get(username="bench-curator")
+        reader = users.objects.create_user(
+            username=f"reader-{Space.objects.count()}", password=None
+        )
+        space = space_create(name=name, created_by=curator)
+        space_member_set(space=space, username=reader.username, role="reader")
+        bench = BenchSpace(curator, reader, space)
+    bench.reader.is_staff = True
+    bench.reader.save(update_fields=["is_staff"])
+    return bench
 
 
 def sets_ingest(args: argparse.Namespace) -> list[IngestedSet]:

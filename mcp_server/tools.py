@@ -374,7 +374,10 @@ def list_sources_run(caller: Caller, values: dict) -> ToolResult:
 
 
 ANSWER_FIELDS = ("query", "evidence_policy", "space_ids", "selected_sources", "language", "mode")
-ANSWER_MODES = ("ask", "quick", "pro", "deep")
+# The modes whose body is a sealed answer (no `plan` or `raw` inspection output). Debug is
+# among them: who may run it is the service's rule (`answer_mode_check`), whose
+# `permission_denied` this tool passes on as it does every typed error.
+ANSWER_MODES = ("ask", "quick", "pro", "deep", "debug")
 
 
 def answer_run(caller: Caller, values: dict) -> ToolResult:

@@ -136,9 +136,12 @@ class Trace:
     _sent_outcomes: set[int] = field(default_factory=set)
 
     def step(self, name: str, started: float, **details: object) -> None:
-        self.steps.append(
-            {"step": name, "ms": round((time.perf_counter() - started) * 1000, 2), **details}
-        )
+        """A step that began at `started` (`time.perf_counter()`) and ends now."""
+        self.timed(name, round((time.perf_counter() - started) * 1000, 2), **details)
+
+    def timed(self, name: str, ms: float, **details: object) -> None:
+        """A step timed where it ran (a refused recheck, inside the publication)."""
+        self.steps.append({"step": name, "ms": ms, **details})
 
     def emit(
         self,

@@ -27,6 +27,7 @@ from audit.services import stream_event_started, stream_events_fail
 from core.errors import (
     DATABASE_RETRY_AFTER,
     ApiError,
+    ForbiddenError,
     NotFoundError,
     ServiceUnavailableError,
     database_connection_discard,
@@ -43,6 +44,7 @@ __all__ = [
     "ProviderFailed",
     "RunFailed",
     "answer_create",
+    "answer_mode_check",
     "answer_retry",
     "answer_stream_start",
     "run_execute",
@@ -65,6 +67,17 @@ def _conversation(*, user: User, request: AnswerRequest, origin: str) -> Convers
     if conversation is None:
         raise NotFoundError("Conversation not found.")
     return conversation
+
+
+def answer_mode_check(*, user: User, mode: str) -> None:
+    """Raise ForbiddenError (403 `permission_denied`) when `user` may not run `mode`.
+
+    Debug mode is for staff: its body carries the plan, every candidate fact and the
+    timings. The one place the rule lives; `run_start` and `answer_retry` call it before
+    writing anything, so every edge (REST, MCP, the chat, the `ask` command) only
+    translates the refusal."""
+    if mode == "debug" and not user.is_staff:
+        raise ForbiddenError("Debug mode is for staff.")
 
 
 class RunFailed(ApiError):
@@ -97,9 +110,11 @@ def run_start(
     origin: str = Conversation.Origin.API,
 ) -> AnswerRun:
     """Write the conversation (new or the user's own) with its source selection, the run,
-    the user's message and generation 1 in one transaction. Raises NotFoundError for a
-    foreign (or deleted) conversation. `origin` marks a new conversation: where it was
-    started (the chat lists its own by default)."""
+    the user's message and generation 1 in one transaction. Raises ForbiddenError for
+    debug mode asked by someone who is not staff (`answer_mode_check`: nothing written)
+    and NotFoundError for a foreign (or deleted) conversation. `origin` marks a new
+    conversation: where it was started (the chat lists its own by default)."""
+    answer_mode_check(user=user, mode=request.mode)
     provider = provider or get_model_provider()
     with writing(f"your question “{request.query[:80]}”"), transaction.atomic():
         conversation = _conversation(user=user, request=request, origin=origin)
@@ -279,8 +294,8 @@ def answer_stream_start(
     origin: str = Conversation.Origin.API,
 ) -> AnswerRun:
     """Start a run that the worker executes (queue `answers`); its events are streamed
-    from the database. Raises ServiceUnavailableError when it cannot be queued (the run
-    then ends `failed`, `queue_unavailable`)."""
+    from the database. Raises what `run_start` raises, and ServiceUnavailableError when
+    it cannot be queued (the run then ends `failed`, `queue_unavailable`)."""
     from answers.tasks import run_execute_task
     from core.queue import QueueUnavailable, task_enqueue
 
@@ -307,9 +322,10 @@ def answer_create(
 ) -> AnswerBody:
     """Answer a question from the evidence the user may see now, and publish it.
 
-    Returns the response body (SPEC §5). Raises NotFoundError for a foreign
-    conversation and RunFailed when the run could not complete. Provider failures
-    during selection and invalid selections never raise: they end in a fixed abstention.
+    Returns the response body (SPEC §5). Raises ForbiddenError for debug mode asked by
+    someone who is not staff, NotFoundError for a foreign conversation and RunFailed when
+    the run could not complete. Provider failures during selection and invalid selections
+    never raise: they end in a fixed abstention.
     """
     provider = provider or get_model_provider()
     run = run_start(user=user, request=request, api_key=api_key, provider=provider, origin=origin)
@@ -325,8 +341,11 @@ def answer_retry(
 ) -> AnswerBody:
     """A genuine retry: generation n+1 in a new reset context, with fresh retrieval.
 
-    Earlier generations, their messages and their releases stay as they are.
+    Earlier generations, their messages and their releases stay as they are. Raises
+    ForbiddenError, nothing written, when the run is in debug mode and `user` is not staff
+    now (`answer_mode_check`).
     """
+    answer_mode_check(user=user, mode=run.mode)
     provider = provider or get_model_provider()
     with writing(f"the new attempt at “{run.question[:80]}”"), transaction.atomic():
         run = AnswerRun.objects.select_for_update().get(pk=run.pk)

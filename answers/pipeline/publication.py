@@ -3,8 +3,8 @@ assistant message, citations, cards, the output release, the stream events to re
 the audit and the run's final body — or nothing at all."""
 
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
@@ -21,24 +21,27 @@ from audit.services import (
 )
 
 
-@dataclass
+@dataclass(frozen=True)
 class Publication:
+    """What one generation's publication writes; `answer_publish` reads it and changes
+    nothing of it (what it sealed comes back as `Sealed`)."""
+
     run: AnswerRun
     generation: Generation
     text: str
-    body: AnswerBody
-    citations: list[dict[str, Any]]
-    cards: list[dict[str, Any]]
+    body: AnswerBody  # as built, without `release`: sealed as a copy that gains it
+    citations: tuple[dict[str, Any], ...]
+    cards: tuple[dict[str, Any], ...]
     kind: str | None = None  # "answer" | "refusal"; None: inspection output, no release
     model_called: bool = False
-    selected_fact_ids: list[str] = field(default_factory=list)
-    outcomes: list[Outcome] = field(default_factory=list)
+    selected_fact_ids: tuple[str, ...] = ()
+    outcomes: tuple[Outcome, ...] = ()
     # The stream's, after started.
-    events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
-    steps: list[dict[str, Any]] = field(default_factory=list)
-    sql: list[dict[str, Any]] = field(default_factory=list)
+    events: tuple[tuple[str, dict[str, Any]], ...] = ()
+    steps: tuple[dict[str, Any], ...] = ()
+    sql: tuple[dict[str, Any], ...] = ()
     # Every round's plan (agent mode broadens the first, which the run stores).
-    plans: list[dict[str, Any]] = field(default_factory=list)
+    plans: tuple[dict[str, Any], ...] = ()
     # The selection attempts of this execution, added to the generation's count here.
     attempts: int = 0
     # The permission recheck, run first inside the publication transaction: None to go
@@ -49,15 +52,31 @@ class Publication:
     record: Callable[[], None] | None = None
 
 
-class PublicationDenied(Exception):
-    """The recheck inside the publication transaction refused: nothing was written."""
+@dataclass(frozen=True)
+class Sealed:
+    """What `answer_publish` sealed: the assistant message, the body as stored on the run
+    (the publication's, with its `release`) and the steps as audited (with the recheck's)."""
 
-    def __init__(self, code: str) -> None:
+    message: Message
+    body: AnswerBody
+    steps: tuple[dict[str, Any], ...]
+
+
+class PublicationDenied(Exception):
+    """The recheck inside the publication transaction refused: nothing was written.
+    `ms`: how long the refusing recheck ran, for the audit of the refusal."""
+
+    def __init__(self, code: str, *, ms: float) -> None:
         super().__init__(code)
         self.code = code
+        self.ms = ms
 
 
-def _result_hashes(facts: dict[str, CandidateFact], fact_ids: list[str]) -> dict[str, Any]:
+def _ms_since(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 2)
+
+
+def _result_hashes(facts: dict[str, CandidateFact], fact_ids: Sequence[str]) -> dict[str, Any]:
     selected = [facts[fact_id] for fact_id in fact_ids if fact_id in facts]
     return {
         "facts": {fact.fact_id: fact.sha256 for fact in selected},
@@ -70,22 +89,22 @@ def _result_hashes(facts: dict[str, CandidateFact], fact_ids: list[str]) -> dict
 
 
 @transaction.atomic
-def answer_publish(publication: Publication) -> Message:
-    """Write everything of one generation's output atomically; the body gains its
-    `release` (or `release: null` for inspection output such as plan and raw modes).
+def answer_publish(publication: Publication) -> Sealed:
+    """Write everything of one generation's output atomically and return what was sealed:
+    a copy of the body with its `release` (`release: null` for inspection output such as
+    plan and raw modes) and the steps as audited. `publication` is left as it was.
 
     With a `recheck`, it runs first, under row locks held until commit, so that a
-    revocation either precedes this publication (and refuses it: PublicationDenied,
-    nothing written) or follows it."""
-    run, generation, body = publication.run, publication.generation, publication.body
+    revocation either precedes this publication (and refuses it: PublicationDenied with
+    the recheck's duration, nothing written) or follows it."""
+    run, generation = publication.run, publication.generation
+    steps = list(publication.steps)
     if publication.recheck is not None:
         started = time.perf_counter()
         denied = publication.recheck()
         if denied:
-            raise PublicationDenied(denied)
-        publication.steps.append(
-            {"step": "recheck", "ms": round((time.perf_counter() - started) * 1000, 2), "ok": True}
-        )
+            raise PublicationDenied(denied, ms=_ms_since(started))
+        steps.append({"step": "recheck", "ms": _ms_since(started), "ok": True})
     if publication.record is not None:
         publication.record()
     message = Message.objects.create(
@@ -118,6 +137,7 @@ def answer_publish(publication: Publication) -> Message:
         )
         for index, data in enumerate(publication.cards)
     )
+    body = publication.body.copy()
     body["release"] = None
     if publication.kind is not None:
         release = release_record(
@@ -127,14 +147,14 @@ def answer_publish(publication: Publication) -> Message:
             kind=publication.kind,
             reset_context=run.reset_context,
             body=body,
-            selected_fact_ids=publication.selected_fact_ids,
+            selected_fact_ids=list(publication.selected_fact_ids),
             source_refs=body["evidence"]["sources"],
             result_hashes=_result_hashes(facts, publication.selected_fact_ids),
             searched=searched_record(run.plan or {}),
         )
         body["release"] = release_summary(release)
     stream_events_record(
-        run_id=run.pk, generation=generation.number, body=body, events=publication.events
+        run_id=run.pk, generation=generation.number, body=body, events=list(publication.events)
     )
     audit_record(
         run_id=run.pk,
@@ -143,15 +163,15 @@ def answer_publish(publication: Publication) -> Message:
         generation={
             "number": generation.number,
             "reset_context": run.reset_context,
-            "steps": publication.steps,
+            "steps": steps,
             "retrieval": {
                 "queries": [q["text"] for q in run.plan.get("queries", [])],
                 "tools": body["evidence"]["policy"]["allowed_tools"],
-                "outcomes": publication.outcomes,
+                "outcomes": list(publication.outcomes),
                 "candidate_fact_ids": sorted(facts),
             },
-            "sql": publication.sql,
-            "plans": publication.plans,
+            "sql": list(publication.sql),
+            "plans": list(publication.plans),
             "release_id": body["release"]["id"] if body["release"] else None,
         },
     )
@@ -161,9 +181,6 @@ def answer_publish(publication: Publication) -> Message:
     run.response = body
     run.status = AnswerRun.Status.PUBLISHED
     run.save(update_fields=["response", "status"])
-    lines = [
-        {"run_id": str(run.pk), "generation": generation.number, **step}
-        for step in publication.steps
-    ]
+    lines = [{"run_id": str(run.pk), "generation": generation.number, **step} for step in steps]
     transaction.on_commit(lambda: trace_write(run_id=run.pk, lines=lines))
-    return message
+    return Sealed(message, body, tuple(steps))

@@ -73,30 +73,33 @@ def seal(
     *,
     recheck: Callable[[], str | None] | None = None,
 ) -> AnswerBody:
-    """Publish a decision (answer_publish: one transaction) and return its sealed body.
-    A comparison's claims enter the asker's world model in that transaction."""
+    """Publish a decision (answer_publish: one transaction) and return the body it sealed
+    (with its `release`). A comparison's claims enter the asker's world model in that
+    transaction. Raises PublicationDenied when the recheck refuses (nothing written)."""
     ending = decision.ending
     body = response_body(ctx, trace, decision)
     executed = sorted({c.source["query_id"] for c in decision.candidates if c.kind == "value"})
     started = time.perf_counter()
-    answer_publish(
+    sealed = answer_publish(
         Publication(
             ctx.run,
             ctx.generation,
             ending.text,
             body,
-            list(ending.citations),
-            list(ending.cards),
+            tuple(ending.citations),
+            tuple(ending.cards),
             kind=ending.kind,
             model_called=decision.attempts > 0,
             attempts=decision.attempts,
-            plans=[plan.as_dict() for plan in decision.plans],
-            selected_fact_ids=[s.fact.fact_id for s in ending.selected],
-            outcomes=list(trace.outcomes),
-            events=trace.stream_events(),
-            steps=list(trace.steps),
-            sql=[{"planned": q["sql"]} for q in ctx.run.plan.get("dataset_queries", [])]
-            + [{"query_id": query_id} for query_id in executed],
+            plans=tuple(plan.as_dict() for plan in decision.plans),
+            selected_fact_ids=tuple(s.fact.fact_id for s in ending.selected),
+            outcomes=tuple(trace.outcomes),
+            events=tuple(trace.stream_events()),
+            steps=tuple(trace.steps),
+            sql=(
+                *({"planned": q["sql"]} for q in ctx.run.plan.get("dataset_queries", [])),
+                *({"query_id": query_id} for query_id in executed),
+            ),
             recheck=recheck,
             record=_world_model_writer(ctx, ending),
         )
@@ -112,7 +115,7 @@ def seal(
             raise
         logger.warning("run %s: publication's timing not audited (database lost)", ctx.run.pk)
         database_connection_discard()
-    return body
+    return sealed.body
 
 
 def seal_decision(ctx: RunContext, trace: Trace, decision: Decision) -> AnswerBody:
@@ -130,7 +133,8 @@ def seal_decision(ctx: RunContext, trace: Trace, decision: Decision) -> AnswerBo
     try:
         return seal(ctx, trace, decision, recheck=recheck)
     except PublicationDenied as denied:
-        trace.step("recheck", time.perf_counter(), ok=False, code=denied.code)
+        # Audited with the refusal, as long as the recheck ran (not from now: ~0 ms).
+        trace.timed("recheck", denied.ms, ok=False, code=denied.code)
         refusal = abstention(
             ctx,
             trace,

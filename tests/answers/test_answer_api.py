@@ -3,7 +3,7 @@
 from io import StringIO
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
 
 from answers.models import AnswerRun, Card, Citation, Message
@@ -92,11 +92,18 @@ def test_plan_mode_returns_the_plan_only(library, member):
 
 
 def test_debug_mode_is_for_staff_and_shows_the_trace(library, member, staff):
-    assert_error(
-        post(client_for(member), query="Who owns service reviews?", mode="debug"),
-        403,
-        "permission_denied",
-    )
+    # The service refuses (answer_mode_check); the API passes its typed error on, inline
+    # and streamed alike, before anything is written.
+    for stream in (False, True):
+        error = assert_error(
+            post(
+                client_for(member), query="Who owns service reviews?", mode="debug", stream=stream
+            ),
+            403,
+            "permission_denied",
+        )
+        assert error["message"] == "Debug mode is for staff."
+    assert not AnswerRun.objects.exists()
     body = post(client_for(staff), query="Who owns service reviews?", mode="debug").json()
     steps = [step["step"] for step in body["trace"]["steps"]]
     assert steps[:4] == ["plan", "retrieval", "term_weights", "selection"]
@@ -105,6 +112,37 @@ def test_debug_mode_is_for_staff_and_shows_the_trace(library, member, staff):
     [publication_step] = [s for s in audit["generations"][0]["steps"] if s["step"] == "publication"]
     assert publication_step["ms"] > 0
     assert body["trace"]["candidates"]
+
+
+def test_a_debug_run_is_retried_only_by_someone_still_staff(library, staff):
+    client = client_for(staff)
+    body = post(client, query="Who owns service reviews?", mode="debug").json()
+    retried = client.post(f"/v1/runs/{body['run_id']}/retry", {}, format="json")
+    assert retried.status_code == 200, retried.content
+    assert retried.json()["generation"] == 2 and retried.json()["trace"]["candidates"]
+    staff.is_staff = False
+    staff.save(update_fields=["is_staff"])
+    refused = client.post(f"/v1/runs/{body['run_id']}/retry", {}, format="json")
+    error = assert_error(refused, 403, "permission_denied")
+    assert error["message"] == "Debug mode is for staff."
+    assert AnswerRun.objects.get().generations.count() == 2  # nothing written
+
+
+def test_the_ask_command_passes_on_the_debug_refusal(library, member, staff):
+    with pytest.raises(CommandError, match=r"permission_denied: Debug mode is for staff\."):
+        call_command("ask", "Who owns service reviews?", "--user", "member", "--mode", "debug")
+    out = StringIO()
+    call_command(
+        "ask",
+        "Who owns service reviews?",
+        "--user",
+        "staff",
+        "--mode",
+        "debug",
+        "--json",
+        stdout=out,
+    )
+    assert '"trace"' in out.getvalue()
 
 
 @pytest.mark.parametrize("mode", ["quick", "pro", "deep", "agent"])

@@ -3,10 +3,19 @@ every failure ends the run `failed` with a typed reason (issue 11)."""
 
 import pytest
 
-from answers.models import AnswerRun, Message
-from answers.pipeline.lifecycle import RunFailed, run_execute, run_start
+from answers.models import AnswerRun, Conversation, Message
+from answers.pipeline.lifecycle import (
+    RunFailed,
+    answer_create,
+    answer_mode_check,
+    answer_retry,
+    answer_stream_start,
+    run_execute,
+    run_start,
+)
 from answers.pipeline.request import answer_request_parse
 from audit.models import OutputRelease, StreamEvent
+from core.errors import ForbiddenError
 from tests.answers.helpers import ingest
 from tests.answers.providers import ScriptedProvider
 from tests.helpers import client_for
@@ -139,3 +148,35 @@ def test_a_generation_whose_execution_was_lost_ends_failed_not_running(member):
     assert run.generations.get().status == "failed"
     events = list(StreamEvent.objects.filter(run=run).values_list("event", "data"))
     assert events[-1] == ("failed", {"code": "worker_lost"})
+
+
+# --- debug mode is for staff: a rule of the service (issue 49, item 2) ----------------
+
+DEBUG = {"query": "Who owns service reviews?", "mode": "debug"}
+
+
+@pytest.mark.parametrize("start", [run_start, answer_create, answer_stream_start])
+def test_debug_from_someone_not_staff_is_refused_by_the_service_with_nothing_written(member, start):
+    with pytest.raises(ForbiddenError) as refused:
+        start(user=member, request=answer_request_parse(DEBUG))
+    assert (refused.value.status_code, refused.value.error_code) == (403, "permission_denied")
+    assert str(refused.value.detail) == "Debug mode is for staff."
+    assert not Conversation.objects.exists() and not AnswerRun.objects.exists()
+
+
+def test_staff_get_debug_and_retry_it_while_they_are_staff(library, staff):
+    body = answer_create(user=staff, request=answer_request_parse(DEBUG))
+    assert body["mode"] == "debug" and body["trace"]["candidates"]
+    run = AnswerRun.objects.get(pk=body["run_id"])
+    assert answer_retry(user=staff, run=run)["trace"]["candidates"]
+    staff.is_staff = False
+    staff.save(update_fields=["is_staff"])
+    with pytest.raises(ForbiddenError) as refused:
+        answer_retry(user=staff, run=run)
+    assert refused.value.error_code == "permission_denied"
+    assert run.generations.count() == 2  # the refused retry wrote nothing
+
+
+def test_every_other_mode_is_anyones(member):
+    for mode in ("ask", "quick", "pro", "deep", "agent", "plan", "raw"):
+        answer_mode_check(user=member, mode=mode)

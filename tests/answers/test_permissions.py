@@ -1,6 +1,7 @@
 """Answers use only what the asker may see now, rechecked just before publication."""
 
 import json
+import time
 
 import pytest
 from guardian.shortcuts import remove_perm
@@ -9,6 +10,7 @@ from answers.models import AnswerRun, CandidateFact, Citation
 from answers.pipeline.planner import Plan
 from answers.pipeline.recheck import publication_recheck
 from answers.pipeline.validation import SelectedFact
+from answers.selectors import run_audit
 from core.services import api_key_create, api_key_revoke
 from tests.answers.helpers import ask, ingest
 from tests.answers.providers import ScriptedProvider
@@ -17,6 +19,7 @@ pytestmark = pytest.mark.django_db
 
 SALARY = "The salary review of the platform team is scheduled for April."
 QUESTION = "When is the salary review of the platform team?"
+SLOW_RECHECK_SECONDS = 0.05
 
 
 @pytest.fixture
@@ -161,3 +164,27 @@ def test_a_revision_superseded_before_sealing_is_not_published(space, owner, mem
     )
     assert again["evidence"]["answer_status"] == "evidence_backed"
     assert "The security team owns service reviews now." in again["answer"]["text"]
+
+
+def test_a_refused_recheck_is_audited_with_its_real_duration(library, member, space, monkeypatch):
+    """Issue 49, item 3: the refusal's audited recheck step is as long as the recheck ran
+    (it was timed from the moment of the refusal: ~0 ms whatever the recheck took)."""
+    from answers.pipeline import sealing
+
+    real = sealing.publication_recheck
+
+    def slow_recheck(**kwargs):
+        time.sleep(SLOW_RECHECK_SECONDS)  # a lower bound for its duration, never a measure
+        return real(**kwargs)
+
+    def hide(attempt: int) -> None:
+        remove_perm("knowledge.view_space", member, space)
+
+    monkeypatch.setattr(sealing, "publication_recheck", slow_recheck)
+    body = ask(member, "q", provider=ScriptedProvider([select_first], plan=plan(), on_select=hide))
+    assert "access_denied" in body["quality"]["issues"]
+    run = AnswerRun.objects.get(pk=body["run_id"])
+    [generation] = run_audit(run=run)["generations"]
+    [recheck] = [step for step in generation["steps"] if step["step"] == "recheck"]
+    assert (recheck["ok"], recheck["code"]) == (False, "access_denied")
+    assert recheck["ms"] >= SLOW_RECHECK_SECONDS * 1000

@@ -1,5 +1,7 @@
 """The answer contract end to end with the extractive provider (SPEC §1, §5)."""
 
+import copy
+import dataclasses
 import re
 
 import pytest
@@ -91,3 +93,31 @@ def test_an_rlm_analysis_is_an_unsupported_prerequisite(library, member):
     assert body["evidence"]["answer_status"] == "abstained"
     assert "unsupported_prerequisite:analysis" in body["quality"]["issues"]
     assert body["answer"]["text"] == explanation("unsupported", "en")
+
+
+def test_publication_returns_what_it_sealed_and_leaves_what_it_was_given(
+    library, member, monkeypatch
+):
+    """Issue 49, item 3: answer_publish neither adds `release` to the body it is given nor
+    its recheck step to the publication's steps; it returns both, as sealed."""
+    from answers.pipeline import sealing
+
+    real = sealing.answer_publish
+    seen = []
+
+    def watched(publication):
+        given = copy.deepcopy((publication.body, publication.steps))
+        sealed = real(publication)
+        seen.append((publication, given, sealed))
+        return sealed
+
+    monkeypatch.setattr(sealing, "answer_publish", watched)
+    body = ask(member, "Who owns service reviews?")
+    [(publication, given, sealed)] = seen
+    assert (publication.body, publication.steps) == given
+    assert "release" not in publication.body
+    assert sealed.body == body and body["release"]["kind"] == "answer"
+    assert sealed.steps[: len(publication.steps)] == publication.steps
+    assert [step["step"] for step in sealed.steps[len(publication.steps) :]] == ["recheck"]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        publication.steps = ()

@@ -541,3 +541,17 @@ def test_a_follow_up_shows_what_it_was_searched_as(corpus, owner, space, member)
     assert "Rewritten from the conversation as: <q>Who approves service reviews?</q>" in receipt
     assert "part 1 (asked): <q>And who approves them?</q>" in receipt
     assert "part 1 (rewritten): <q>Who approves service reviews?</q>" in receipt
+
+
+def test_regenerating_a_debug_run_is_refused_once_its_asker_is_no_longer_staff(corpus, staff):
+    """Issue 49, item 2: the chat has no staff rule of its own; it shows the service's."""
+    body = ask_api(staff, QUESTION, mode="debug")
+    client = browser(staff)
+    assert client.post(f"/runs/{body['run_id']}/regenerate/").status_code == 302
+    run = AnswerRun.objects.get(pk=body["run_id"])
+    assert run.generations.count() == 2
+    staff.is_staff = False
+    staff.save(update_fields=["is_staff"])
+    response = client.post(f"/runs/{body['run_id']}/regenerate/", follow=True)
+    assert "Debug mode is for staff." in response.content.decode()
+    assert run.generations.count() == 2  # the refused regeneration wrote nothing

@@ -181,6 +181,20 @@ def test_errors_are_typed_from_the_servers_error_shape(live_server_url, corpus, 
     )
 
 
+def test_debug_is_the_services_refusal_for_a_reader_and_answers_staff(
+    live_server_url, corpus, reader_key, staff
+):
+    """Issue 49, item 2: `mode="debug"` from someone not staff is refused by the service;
+    the client raises its typed PermissionDeniedError with the service's code and message."""
+    with Client(live_server_url, reader_key) as client, pytest.raises(PermissionDeniedError) as no:
+        client.answer.create(QUESTION, mode="debug")
+    assert (no.value.status, no.value.code) == (403, "permission_denied")
+    assert no.value.message == "Debug mode is for staff."
+    with Client(live_server_url, api_key_create(user=staff).secret) as client:
+        answer = client.answer.create(QUESTION, mode="debug")
+    assert answer.body["mode"] == "debug" and "trace" in answer.body
+
+
 def test_a_body_without_an_evidence_report_reads_as_unknown():
     body = {"run_id": "r", "answer": {"text": "Trust me.", "citations": [], "cards": []}}
     answer = Answer.from_body(body)

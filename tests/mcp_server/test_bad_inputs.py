@@ -39,7 +39,9 @@ BAD_CALLS = [
     ("query_dataset", {"dataset_id": 1, "sql": {"select": 1}}, "invalid_arguments"),
     ("list_sources", {"space_id": "Operations"}, "invalid_arguments"),
     ("answer", {"query": ["a"]}, "empty_query"),
-    ("answer", {"query": "ok", "mode": "debug"}, "invalid_arguments"),
+    ("answer", {"query": "ok", "mode": "raw"}, "invalid_arguments"),
+    # the service's refusal, passed on: debug is for staff (the reader is not)
+    ("answer", {"query": "ok", "mode": "debug"}, "permission_denied"),
     ("answer", {"query": "ok", "evidence_policy": "strict"}, "invalid_policy"),
     ("answer", {"query": "ok", "evidence_policy": {"mode": "yolo"}}, "invalid_policy"),
     ("answer", {"query": "ok", "language": 3}, "invalid"),

@@ -83,3 +83,18 @@ def test_a_call_that_cannot_be_audited_returns_no_result(monkeypatch, space, mem
     outcome = run(member, "list_sources")
     assert outcome.is_error and outcome.payload["error"]["code"] == "internal_error"
     assert "spaces" not in outcome.payload
+
+
+def test_debug_is_refused_by_the_service_to_someone_not_staff_and_answers_staff(
+    space, owner, member, staff
+):
+    """Issue 49, item 2: the tool has no staff rule of its own; it passes on the service's."""
+    ingest(owner, "ops.txt", "The platform operations team owns service reviews.", space=space)
+    refused = run(member, "answer", query="Who owns service reviews?", mode="debug")
+    assert refused.is_error
+    assert refused.payload["error"]["code"] == "permission_denied"
+    assert refused.payload["error"]["message"] == "Debug mode is for staff."
+    assert ToolCall.objects.get(user=member).error_code == "permission_denied"
+    answered = run(staff, "answer", query="Who owns service reviews?", mode="debug")
+    assert not answered.is_error
+    assert answered.payload["mode"] == "debug" and "trace" in answered.payload
