@@ -70,8 +70,10 @@ def conversations_listed(
     return found
 
 
-def conversation_get_for_user(*, user: UserOrAnonymous, conversation_id: object) -> Conversation:
-    """The user's own conversation; NotFoundError whether missing or someone else's."""
+def conversation_get_owned(*, user: UserOrAnonymous, conversation_id: object) -> Conversation:
+    """The owner rule: the user's own conversation, to ask in, rename, delete, share or
+    export; NotFoundError whether missing, deleted or someone else's. The shared-read
+    rule is `conversation_get_readable` (conversations.services)."""
     pk = object_id_parse(conversation_id)
     conversation = conversations_of(user=user).filter(pk=pk).first() if pk else None
     if conversation is None:

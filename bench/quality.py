@@ -64,9 +64,14 @@ from common.quality_sets import (  # noqa: E402
 )
 from common.services import embedded_services, recreate_database  # noqa: E402
 
-from answers.judge.lexical import TermWeights  # noqa: E402
+from answers.judge.lexical import TermWeights, content_words  # noqa: E402
 from answers.pipeline.lifecycle import answer_create  # noqa: E402
-from answers.pipeline.planner import DatasetInfo, Plan, content_words, plan_question  # noqa: E402
+from answers.pipeline.planner import (  # noqa: E402
+    PLAN_STOPWORDS,
+    DatasetInfo,
+    Plan,
+    plan_question,
+)
 from answers.pipeline.providers.base import CandidateView  # noqa: E402
 from answers.pipeline.providers.extractive import ExtractiveProvider  # noqa: E402
 from answers.pipeline.request import answer_request_parse  # noqa: E402
@@ -98,7 +103,7 @@ class OldExtractiveProvider(ExtractiveProvider):
     ) -> str:
         chosen: list[dict] = []
         for index, search in enumerate(plan.searches):
-            wanted = set(content_words(search))
+            wanted = set(content_words(search, stopwords=PLAN_STOPWORDS))
             if not wanted:
                 continue
             found = sorted(
@@ -115,7 +120,7 @@ class OldExtractiveProvider(ExtractiveProvider):
                         end -= 1
                     if end <= start:
                         continue
-                    words = set(content_words(candidate.text[start:end]))
+                    words = set(content_words(candidate.text[start:end], stopwords=PLAN_STOPWORDS))
                     score = len(wanted & words) / len(wanted)
                     if score >= OLD_THRESHOLD and (best is None or score > best[0]):
                         best = (score, {"fact_id": candidate.fact_id, "start": start, "end": end})

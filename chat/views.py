@@ -23,7 +23,7 @@ from answers.pipeline.lifecycle import RunFailed, answer_create, answer_retry, a
 from answers.pipeline.request import answer_request_parse
 from answers.pipeline.texts import LANGUAGES
 from answers.selectors import (
-    conversation_get_for_user,
+    conversation_get_owned,
     conversation_runs,
     conversation_selection,
     conversations_listed,
@@ -35,11 +35,11 @@ from chat.presenters import activity_labels, file_state, receipt_view, run_views
 from chat.sources import quote_page_image, quote_source
 from conversations.services import (
     conversation_delete,
+    conversation_get_readable,
     conversation_rename,
     conversations_visible_to,
     run_get_for_reader,
 )
-from conversations.services import conversation_get_for_user as conversation_readable
 from core.errors import ApiError, NotFoundError, writing
 from core.types import request_user
 from knowledge.documents import document_upload
@@ -171,7 +171,7 @@ def conversation(request: HttpRequest, conversation_id: int) -> HttpResponse:
     """The messages in order, the question box and the conversation's source picker; a
     conversation shared with the user is shown read-only (its answers as the boundary
     lets this reader see them)."""
-    item = conversation_readable(user=request_user(request), conversation_id=conversation_id)
+    item = conversation_get_readable(user=request_user(request), conversation_id=conversation_id)
     owned = item.user_id == request.user.pk
     if request.method == "POST" and not owned:
         raise Http404()
@@ -216,7 +216,7 @@ def conversation(request: HttpRequest, conversation_id: int) -> HttpResponse:
 @require_POST
 @_not_found_is_404
 def conversation_rename_view(request: HttpRequest, conversation_id: int) -> HttpResponse:
-    item = conversation_get_for_user(user=request.user, conversation_id=conversation_id)
+    item = conversation_get_owned(user=request.user, conversation_id=conversation_id)
     form = RenameForm(request.POST)
     if form.is_valid():
         try:
@@ -233,7 +233,7 @@ def conversation_rename_view(request: HttpRequest, conversation_id: int) -> Http
 @require_POST
 @_not_found_is_404
 def conversation_delete_view(request: HttpRequest, conversation_id: int) -> HttpResponse:
-    item = conversation_get_for_user(user=request.user, conversation_id=conversation_id)
+    item = conversation_get_owned(user=request.user, conversation_id=conversation_id)
     conversation_delete(conversation=item)
     messages.success(
         request,
@@ -319,7 +319,7 @@ def file_upload(request: HttpRequest) -> HttpResponse:
     form = UploadForm(request.POST, request.FILES)
     item = None
     if request.POST.get("conversation"):
-        item = conversation_get_for_user(
+        item = conversation_get_owned(
             user=request.user, conversation_id=request.POST["conversation"]
         )
     target = reverse("chat:conversation", args=[item.pk]) if item else reverse("chat:home")

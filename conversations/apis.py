@@ -20,12 +20,13 @@ from rest_framework.views import APIView
 from answers.apis import request_origin
 from answers.models import Conversation
 from answers.pipeline.texts import LANGUAGES
+from answers.selectors import conversation_get_owned
 from answers.serializers import AnswerOutput
 from conversations.services import (
     conversation_create,
     conversation_delete,
     conversation_export,
-    conversation_get_for_user,
+    conversation_get_readable,
     conversation_messages,
     conversation_rename,
     conversations_visible_to,
@@ -176,8 +177,8 @@ class ConversationDetailApi(APIView):
         responses={200: ConversationOutput},
     )
     def patch(self, request: Request, conversation_id: str) -> Response:
-        conversation = conversation_get_for_user(
-            user=request_user(request), conversation_id=conversation_id, owner=True
+        conversation = conversation_get_owned(
+            user=request_user(request), conversation_id=conversation_id
         )
         data = self.RenameSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -186,15 +187,15 @@ class ConversationDetailApi(APIView):
 
     @extend_schema(operation_id="conversations_delete", responses={204: None})
     def delete(self, request: Request, conversation_id: str) -> Response:
-        conversation = conversation_get_for_user(
-            user=request_user(request), conversation_id=conversation_id, owner=True
+        conversation = conversation_get_owned(
+            user=request_user(request), conversation_id=conversation_id
         )
         conversation_delete(conversation=conversation)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(responses=ConversationDetailOutput)
     def get(self, request: Request, conversation_id: str) -> Response:
-        conversation = conversation_get_for_user(
+        conversation = conversation_get_readable(
             user=request_user(request), conversation_id=conversation_id
         )
         data = _conversation_data(conversation, request.user)
@@ -215,8 +216,8 @@ class ConversationExportApi(APIView):
         },
     )
     def get(self, request: Request, conversation_id: str) -> Response | HttpResponse:
-        conversation = conversation_get_for_user(
-            user=request_user(request), conversation_id=conversation_id, owner=True
+        conversation = conversation_get_owned(
+            user=request_user(request), conversation_id=conversation_id
         )
         export = conversation_export(user=request_user(request), conversation=conversation)
         if request.query_params.get("as") == "markdown":
@@ -239,8 +240,8 @@ class ShareListCreateApi(APIView):
         responses=paginated(ShareOutput, "SharePage"),
     )
     def get(self, request: Request, conversation_id: str) -> Response:
-        conversation = conversation_get_for_user(
-            user=request_user(request), conversation_id=conversation_id, owner=True
+        conversation = conversation_get_owned(
+            user=request_user(request), conversation_id=conversation_id
         )
         paginator = Pagination()
         shares = conversation.shares.select_related("recipient")
@@ -253,8 +254,8 @@ class ShareListCreateApi(APIView):
         responses={201: ShareOutput, **CONFLICT},
     )
     def post(self, request: Request, conversation_id: str) -> Response:
-        conversation = conversation_get_for_user(
-            user=request_user(request), conversation_id=conversation_id, owner=True
+        conversation = conversation_get_owned(
+            user=request_user(request), conversation_id=conversation_id
         )
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -269,8 +270,8 @@ class ShareListCreateApi(APIView):
 class ShareDeleteApi(APIView):
     @extend_schema(responses={204: None})
     def delete(self, request: Request, conversation_id: str, username: str) -> Response:
-        conversation = conversation_get_for_user(
-            user=request_user(request), conversation_id=conversation_id, owner=True
+        conversation = conversation_get_owned(
+            user=request_user(request), conversation_id=conversation_id
         )
         share_delete(conversation=conversation, username=username)
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -290,8 +291,8 @@ class IntentCreateApi(APIView):
         request={"application/json": InputSerializer}, responses={201: IntentOutput, **CONFLICT}
     )
     def post(self, request: Request, conversation_id: str) -> Response:
-        conversation = conversation_get_for_user(
-            user=request_user(request), conversation_id=conversation_id, owner=True
+        conversation = conversation_get_owned(
+            user=request_user(request), conversation_id=conversation_id
         )
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)

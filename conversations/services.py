@@ -29,7 +29,6 @@ from answers.boundary import (
 )
 from answers.models import AnswerRun, Conversation, Message
 from answers.pipeline import texts
-from answers.selectors import conversation_get_for_user as owner_conversation_get
 from answers.selectors import run_capture_current
 from audit.log import (
     LogVerification,
@@ -64,13 +63,11 @@ def conversations_visible_to(*, user: User) -> QuerySet[Conversation]:
     ).order_by("-id")
 
 
-def conversation_get_for_user(
-    *, user: User, conversation_id: object, owner: bool = False
-) -> Conversation:
-    """A conversation the user may read (`owner`: only their own, the answers selector);
-    NotFoundError whether missing, someone else's or not shared with them."""
-    if owner:
-        return owner_conversation_get(user=user, conversation_id=conversation_id)
+def conversation_get_readable(*, user: User, conversation_id: object) -> Conversation:
+    """The shared-read rule: a conversation the user may read, their own or one shared
+    with them (read-only); NotFoundError whether missing, deleted, someone else's or not
+    shared with them. What only the owner may do goes through the owner rule,
+    `answers.selectors.conversation_get_owned`."""
     pk = object_id_parse(conversation_id)
     found = conversations_visible_to(user=user).filter(pk=pk).first() if pk else None
     if found is None:
@@ -130,7 +127,7 @@ def message_view(
 
 def conversation_messages(*, user: User, conversation: Conversation) -> list[dict]:
     """The messages in order, each as `user` may read it now, in a fixed number of
-    queries. Precondition: the conversation came from `conversation_get_for_user`."""
+    queries. Precondition: the conversation came from `conversation_get_readable`."""
     releases = OutputRelease.objects.filter(run__conversation=conversation).values_list(
         "message_id", "run_id", "message__generation__number"
     )
@@ -168,7 +165,7 @@ TITLE_MAX = 200
 
 def conversation_rename(*, conversation: Conversation, title: str) -> Conversation:
     """A new title (trimmed; 1–200 characters, no control characters). Precondition: the
-    owner's conversation (selector with `owner=True`)."""
+    owner's conversation (`conversation_get_owned`)."""
     title = title.strip() if isinstance(title, str) else ""
     if (
         not title
@@ -187,7 +184,7 @@ def conversation_delete(*, conversation: Conversation) -> None:
     """Gone for its owner and whoever it was shared with: from every list and lookup, its
     shares revoked. Its runs, releases, events and audits stay (sealed records); the owner
     still reads each run and its receipt by id through the API. Precondition: the owner's
-    conversation (selector with `owner=True`)."""
+    conversation (`conversation_get_owned`)."""
     with transaction.atomic():
         conversation.shares.all().delete()
         conversation.deleted_at = timezone.now()

@@ -531,11 +531,6 @@ if not 0.0 < KOINON_EXTRACTION_DAMAGE_THRESHOLD < 1.0:
         "KOINON_EXTRACTION_DAMAGE_THRESHOLD must be between 0 and 1 (exclusive)"
     )
 
-# --- MCP server (mcp_server/) ------------------------------------------------------------
-# Dotted paths of callables wrapped around each MCP tool call as middleware wraps a request
-# (tool calls do not pass Django's middleware). Not from the environment: code, not config.
-KOINON_MCP_CALL_HOOKS: list[str] = []
-
 # --- i18n, static -------------------------------------------------------------
 LANGUAGE_CODE = "en"
 LANGUAGES = [("en", "English"), ("de", "Deutsch"), ("fr", "Français"), ("ja", "日本語")]

@@ -16,7 +16,8 @@ LOG_DIR = DATA_DIR / "traces"  # noqa: F405 - run traces of the suite stay out o
 
 if os.environ.get("KOINON_DATABASE_NAME"):  # a child process (Daphne) of the suite
     MIDDLEWARE = ["tests.middleware.fresh_content_types", *MIDDLEWARE]  # noqa: F405
-    # MCP tool calls do not pass Django's middleware; the same hook wraps each of them.
+    # MCP tool calls do not pass Django's middleware; the same hook wraps each of them. A
+    # test hook only: koinon/settings.py does not declare it (mcp_server.services._hooks).
     KOINON_MCP_CALL_HOOKS = ["tests.middleware.fresh_content_types"]
 
 # Workers announce themselves quickly, so the suite need not wait for a heartbeat.

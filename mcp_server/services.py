@@ -59,10 +59,12 @@ def arguments_for_audit(value: object, depth: int = 0) -> object:
 
 
 def _hooks() -> Callable[[dict], ToolCallOutcome]:
-    """KOINON_MCP_CALL_HOOKS: callables wrapped around each call as Django middleware wraps
-    a request (the test suite's child processes forget cached content types this way)."""
+    """KOINON_MCP_CALL_HOOKS: dotted paths of callables wrapped around each call as Django
+    middleware wraps a request (tool calls do not pass Django's middleware). Only the test
+    settings set it (their child processes forget cached content types this way); the
+    product has none, so koinon/settings.py does not declare it."""
     call = _execute
-    for path in reversed(settings.KOINON_MCP_CALL_HOOKS):
+    for path in reversed(getattr(settings, "KOINON_MCP_CALL_HOOKS", ())):
         call = import_string(path)(call)
     return call
 

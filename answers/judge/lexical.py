@@ -149,9 +149,13 @@ def stem(word: str) -> str:
     return _stemmer.stemWord(word)
 
 
-def content_words(text: str) -> list[str]:
-    """Normalised words of the text that are not stopwords, in order (repeats kept)."""
-    return [word for word in normalised_words(text) if word not in STOPWORDS]
+def content_words(text: str, *, stopwords: frozenset[str] = STOPWORDS) -> list[str]:
+    """Normalised words of the text that are not in `stopwords`, in order (repeats kept).
+
+    The one content-word rule of the app. The default list is the judge's: its weights
+    were fitted on features read with it, so it changes only with a refit. The planner
+    passes its own, shorter list (`answers.pipeline.planner.PLAN_STOPWORDS`)."""
+    return [word for word in normalised_words(text) if word not in stopwords]
 
 
 def content_stems(text: str) -> list[str]:

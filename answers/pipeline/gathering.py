@@ -7,12 +7,13 @@ from dataclasses import replace
 
 from django.db import DatabaseError
 
+from answers.judge.lexical import content_words
 from answers.models import CandidateFact
 from answers.pipeline import hooks
 from answers.pipeline.contracts import Gathered, ProviderFailed, RunContext, Trace
 from answers.pipeline.events import step_event, tool_event
 from answers.pipeline.judgement import VALUE_UNMET, Support
-from answers.pipeline.planner import Plan, content_words
+from answers.pipeline.planner import PLAN_STOPWORDS, Plan
 from answers.pipeline.selection import select_step
 from answers.pipeline.tools import run_tools, value_unmet, visible_datasets
 
@@ -48,7 +49,7 @@ def plan_step(ctx: RunContext, trace: Trace) -> Plan:
 
 def plan_broaden(plan: Plan, round_number: int) -> Plan:
     """Agent mode: a further round with the question's content words only."""
-    words = content_words(plan.standalone)
+    words = content_words(plan.standalone, stopwords=PLAN_STOPWORDS)
     search = " ".join(words if round_number == 1 else words[: max(2, len(words) // 2)])
     return replace(plan, searches=[search] if search else plan.searches, dataset_queries=[])
 

@@ -22,13 +22,13 @@ from answers.pipeline.providers.base import ModelProvider
 from answers.pipeline.request import AnswerRequest, response_language
 from answers.pipeline.sealing import seal_decision
 from answers.pipeline.strategies import decide
+from answers.selectors import conversation_get_owned
 from answers.services import conversation_sources_set
 from audit.services import stream_event_started, stream_events_fail
 from core.errors import (
     DATABASE_RETRY_AFTER,
     ApiError,
     ForbiddenError,
-    NotFoundError,
     ServiceUnavailableError,
     database_connection_discard,
     database_unavailable,
@@ -61,12 +61,7 @@ def _conversation(*, user: User, request: AnswerRequest, origin: str) -> Convers
         return Conversation.objects.create(
             user=user, title=request.query[:200], language=request.language or "", origin=origin
         )
-    conversation = Conversation.objects.filter(
-        pk=request.conversation_id, user=user, deleted_at__isnull=True
-    ).first()
-    if conversation is None:
-        raise NotFoundError("Conversation not found.")
-    return conversation
+    return conversation_get_owned(user=user, conversation_id=request.conversation_id)
 
 
 def answer_mode_check(*, user: User, mode: str) -> None:

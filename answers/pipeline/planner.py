@@ -5,6 +5,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from answers.judge.lexical import content_words
 from answers.pipeline.restrictions import (
     DatasetInfo,
     Restriction,
@@ -15,7 +16,10 @@ from knowledge.normalise import normalised_words
 
 __all__ = ["DatasetInfo", "Plan", "plan_question"]
 
-STOPWORDS = frozenset(
+# The planner's stop list, shorter than the judge's (answers.judge.lexical.STOPWORDS): a
+# part of a question counts as a search, and a search is broadened, with words such as
+# "not", "before" or "more" still counted. Passed to the one `content_words`.
+PLAN_STOPWORDS = frozenset(
     [
         "a",
         "an",
@@ -100,7 +104,7 @@ REFERS_BACK = re.compile(r"\b(?:it|its|they|them|their|theirs|those|these|the sa
 DEMONSTRATIVE = re.compile(r"\b(?:that|this)\b", re.I)
 QUESTION_WORDS = frozenset(["who", "whom", "whose", "what", "when", "where", "which", "why", "how"])
 # Words that are never the subject a follow-up refers to (auxiliaries, quantifiers …).
-FUNCTION_WORDS = STOPWORDS | frozenset(
+FUNCTION_WORDS = PLAN_STOPWORDS | frozenset(
     [
         "am",
         "been",
@@ -191,7 +195,7 @@ class Plan:
             asked = self.asked[part] if part < len(self.asked) else ""
             if asked:
                 queries.append((part, asked, "asked"))
-            present = set(content_words(search))
+            present = set(content_words(search, stopwords=PLAN_STOPWORDS))
             extra = [
                 word
                 for entry in self.memory
@@ -229,10 +233,6 @@ class Plan:
                 queries.append({"part": part, "text": text, "origin": origin})
         data["queries"] = queries
         return data
-
-
-def content_words(text: str) -> list[str]:
-    return [word for word in normalised_words(text) if word not in STOPWORDS]
 
 
 def _is_content(token: str) -> bool:
@@ -338,7 +338,11 @@ def standalone_question(question: str, history: list[str]) -> tuple[str, bool]:
 
 
 def searches_for(question: str) -> list[str]:
-    parts = [part for part in SPLIT.split(question) if len(content_words(part)) >= 2]
+    parts = [
+        part
+        for part in SPLIT.split(question)
+        if len(content_words(part, stopwords=PLAN_STOPWORDS)) >= 2
+    ]
     searches = parts[:3] if len(parts) > 1 else [question]
     return searches
 

@@ -7,8 +7,7 @@ import time
 from django.db import DatabaseError
 
 from answers.judge.features import JudgeItem
-from answers.judge.lexical import TermWeights, stem
-from answers.judge.lexical import content_words as lexical_words
+from answers.judge.lexical import TermWeights, content_words, stem
 from answers.judge.model import JudgeUnavailable
 from answers.models import CandidateFact
 from answers.pipeline.contracts import RunContext, Selection, Trace
@@ -32,7 +31,7 @@ SELECTION_ATTEMPTS = 3  # the first selection and at most two retries
 
 def term_weights(ctx: RunContext, plan: Plan) -> TermWeights:
     """IDF of the plan's words in the corpus this run may see (SPEC §1.4 scope)."""
-    words = [w for search in plan.searches for w in lexical_words(search)]
+    words = [w for search in plan.searches for w in content_words(search)]
     frequencies, documents = document_frequencies(scope=ctx.scope, words=words)
     by_stem: dict[str, int] = {}
     for word, count in frequencies.items():

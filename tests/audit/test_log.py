@@ -2,6 +2,7 @@
 checkpoints that the served key verifies, append-only rows, GET /v1/log/checkpoint."""
 
 import json
+import logging
 import threading
 
 import pytest
@@ -223,12 +224,28 @@ def test_publication_queues_the_integration_after_commit(
     assert not LogEntry.objects.exists()
 
 
-def test_a_broker_that_is_down_does_not_fail_the_publication(monkeypatch):
+@pytest.mark.django_db
+def test_a_broker_that_is_down_does_not_fail_the_publication(
+    library, member, django_capture_on_commit_callbacks, settings, monkeypatch, caplog
+):
+    settings.KOINON_LOG_INTEGRATE_AFTER_COMMIT = True  # the default; off for the suite's worker
+    tried = []
+
     def down(task, *args):
+        tried.append(task)
         raise QueueUnavailable(task.name)
 
     monkeypatch.setattr("audit.services.task_enqueue", down)
-    log_integration_queue()  # logs a warning, raises nothing
+    with (
+        caplog.at_level(logging.WARNING, logger="audit.services"),
+        django_capture_on_commit_callbacks(execute=True),
+    ):
+        body = ask(member, MIXED_QUESTION)  # the after-commit queueing runs, and fails
+    assert tried == [log_integrate_task]
+    assert OutputRelease.objects.filter(pk=body["release"]["id"]).exists()
+    assert [r.getMessage() for r in caplog.records if r.name == "audit.services"] == [
+        "answer log: integration not queued; the next one takes this release"
+    ]
 
 
 @pytest.mark.django_db

@@ -23,6 +23,7 @@ from knowledge.documents import (
 from knowledge.embeddings import EmbeddingError, get_embedding_provider
 from knowledge.models import Passage
 from knowledge.retrieval import vector_search
+from knowledge.tasks import refresh_embeddings
 from tests.helpers import client_for
 from tests.knowledge.test_documents import wait_for_extraction
 
@@ -111,15 +112,24 @@ def test_the_sweeper_has_old_vectors_embedded_again_and_retrieval_finds_them(pas
     assert not redis_client().exists(EMBEDDINGS_REFRESH_KEY)  # the refresh let go of it
 
 
-def test_nothing_stale_queues_nothing_and_a_running_refresh_is_not_queued_twice(passages, space):
+def test_nothing_stale_queues_nothing_and_a_running_refresh_is_not_queued_twice(
+    monkeypatch, passages, space
+):
+    queued = []
+    monkeypatch.setattr("knowledge.documents.task_enqueue", lambda task, *args: queued.append(task))
     assert embeddings_refresh_schedule() is False
     assert not redis_client().exists(EMBEDDINGS_REFRESH_KEY)
+    assert queued == []
 
     made_old(passages)
     redis_client().set(EMBEDDINGS_REFRESH_KEY, "another worker's refresh", ex=60)
     assert embeddings_refresh_schedule() is False
-    time.sleep(1)
-    assert stale_count(space) == len(passages)  # nobody was asked to refresh
+    assert queued == []  # nobody was asked to refresh
+    assert redis_client().get(EMBEDDINGS_REFRESH_KEY) == b"another worker's refresh"
+
+    redis_client().delete(EMBEDDINGS_REFRESH_KEY)  # that refresh ended: the next sweep queues
+    assert embeddings_refresh_schedule() is True
+    assert queued == [refresh_embeddings]
 
 
 def test_a_refresh_out_of_time_queues_itself_again(settings, passages, space):

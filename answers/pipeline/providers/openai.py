@@ -33,13 +33,13 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from answers.judge.features import JudgeItem
-from answers.judge.lexical import TermWeights
+from answers.judge.lexical import TermWeights, content_words
 from answers.judge.model import local_judge
 from answers.pipeline.planner import (
+    PLAN_STOPWORDS,
     DatasetInfo,
     Plan,
     asked_parts,
-    content_words,
     plan_question,
     planned_queries,
     refers_back,
@@ -118,7 +118,7 @@ GENERAL_SYSTEM = (
 
 def _mostly_from(text: str, allowed: set[str]) -> bool:
     """At least half of the text's content words are words of the question or history."""
-    words = content_words(text)
+    words = content_words(text, stopwords=PLAN_STOPWORDS)
     return bool(words) and 2 * sum(word in allowed for word in words) >= len(words)
 
 
@@ -180,10 +180,14 @@ class OpenAIProvider:
         # The same rule as the rule planner's: only a question that refers back (by rule
         # or by the model's reading) is rewritten, and only then may history words enter.
         follow = bool(history) and (refers_back(question) or answer["refers_back"])
-        allowed = set(content_words(" ".join([question, *(history if follow else [])])))
+        allowed = set(
+            content_words(
+                " ".join([question, *(history if follow else [])]), stopwords=PLAN_STOPWORDS
+            )
+        )
         searches: list[str] = []
         for search in (s.strip() for s in answer["searches"]):
-            if not follow and not set(content_words(search)) <= allowed:
+            if not follow and not set(content_words(search, stopwords=PLAN_STOPWORDS)) <= allowed:
                 continue  # a complete question is searched with its own words only
             if _mostly_from(search, allowed) and search.casefold() not in {
                 s.casefold() for s in searches
