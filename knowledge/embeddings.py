@@ -84,7 +84,7 @@ def _check_texts(texts: Sequence[str]) -> None:
 # --- local: all-MiniLM-L6-v2 int8 on ONNX Runtime's int8 kernels -----------------------
 
 
-def _read_pinned(package: str, relative: str, sha256: str) -> bytes:
+def pinned_package_file(package: str, relative: str, sha256: str) -> bytes:
     """The file's bytes, verified; found via the import system, never an absolute path."""
     spec = importlib.util.find_spec(package)  # finds the package without running its __init__
     locations = list(spec.submodule_search_locations or []) if spec else []
@@ -192,8 +192,8 @@ class _LocalRuntime:
         import onnxruntime as ort  # imported here: openai-only deployments never pay for it
         from tokenizers import Tokenizer
 
-        model_bytes = _int8_kernels(_read_pinned(MODEL_PACKAGE, MODEL_FILE, MODEL_SHA256))
-        tokenizer_bytes = _read_pinned(TOKENIZER_PACKAGE, TOKENIZER_FILE, TOKENIZER_SHA256)
+        model_bytes = _int8_kernels(pinned_package_file(MODEL_PACKAGE, MODEL_FILE, MODEL_SHA256))
+        tokenizer_bytes = pinned_package_file(TOKENIZER_PACKAGE, TOKENIZER_FILE, TOKENIZER_SHA256)
         options = ort.SessionOptions()
         options.intra_op_num_threads = _thread_count()
         options.inter_op_num_threads = 1

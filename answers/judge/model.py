@@ -25,6 +25,12 @@ if TYPE_CHECKING:
     from tokenizers import Encoding
 from answers.judge.lexical import TermWeights
 from answers.judge.segment import judge_segment
+from knowledge.embeddings import (
+    TOKENIZER_FILE,
+    TOKENIZER_PACKAGE,
+    TOKENIZER_SHA256,
+    pinned_package_file,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -54,11 +60,8 @@ class CrossEncoder:
     """The int8 ONNX pair classifier; its tokenizer is the embedding model's (same vocab)."""
 
     def __init__(self, model_bytes: bytes, max_length: int) -> None:
-        import onnxruntime as ort
+        import onnxruntime as ort  # heavy, and only where a judge is loaded
         from tokenizers import Tokenizer
-
-        from knowledge.embeddings import TOKENIZER_FILE, TOKENIZER_PACKAGE, TOKENIZER_SHA256
-        from knowledge.embeddings import _read_pinned as read_pinned
 
         options = ort.SessionOptions()
         options.intra_op_num_threads = 1
@@ -67,7 +70,7 @@ class CrossEncoder:
             model_bytes, options, providers=["CPUExecutionProvider"]
         )
         tokenizer = Tokenizer.from_str(
-            read_pinned(TOKENIZER_PACKAGE, TOKENIZER_FILE, TOKENIZER_SHA256).decode()
+            pinned_package_file(TOKENIZER_PACKAGE, TOKENIZER_FILE, TOKENIZER_SHA256).decode()
         )
         tokenizer.no_padding()
         tokenizer.enable_truncation(max_length=max_length, strategy="longest_first")

@@ -97,7 +97,7 @@ def test_the_weight_matmuls_run_on_int8_kernels_with_the_pinned_weights() -> Non
     import onnx
     from onnx import numpy_helper
 
-    pinned = embeddings._read_pinned(
+    pinned = embeddings.pinned_package_file(
         embeddings.MODEL_PACKAGE, embeddings.MODEL_FILE, embeddings.MODEL_SHA256
     )
     stored, converted = (
