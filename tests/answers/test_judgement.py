@@ -319,3 +319,43 @@ def test_a_judge_thread_count_outside_one_to_64_is_refused_at_start(value):
     result = django_setup_with("KOINON_JUDGE_THREADS", value)
     assert result.returncode != 0
     assert "KOINON_JUDGE_THREADS" in result.stderr
+
+
+def _judge_file(tmp_path, edit) -> tuple:
+    raw = json.loads(judge_model.JUDGE_FILE.read_text())
+    edit(raw)
+    path = tmp_path / "judge.json"
+    path.write_bytes(json.dumps(raw).encode())
+    return path, hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _name_paragraph_without_its_model(raw: dict) -> None:
+    raw.pop("paragraph_encoder", None)
+    model = raw["model"]
+    if "paragraph" not in model["features"]:
+        model["features"].insert(1, "paragraph")
+        for key in ("mean", "coef"):
+            model[key].insert(1, 0.0)
+        model["scale"].insert(1, 1.0)
+
+
+def _name_the_model_without_its_feature(raw: dict) -> None:
+    raw["paragraph_encoder"] = {"file": "paragraph_encoder.onnx", "sha256": "0" * 64}
+    model = raw["model"]
+    if "paragraph" in model["features"]:
+        at = model["features"].index("paragraph")
+        for key in ("features", "mean", "scale", "coef"):
+            del model[key][at]
+
+
+@pytest.mark.parametrize(
+    "edit", [_name_paragraph_without_its_model, _name_the_model_without_its_feature]
+)
+def test_a_paragraph_feature_and_its_model_come_together_or_the_judge_fails_closed(
+    tmp_path, edit
+):
+    """The paragraph judge's logit is a feature of the regression only with the model
+    that gives it: a file naming one without the other is not a judge."""
+    path, pinned = _judge_file(tmp_path, edit)
+    with pytest.raises(judge_model.JudgeUnavailable):
+        judge_model.weights_load(path, pinned)
