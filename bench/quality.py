@@ -386,6 +386,12 @@ def main() -> None:
     )
     parser.add_argument("--details", type=Path, help="write one JSON line per question here")
     parser.add_argument(
+        "--baseline-judge",
+        type=Path,
+        help="also measure each threshold with this judge file (its models beside it), e.g. "
+        "the judge shipped before a retraining: the baseline of that change",
+    )
+    parser.add_argument(
         "--without-answer-type",
         action="store_true",
         help="also measure each threshold with the answer-type gate off "
@@ -488,6 +494,28 @@ def threshold_fixed(threshold: float):
 
 
 @contextlib.contextmanager
+def judge_swapped(path: Path | None):
+    """Every run judged by the judge file at `path` (its models beside it), e.g. the judge
+    shipped before a retraining, kept as the baseline of the same run. None: the pinned one."""
+    import hashlib
+
+    from answers.judge import model as judge_model
+
+    if path is None:
+        yield
+        return
+    kept = judge_model.JUDGE_FILE, judge_model.JUDGE_SHA256
+    judge_model.JUDGE_FILE = path
+    judge_model.JUDGE_SHA256 = hashlib.sha256(path.read_bytes()).hexdigest()
+    judge_model._loaded.clear()
+    try:
+        yield
+    finally:
+        judge_model.JUDGE_FILE, judge_model.JUDGE_SHA256 = kept
+        judge_model._loaded.clear()
+
+
+@contextlib.contextmanager
 def judge_pool(threads: int | None):
     """The local judge's cross-encoder running `threads` pairs at once (None: as configured)."""
     from concurrent.futures import ThreadPoolExecutor
@@ -524,6 +552,10 @@ def run_extractive(postgres, args: argparse.Namespace, thresholds: list[float]) 
             print_row("old selector", measure(chosen, OldExtractiveProvider, texts).row())
         curves[chosen.name] = []
         for threshold in thresholds:
+            if args.baseline_judge:
+                with threshold_fixed(threshold), judge_swapped(args.baseline_judge):
+                    row = measure(chosen, ExtractiveProvider, texts).row()
+                print_row(f"baseline judge, {threshold}", row)
             if args.without_answer_type:
                 with threshold_fixed(threshold), answer_type_gate_off():
                     row = measure(chosen, ExtractiveProvider, texts).row()

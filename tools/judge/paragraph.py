@@ -54,7 +54,7 @@ from tools.judge.data import (
     ragbench_records,
     squad_records,
 )
-from tools.judge.pairs import Pair, _idf, _overlap, content_words
+from tools.judge.pairs import Pair, _idf, _overlap, content_words, pairs_digest
 
 PARAGRAPH_ONNX = JUDGE_DIR / "paragraph_encoder.onnx"
 PARAGRAPH_MANIFEST = JUDGE_DIR / "paragraph_encoder.json"
@@ -293,6 +293,7 @@ def train(config: ParagraphConfig, tag: str) -> Path:
         "tag": tag,
         "config": asdict(config),
         "pairs": counts,
+        "pairs_sha256": pairs_digest(slices),
         "dev": metrics,
         "total_seconds": time.perf_counter() - started,
     }
@@ -330,10 +331,34 @@ def ship(tag: str) -> None:
     print(f"shipped {tag}: {PARAGRAPH_ONNX.name} ({PARAGRAPH_ONNX.stat().st_size / 1e6:.1f} MB)")
 
 
+QUICK_COMMAND = "tools/judge/paragraph.py --quick 150 --tag ci-paragraph"
+
+
+def record_quick(out_dir: Path) -> None:
+    """Write a quick run's pairs and dev figures into the manifest: the small fixed slice
+    CI retrains (tests/answers/test_judge_training.py) and must reproduce."""
+    report = json.loads((out_dir / "report.json").read_text(encoding="utf-8"))
+    manifest = json.loads(PARAGRAPH_MANIFEST.read_text(encoding="utf-8"))
+    manifest["quick_check"] = {
+        "command": QUICK_COMMAND,
+        "config": report["config"],
+        "pairs": report["pairs"],
+        "pairs_sha256": report["pairs_sha256"],
+        "dev": report["dev"],
+    }
+    PARAGRAPH_MANIFEST.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    print(f"quick check recorded in {PARAGRAPH_MANIFEST.name}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tag", default="paragraph")
     parser.add_argument("--ship-only", metavar="TAG", help="ship an already trained variant")
+    parser.add_argument(
+        "--record-quick",
+        action="store_true",
+        help="with --quick: record its figures in the manifest (what CI's rerun must match)",
+    )
     defaults = ParagraphConfig()
     for field, value in asdict(defaults).items():
         parser.add_argument(f"--{field.replace('_', '-')}", type=type(value), default=value)
@@ -342,7 +367,9 @@ def main() -> None:
         ship(args.ship_only)
         return
     config = ParagraphConfig(**{f: getattr(args, f) for f in asdict(defaults)})
-    train(config, args.tag)
+    out_dir = train(config, args.tag)
+    if config.quick and args.record_quick:
+        record_quick(out_dir)
 
 
 if __name__ == "__main__":
