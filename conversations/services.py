@@ -37,7 +37,7 @@ from audit.log import (
     log_export_verify,
 )
 from audit.models import OutputRelease
-from audit.services import body_hashes, canonical_json, sha256_hex
+from audit.receipts import body_hashes, canonical_json, sha256_hex
 from conversations.models import ConversationShare, PublicationIntent
 from core.errors import ConflictError, NotFoundError, UnprocessableError
 from core.inputs import object_id_parse, text_is_storable
