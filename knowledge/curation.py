@@ -14,7 +14,7 @@ from core.errors import ApiError, ConflictError, UnprocessableError
 from core.inputs import text_field_parse
 from core.ports import Port
 from core.types import User
-from knowledge.documents import document_set_current, passages_create
+from knowledge.documents.extraction import document_set_current, passages_create
 from knowledge.extraction import Segment, normalise_text
 from knowledge.extraction.damage import extraction_damage
 from knowledge.models import (

@@ -225,7 +225,8 @@ class LocalMiniLMProvider:
     """all-MiniLM-L6-v2 (int8, int8 kernels) offline: mean pooling, then L2 normalisation.
 
     The model id names the kernels too: vectors of "local:all-MiniLM-L6-v2-int8" (the same
-    weights run as fp32 MatMuls) are embedded again by knowledge.documents.passages_embed_stale.
+    weights run as fp32 MatMuls) are embedded again by
+    knowledge.documents.embedding.passages_embed_stale.
     """
 
     model_id = "local:all-MiniLM-L6-v2-int8-kernels"

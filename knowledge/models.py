@@ -199,13 +199,13 @@ class Extraction(models.Model):
     # Share of the text's words (by letters) that look glued, measured on admission;
     # None for rows admitted before it was measured.
     damage = models.FloatField(null=True, blank=True)
-    # Set on admission (knowledge.documents.revision_extract) and never moved afterwards.
+    # Set on admission (knowledge.documents.extraction.revision_extract) and never moved afterwards.
     serves_passages = models.BooleanField(default=False)
     progress = models.PositiveSmallIntegerField(default=0)
     attempts = models.PositiveSmallIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     # Last time the extraction was handed to the broker; the sweeper re-queues
-    # pending rows whose message was lost (knowledge.documents.extractions_recover).
+    # pending rows whose message was lost (knowledge.documents.extraction.extractions_recover).
     queued_at = models.DateTimeField(null=True, blank=True)
     # Last sign of life of the worker running it; stale means that worker died.
     heartbeat_at = models.DateTimeField(null=True, blank=True)
@@ -376,8 +376,9 @@ class LexemeFrequency(models.Model):
     search vectors): the document frequencies behind the selector's IDF weights, read per
     answer without counting passages. The lexeme "" counts the space's current passages.
 
-    Kept in step with `Passage.is_current` by knowledge.documents.document_set_current, in
-    the same transaction; private files (no space) are counted live instead.
+    Kept in step with `Passage.is_current` by
+    knowledge.documents.extraction.document_set_current, in the same transaction; private
+    files (no space) are counted live instead.
     """
 
     space = models.ForeignKey(Space, on_delete=models.CASCADE, related_name="+")

@@ -497,10 +497,10 @@ KOINON_RUN_CLAIM_TIMEOUT = env_int("KOINON_RUN_CLAIM_TIMEOUT", 120)
 # A worker sweeps once as it starts (work lost by the worker it replaces), then each interval.
 KOINON_SWEEP_AT_START = True
 # How long one refresh of vectors from another embedding model runs before it queues
-# itself again behind other work (knowledge.documents.embeddings_refresh).
+# itself again behind other work (knowledge.documents.embedding.embeddings_refresh).
 KOINON_EMBEDDINGS_REFRESH_SECONDS = env_float("KOINON_EMBEDDINGS_REFRESH_SECONDS", 20.0)
 # One embedding turn of an extraction lasts this long (one batch at least); the rest is
-# queued again behind other work (knowledge.documents.extraction_embed).
+# queued again behind other work (knowledge.documents.embedding.extraction_embed).
 KOINON_EMBED_SECONDS = env_float("KOINON_EMBED_SECONDS", 20.0)
 # Pending rows not picked up this long are queued again; running rows whose heartbeat
 # is this old belong to a dead worker.
