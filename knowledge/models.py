@@ -4,6 +4,9 @@ from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
 from pgvector.django import HnswIndex, VectorField
 
+from knowledge.extraction.base import error_message
+from knowledge.extraction.damage import extraction_is_damaged
+
 # all-MiniLM-L6-v2, the default local embedding model. Another model with another
 # dimension needs a migration; a query with a different model is refused.
 EMBEDDING_DIMENSION = 384
@@ -243,16 +246,12 @@ class Extraction(models.Model):
     @property
     def error_message(self) -> str:
         """What `error_code` means, in a sentence fit for the person who uploaded the file."""
-        # Imported here: the extraction package loads every extractor library.
-        from knowledge.extraction.base import error_message
 
         return error_message(self.error_code)
 
     @property
     def is_damaged(self) -> bool:
         """Whether `damage` is past KOINON_EXTRACTION_DAMAGE_THRESHOLD (never when unmeasured)."""
-        from knowledge.extraction.damage import extraction_is_damaged
-
         return extraction_is_damaged(
             self.damage, threshold=settings.KOINON_EXTRACTION_DAMAGE_THRESHOLD
         )

@@ -76,14 +76,14 @@ def test_the_task_time_limit_ends_every_extraction_of_the_revision_timeout(
 
 
 def test_a_time_limit_inside_a_parser_is_not_recorded_as_corrupt(monkeypatch):
-    import knowledge.extraction
+    from knowledge.extraction import extract, text
 
     def parser_at_the_limit(data, limits):
         raise SoftTimeLimitExceeded()
 
-    monkeypatch.setitem(knowledge.extraction._EXTRACTORS, ("text", "primary"), parser_at_the_limit)
+    monkeypatch.setattr(text, "extract_primary", parser_at_the_limit)
     with pytest.raises(SoftTimeLimitExceeded):
-        knowledge.extraction.extract("text", b"Some text.", role="primary")
+        extract("text", b"Some text.", role="primary")
 
 
 @pytest.fixture
