@@ -18,6 +18,7 @@ from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from answers.boundary import (
     NOTICE_ISSUES,
@@ -420,8 +421,6 @@ def _release_problems(body: dict, release: OutputRelease) -> list[str]:
 
 
 def _instant(value: object) -> datetime | None:
-    from django.utils.dateparse import parse_datetime
-
     try:
         return parse_datetime(value) if isinstance(value, str) else None
     except ValueError:
@@ -429,8 +428,6 @@ def _instant(value: object) -> datetime | None:
 
 
 def _uuid(value: object) -> uuid.UUID | None:
-    import uuid
-
     try:
         return uuid.UUID(str(value))
     except ValueError:

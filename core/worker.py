@@ -31,6 +31,7 @@ import redis
 import redis.sentinel
 from celery.signals import worker_init, worker_ready, worker_shutdown
 from django.conf import settings
+from django.db import connection
 
 from core.ports import Hooks
 
@@ -109,8 +110,6 @@ class WorkerMaintenance(threading.Thread):
             client.delete(self.key)
 
     def sweep(self) -> None:
-        from django.db import connection
-
         try:
             for step in sweep_steps:
                 try:

@@ -4,7 +4,7 @@ import os
 import secrets
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import parse_qs, quote, unquote, urlparse
 
 import django_stubs_ext
 from django.core.exceptions import ImproperlyConfigured
@@ -122,8 +122,6 @@ EMBEDDED_PG_DIR = DATA_DIR / "pg"
 
 
 def _database_from_url(url: str, variable: str = "DATABASE_URL") -> dict[str, Any]:
-    from urllib.parse import parse_qs, unquote, urlparse
-
     parsed = urlparse(url)
     if parsed.scheme not in {"postgres", "postgresql"}:
         raise ImproperlyConfigured(f"{variable} must hold postgresql:// URLs")
@@ -389,8 +387,6 @@ def _llm_limits_check() -> None:
 
 def _llm_base_url_check() -> None:
     """An http(s) URL with a host and nothing a secret could hide in."""
-    from urllib.parse import urlparse
-
     if not KOINON_LLM_BASE_URL:
         return
     url = urlparse(KOINON_LLM_BASE_URL)

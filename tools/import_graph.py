@@ -4,8 +4,10 @@
     python -m tools.import_graph --imports  # every function-level import, with its line
 
 A module-level and a function-level import are both edges: a circle closed only inside a
-function still ties the two modules together. Edges under `if TYPE_CHECKING:` are left out (they
-never run). Tests, tools, benchmarks and migrations are not the app and are not read.
+function still ties the two modules together. Edges under `if TYPE_CHECKING:` are left out of the
+app's graph (they never run) and counted in the Python client's (clients/python), whose models
+must not know the client even for their types. Tests, tools, benchmarks and migrations are not
+the app and are not read.
 
 Measures: circles (strongly connected components of more than one module, and modules that
 import themselves), the longest chain of imports inside `answers.pipeline`, how many imports sit
@@ -35,6 +37,8 @@ APPS = (
     "mcp_server",
     "koinon",
 )
+CLIENT_ROOT = ROOT / "clients" / "python"
+CLIENT_PACKAGES = ("koinon_client",)
 SKIPPED_PARTS = frozenset({"migrations", "tests", "tools", "bench", "__pycache__"})
 
 
@@ -43,6 +47,7 @@ class FunctionImport:
     module: str
     line: int
     target: str
+    reason: bool  # a comment on the import, or on the run of imports and comments above it
 
 
 @dataclass
@@ -50,6 +55,8 @@ class Graph:
     edges: dict[str, set[str]] = field(default_factory=dict)
     function_imports: list[FunctionImport] = field(default_factory=list)
     any_mentions: int = 0
+    # (importing module, imported module, name): a `_name` taken from another app
+    private_across_apps: list[tuple[str, str, str]] = field(default_factory=list)
 
 
 def module_name(path: Path, root: Path) -> str:
@@ -59,9 +66,9 @@ def module_name(path: Path, root: Path) -> str:
     return ".".join(parts)
 
 
-def app_files(root: Path = ROOT) -> dict[str, Path]:
+def app_files(root: Path = ROOT, packages: tuple[str, ...] = APPS) -> dict[str, Path]:
     files: dict[str, Path] = {}
-    for app in APPS:
+    for app in packages:
         for path in sorted((root / app).rglob("*.py")):
             if SKIPPED_PARTS.intersection(path.relative_to(root).parts):
                 continue
@@ -95,15 +102,17 @@ def _targets(node: ast.Import | ast.ImportFrom, module: str, is_package: bool) -
 
 
 class _Reader(ast.NodeVisitor):
-    def __init__(self, module: str, is_package: bool) -> None:
+    def __init__(self, module: str, is_package: bool, type_checking: bool) -> None:
         self.module = module
         self.is_package = is_package
+        self.type_checking = type_checking
         self.depth = 0
         self.imports: list[tuple[str, int, bool]] = []
+        self.private_names: list[tuple[str, str]] = []
         self.any_mentions = 0
 
     def visit_If(self, node: ast.If) -> None:
-        if _is_type_checking(node.test):
+        if _is_type_checking(node.test) and not self.type_checking:
             for child in node.orelse:
                 self.visit(child)
             return
@@ -114,16 +123,23 @@ class _Reader(ast.NodeVisitor):
         self.generic_visit(node)
         self.depth -= 1
 
-    visit_FunctionDef = _visit_function  # noqa: N815
-    visit_AsyncFunctionDef = _visit_function  # noqa: N815
-    visit_Lambda = _visit_function  # noqa: N815
+    visit_FunctionDef = _visit_function
+    visit_AsyncFunctionDef = _visit_function
+    visit_Lambda = _visit_function
 
     def _visit_import(self, node: ast.Import | ast.ImportFrom) -> None:
         for target in _targets(node, self.module, self.is_package):
             self.imports.append((target, node.lineno, self.depth > 0))
+        if isinstance(node, ast.ImportFrom):
+            base = _resolve(node, self.module, self.is_package)
+            self.private_names += [
+                (base, alias.name)
+                for alias in node.names
+                if alias.name.startswith("_") and not alias.name.startswith("__")
+            ]
 
-    visit_Import = _visit_import  # noqa: N815
-    visit_ImportFrom = _visit_import  # noqa: N815
+    visit_Import = _visit_import
+    visit_ImportFrom = _visit_import
 
     def visit_Name(self, node: ast.Name) -> None:
         if node.id == "Any":
@@ -146,19 +162,49 @@ class _Reader(ast.NodeVisitor):
             )
 
 
-def build(root: Path = ROOT) -> Graph:
-    files = app_files(root)
+def _has_reason(source: list[str], line: int) -> bool:
+    """Whether the import at `line` (1-based) carries a comment, or sits in a run of import and
+    comment lines of which one is a comment (one reason may stand above two imports)."""
+    if "#" in source[line - 1]:
+        return True
+    index = line - 2
+    while index >= 0:
+        text = source[index].strip()
+        if text.startswith("#"):
+            return True
+        if not text.startswith(("import ", "from ")):
+            return False
+        if "#" in text:
+            return True
+        index -= 1
+    return False
+
+
+def build(
+    root: Path = ROOT, packages: tuple[str, ...] = APPS, *, type_checking: bool = False
+) -> Graph:
+    """The graph of `packages` under `root`; `type_checking`: count imports that only the type
+    checker runs too."""
+    files = app_files(root, packages)
     graph = Graph()
     for module, path in files.items():
-        reader = _Reader(module, path.name == "__init__.py")
-        reader.visit(ast.parse(path.read_text(), filename=str(path)))
+        reader = _Reader(module, path.name == "__init__.py", type_checking)
+        source = path.read_text().splitlines()
+        reader.visit(ast.parse("\n".join(source), filename=str(path)))
         graph.any_mentions += reader.any_mentions
+        graph.private_across_apps += [
+            (module, base, name)
+            for base, name in reader.private_names
+            if base.split(".")[0] in packages and base.split(".")[0] != module.split(".")[0]
+        ]
         targets = graph.edges.setdefault(module, set())
         seen_function_lines: set[int] = set()
         for target, line, in_function in reader.imports:
             if in_function and line not in seen_function_lines:
                 seen_function_lines.add(line)
-                graph.function_imports.append(FunctionImport(module, line, target))
+                graph.function_imports.append(
+                    FunctionImport(module, line, target, _has_reason(source, line))
+                )
             if target in files and target != module:
                 targets.add(target)
     return graph
@@ -238,10 +284,21 @@ def main(argv: list[str] | None = None) -> int:
         print(f"longest chain in {prefix}: {len(chain)} modules: {' -> '.join(chain)}")
     print(f"function-level imports: {len(graph.function_imports)}")
     print(f"Any mentions: {graph.any_mentions}")
+    client = cycles(build(CLIENT_ROOT, CLIENT_PACKAGES, type_checking=True).edges)
+    print(f"circles in the Python client (with TYPE_CHECKING imports): {len(client)}")
+    for component in client:
+        print(f"  {len(component)}: {' '.join(component)}")
+    print(f"private names imported across apps: {len(graph.private_across_apps)}")
+    for module, base, name in graph.private_across_apps:
+        print(f"  {module} imports {base}.{name}")
+    unexplained = [item for item in graph.function_imports if not item.reason]
+    print(f"function-level imports without a reason: {len(unexplained)}")
     if args.imports:
         for item in graph.function_imports:
-            print(f"  {item.module}:{item.line} {item.target}")
-    return 1 if found else 0
+            print(
+                f"  {item.module}:{item.line} {item.target}{'' if item.reason else '  (no reason)'}"
+            )
+    return 1 if found or client else 0
 
 
 if __name__ == "__main__":
