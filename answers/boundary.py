@@ -13,6 +13,7 @@ from typing import Any
 from django.contrib.postgres.expressions import ArraySubquery
 from django.db.models import OuterRef
 from django.db.models.functions import JSONObject
+from django.utils.dateparse import parse_datetime
 
 from answers.models import AnswerRun
 from answers.pipeline import texts
@@ -130,8 +131,6 @@ def source_states(*, user: UserOrAnonymous, sources: list[dict]) -> SourceStates
 
 def _day(instant: str) -> date:
     """The UTC day of an erasure instant as JSON gives it (`2026-12-02T10:00:00+00:00`)."""
-    from django.utils.dateparse import parse_datetime
-
     parsed = parse_datetime(instant)
     return parsed.astimezone(UTC).date() if parsed is not None else date.min
 

@@ -30,6 +30,10 @@ from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from answers.models import AnswerRun, Generation
+from answers.pipeline.events import ChannelsSink
+from answers.pipeline.lifecycle import run_fail
+from core import worker
+from core.queue import QueueUnavailable, task_enqueue, task_named
 
 logger = logging.getLogger(__name__)
 
@@ -57,11 +61,8 @@ def generations_stuck(*, now: datetime | None = None) -> QuerySet[Generation]:
 def workers_alive_names() -> set[str] | None:
     """Hostnames of workers with a fresh heartbeat; None when Redis cannot say (then
     nothing is declared lost: unknown is not dead)."""
-    from core.worker import redis_client
-    from core.worker import workers_alive_names as alive_names
-
     try:
-        return alive_names(redis_client())
+        return worker.workers_alive_names(worker.redis_client())
     except redis.RedisError:
         return None
 
@@ -72,11 +73,6 @@ _ASK_REDIS = object()
 def runs_recover(*, now: datetime | None = None, alive: object = _ASK_REDIS) -> dict:
     """One sweep: returns {"queued": [...], "failed": [...]} as "run:generation" keys.
     `alive`: the live workers' hostnames (None: unknown); by default read from Redis."""
-    from answers.pipeline.events import ChannelsSink
-    from answers.pipeline.lifecycle import run_fail
-    from answers.tasks import run_execute_task
-    from core.queue import QueueUnavailable, task_enqueue
-
     now = now or timezone.now()
     alive = workers_alive_names() if alive is _ASK_REDIS else alive
     claim_deadline = now - timedelta(seconds=settings.KOINON_RUN_CLAIM_TIMEOUT)
@@ -110,7 +106,7 @@ def runs_recover(*, now: datetime | None = None, alive: object = _ASK_REDIS) -> 
         sink.sealed(run_id=row.run_id, generation=row.number)
     for row in queued:
         try:
-            task_enqueue(run_execute_task, str(row.run_id), row.number)
+            task_enqueue(task_named("answers.run_execute"), str(row.run_id), row.number)
         except QueueUnavailable:
             break  # still `running`: the next sweep tries again (and then ends it)
     settled = {

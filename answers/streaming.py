@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from uuid import UUID
 
+from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection
 from django.db.models import Max
@@ -181,8 +182,6 @@ class _RunStream:
     def __init__(
         self, *, user: User, run_id: UUID, cursor: Cursor | None, version: str | None
     ) -> None:
-        from channels.layers import get_channel_layer
-
         self.user, self.run_id, self.cursor, self.version = user, run_id, cursor, version
         self.loop = asyncio.get_running_loop()
         self.deadline = self.loop.time() + settings.KOINON_STREAM_TIMEOUT

@@ -38,7 +38,7 @@ from audit.merkle import (
     verify_inclusion,
 )
 from audit.models import LogCheckpoint, LogEntry, LogSubtree, OutputRelease
-from audit.services import canonical_jcs
+from audit.receipts import canonical_jcs
 from audit.signed_note import KeyMalformed, NoteMalformed, NoteSigner, SignatureInvalid
 from core.errors import UnprocessableError
 

@@ -3,7 +3,6 @@
 Called only from inside the publication transaction (answers.pipeline.publication).
 """
 
-import hashlib
 import json
 import logging
 from collections.abc import Mapping, Sequence
@@ -11,83 +10,15 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-import rfc8785
 from django.conf import settings
 from django.db import connection, transaction
 
 from audit.models import AnswerAudit, AuditStep, OutputRelease, StreamEvent
+from audit.receipts import POLICY_VERSION, body_hashes
 from core.fields import column_name, concrete_field
-from core.queue import QueueUnavailable, task_enqueue
+from core.queue import QueueUnavailable, task_enqueue, task_named
 
 logger = logging.getLogger(__name__)
-
-# The release policy version new releases get. Version 1 hashed Python's own JSON
-# serialisation; version 2 hashes RFC 8785 (JCS), which every language can reproduce
-# (docs/releases.md). Releases keep the version they were sealed with.
-POLICY_VERSION = "2"
-POLICY_VERSIONS = ("1", "2")
-# JCS numbers are IEEE 754 doubles: an integer beyond ±(2**53 - 1) is the double a
-# JavaScript or Go verifier parses it as.
-_SAFE_INTEGER = 2**53 - 1
-
-
-def canonical_json(value: object) -> bytes:
-    """Release policy version 1's serialisation (docs/releases.md): UTF-8 JSON, keys
-    sorted by code point, no insignificant whitespace, non-ASCII characters kept as they
-    are, numbers as Python writes them."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
-
-
-def canonical_jcs(value: object) -> bytes:
-    """Release policy version 2's serialisation: RFC 8785 (JCS) of the JSON value a
-    client decodes from the body — keys in UTF-16 order, numbers as ECMAScript writes
-    doubles. Raises `rfc8785.CanonicalizationError` (a ValueError) for NaN or infinity."""
-    decoded = json.loads(json.dumps(value, ensure_ascii=False))  # tuples, int keys as sent
-    return rfc8785.dumps(_as_doubles(decoded))
-
-
-def _as_doubles(value: Any) -> Any:  # noqa: ANN401 — any JSON value
-    if isinstance(value, dict):
-        return {key: _as_doubles(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_as_doubles(item) for item in value]
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > _SAFE_INTEGER:
-        return float(value)
-    return value
-
-
-_CANONICAL = {"1": canonical_json, "2": canonical_jcs}
-
-
-def release_canonical(value: object, *, policy_version: str) -> bytes:
-    """The serialisation a release of `policy_version` hashes; ValueError for a version
-    this server does not know."""
-    try:
-        canonical = _CANONICAL[policy_version]
-    except KeyError:
-        raise ValueError(f"unknown release policy version {policy_version!r}") from None
-    return canonical(value)
-
-
-def sha256_hex(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def body_hashes(body: Mapping[str, Any], *, policy_version: str = POLICY_VERSION) -> dict[str, str]:
-    """The four release hashes of a body under a release policy version, recomputable by
-    a client from the response body (docs/releases.md). ValueError for an unknown
-    version or a value JCS cannot represent."""
-
-    def digest(value: object) -> str:
-        return sha256_hex(release_canonical(value, policy_version=policy_version))
-
-    answer = body["answer"]
-    return {
-        "text_sha256": sha256_hex(answer["text"].encode()),
-        "citations_sha256": digest(answer["citations"]),
-        "cards_sha256": digest(answer["cards"]),
-        "policy_sha256": digest(body["evidence"]["policy"]),
-    }
 
 
 def release_record(
@@ -130,10 +61,8 @@ def release_record(
 def log_integration_queue() -> None:
     """Queue the answer log's integration (after a publication commits). A broker that is
     down loses nothing: the next integration takes every release not yet in the log."""
-    from audit.tasks import log_integrate_task
-
     try:
-        task_enqueue(log_integrate_task)
+        task_enqueue(task_named("audit.log_integrate"))
     except QueueUnavailable:
         logger.warning("answer log: integration not queued; the next one takes this release")
 

@@ -68,7 +68,8 @@ from audit.merkle import (  # noqa: E402
 from audit.models import LogEntry, LogSubtree  # noqa: E402
 from audit.services import log_integration_queue  # noqa: E402
 from audit.signed_note import NoteSigner  # noqa: E402
-from knowledge.documents import document_upload, revision_extract  # noqa: E402
+from knowledge.documents.extraction import revision_extract  # noqa: E402
+from knowledge.documents.upload import document_upload  # noqa: E402
 from knowledge.services import space_create, space_member_set  # noqa: E402
 
 TEXT = "The platform operations team owns service reviews."

@@ -40,7 +40,7 @@ from django.db import connections  # noqa: E402
 from django.db.models import Avg  # noqa: E402
 from django.db.models.functions import Length  # noqa: E402
 
-import knowledge.documents as documents_module  # noqa: E402
+from knowledge.documents import embedding, extraction, upload  # noqa: E402
 from knowledge.embeddings import get_embedding_provider  # noqa: E402
 from knowledge.models import (  # noqa: E402
     EmbeddingStatus,
@@ -85,12 +85,12 @@ def build_documents(count: int) -> list[tuple[str, bytes]]:
 
 
 class EmbedTimer:
-    """Wraps knowledge.documents.passages_embed (looked up at call time by revision_extract)
-    so that the embedding share can be split from extraction and chunking."""
+    """Wraps knowledge.documents.embedding.passages_embed (looked up at call time by
+    extraction_embed) so that the embedding share can be split from extraction and chunking."""
 
     def __init__(self) -> None:
         self.seconds = 0.0
-        self.original = documents_module.passages_embed
+        self.original = embedding.passages_embed
 
     def __call__(self, *, extraction: Extraction, seconds: float | None = None) -> str:
         # No worker runs here to take a queued rest: every passage is embedded at once.
@@ -103,18 +103,16 @@ class EmbedTimer:
 def ingest(documents: list[tuple[str, bytes]], space: Space) -> dict[str, float]:
     user = space.created_by
     timer = EmbedTimer()
-    documents_module.passages_embed = timer
+    embedding.passages_embed = timer
     # No worker runs here: a queued task would wait forever, so the bench calls
     # revision_extract itself, right after each upload, as the worker would.
-    documents_module.revision_queue_extraction = lambda *, revision: None
+    upload.revision_queue_extraction = lambda *, revision: None
     upload_seconds = extract_seconds = 0.0
     for filename, data in documents:
         started = time.perf_counter()
-        result = documents_module.document_upload(
-            user=user, filename=filename, data=data, space=space
-        )
+        result = upload.document_upload(user=user, filename=filename, data=data, space=space)
         uploaded = time.perf_counter()
-        documents_module.revision_extract(revision_id=result.revision.pk)
+        extraction.revision_extract(revision_id=result.revision.pk)
         upload_seconds += uploaded - started
         extract_seconds += time.perf_counter() - uploaded
     return {

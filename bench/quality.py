@@ -75,7 +75,8 @@ from answers.pipeline.planner import (  # noqa: E402
 from answers.pipeline.providers.base import CandidateView  # noqa: E402
 from answers.pipeline.providers.extractive import ExtractiveProvider  # noqa: E402
 from answers.pipeline.request import answer_request_parse  # noqa: E402
-from knowledge.documents import document_upload, revision_extract  # noqa: E402
+from knowledge.documents.extraction import revision_extract  # noqa: E402
+from knowledge.documents.upload import document_upload  # noqa: E402
 from knowledge.models import Document, Extraction, Space  # noqa: E402
 from knowledge.sentences import is_label  # noqa: E402
 from knowledge.services import space_create, space_member_set  # noqa: E402

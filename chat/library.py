@@ -3,7 +3,7 @@ way to add files, upload new revisions, withdraw, restore and erase — without 
 API key.
 
 Thin views: every change goes through the document services, which check the acting
-user's role (knowledge.documents.document_change_check). A space or document the user
+user's role (knowledge.documents.upload.document_change_check). A space or document the user
 cannot see is a 404; one they can see but not change is a 403 with the page and a
 message. Forms work without JavaScript; with it, files go up one by one with progress.
 """
@@ -23,7 +23,7 @@ from chat.presenters import file_state
 from chat.views import _not_found_is_404, _page
 from core.errors import ApiError, ForbiddenError, NotFoundError, WriteNotSaved
 from core.types import request_user
-from knowledge.documents import document_change_check, document_upload
+from knowledge.documents.upload import document_change_check, document_upload
 from knowledge.erasure import ERASE_REASON_MAX, revision_erase
 from knowledge.extraction import SUPPORTED_TYPES, UPLOAD_ACCEPT
 from knowledge.lifecycle import WITHDRAW_REASON_MAX, document_restore, document_withdraw

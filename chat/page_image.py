@@ -71,6 +71,7 @@ def page_png(*, data: bytes, page: int, quote: str) -> bytes:
 
 
 def _render(header: dict, data: bytes) -> bytes:
+    # Heavy renderers, loaded only in the child process that draws a page (never in the web's).
     import pypdfium2 as pdfium
     from PIL import Image, ImageDraw
 

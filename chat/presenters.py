@@ -18,7 +18,7 @@ from answers.pipeline.judgement import policy_floor
 from answers.selectors import audited_generations, judge_scores, run_audit, run_release
 from audit.log import log_positions
 from audit.models import StreamEvent
-from audit.services import body_hashes
+from audit.receipts import body_hashes
 from core.types import User
 from knowledge.display import single_line
 from knowledge.models import Document, ExtractionRole, ExtractionStatus

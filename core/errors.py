@@ -8,11 +8,13 @@ from typing import Any, TypedDict
 from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
+from django.db import InterfaceError, OperationalError, connection
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.template.loader import render_to_string
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import get_language
 from django.views.defaults import page_not_found, server_error
+from psycopg_pool import PoolTimeout
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
@@ -131,8 +133,6 @@ def database_connection_discard() -> None:
     statement opens a live one (a pooled connection goes back to the pool, which drops a
     broken one). Inside a transaction it is left to the outermost atomic block, which
     closes a connection it cannot roll back."""
-    from django.db import connection
-
     if not connection.in_atomic_block:
         connection.close()
 
@@ -218,9 +218,6 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
 def database_unavailable(exc: BaseException) -> bool:
     """Whether an exception means "PostgreSQL cannot be reached now" (a restart, a
     failover, the pool found no live connection in time) rather than a bug."""
-    from django.db import InterfaceError, OperationalError
-    from psycopg_pool import PoolTimeout
-
     return isinstance(exc, OperationalError | InterfaceError | PoolTimeout)
 
 

@@ -3,7 +3,9 @@
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import httpx
 import redis
+from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 
 from core.dbcheck import DISTANCE_PARAMS, DISTANCE_SQL
@@ -131,9 +133,6 @@ def check_redis_and_workers() -> list[ComponentStatus]:
 def check_model() -> ComponentStatus:
     """The `openai` provider's endpoint answers `GET /models` (the embedded local model
     included). Only the HTTP status is reported: an endpoint's text never is."""
-    import httpx
-    from django.conf import settings
-
     headers = {}
     if settings.KOINON_LLM_API_KEY:
         headers["Authorization"] = f"Bearer {settings.KOINON_LLM_API_KEY}"
@@ -156,8 +155,6 @@ def health_check(*, scope: str = "all") -> tuple[bool, dict[str, dict[str, str]]
     app answers typed 503s meanwhile and streams read the store) would otherwise take every
     host out at once and turn a degraded service into none. `all` is for people and
     monitoring."""
-    from django.conf import settings
-
     components = check_database()
     pool = check_database_pool()
     if pool is not None:

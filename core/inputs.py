@@ -9,6 +9,8 @@ from typing import Any, ClassVar
 from django.http import QueryDict
 from rest_framework import serializers
 
+from core.errors import UnprocessableError
+
 # Ids are PostgreSQL bigints (BigAutoField): 18 digits always fit below 2**63.
 MAX_ID_DIGITS = 18
 MAX_ID = 10**MAX_ID_DIGITS - 1
@@ -36,7 +38,6 @@ def text_field_parse(value: object, *, field: str, limit: int, required: bool) -
     API's serializers and the browser's forms share. Raises UnprocessableError (422, the
     field named) for a value that is not text (a number, a list), that PostgreSQL cannot
     store (NUL, a lone surrogate), that is longer than `limit`, or empty when required."""
-    from core.errors import UnprocessableError
 
     def refused(problem: str) -> UnprocessableError:
         return UnprocessableError(f"The {field} cannot be used.", fields={field: problem})

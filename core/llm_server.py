@@ -34,7 +34,7 @@ def packaged_smollm2() -> Path | None:
 
 
 def serve(*, model: Path, host: str, port: int, threads: int, context: int) -> None:
-    import xllamacpp as xlc
+    import xllamacpp as xlc  # optional (the `local-llm` extra): only this server loads it
 
     params = xlc.CommonParams()
     params.model.path = str(model)

@@ -3,8 +3,9 @@
 import logging
 from typing import Any
 
-from celery import Task
+from celery import Task, current_app
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from kombu.exceptions import KombuError, LimitExceeded, OperationalError
 from redis.exceptions import RedisError
 
@@ -13,6 +14,20 @@ logger = logging.getLogger(__name__)
 
 class QueueUnavailable(Exception):
     """The task could not be handed to the broker within KOINON_ENQUEUE_TIMEOUT."""
+
+
+def task_named(name: str) -> Task[..., Any]:
+    """The Celery task registered as `name` (its `@shared_task(name=...)`): how a service
+    queues its own app's task without importing the tasks module, which imports the service
+    (tasks call services, never the reverse). Every app's `AppConfig.ready()` imports its
+    tasks, so each process (web or worker) has them registered; a name nobody registered is
+    a wiring mistake and fails loudly."""
+    try:
+        return current_app.tasks[name]
+    except KeyError:
+        raise ImproperlyConfigured(
+            f"No installed app registers the Celery task {name!r}."
+        ) from None
 
 
 def task_enqueue(task: Task[..., Any], *args: object, countdown: float | None = None) -> None:

@@ -14,11 +14,10 @@ import os
 from daphne import server as daphne_server
 from daphne.cli import CommandLineInterface
 from daphne.http_protocol import HTTPFactory, WebRequest
+from django.conf import settings
 
 
 def _limit() -> int:
-    from django.conf import settings
-
     return settings.KOINON_REQUEST_MAX_BYTES
 
 

@@ -4,7 +4,7 @@ A thread of the worker's main process writes `koinon:worker:<hostname>` to Redis
 (its own connection, not the broker pool) so that `/v1/health` reads a key instead
 of broadcasting a ping; the same thread runs the sweep steps the apps add to `sweep_steps`
 in their `AppConfig.ready()`: knowledge re-queues extraction work that was lost
-(knowledge.documents.extractions_recover), queues again the embedding no worker is moving
+(knowledge.documents.extraction.extractions_recover), queues again the embedding no worker is moving
 (embeddings_resume) and that of passages whose vectors came from another model
 (embeddings_refresh_schedule); answers settles lost answer runs (answers.recovery.runs_recover);
 audit queues the answer log's integration, for releases whose queueing was lost
@@ -31,6 +31,7 @@ import redis
 import redis.sentinel
 from celery.signals import worker_init, worker_ready, worker_shutdown
 from django.conf import settings
+from django.db import connection
 
 from core.ports import Hooks
 
@@ -109,8 +110,6 @@ class WorkerMaintenance(threading.Thread):
             client.delete(self.key)
 
     def sweep(self) -> None:
-        from django.db import connection
-
         try:
             for step in sweep_steps:
                 try:

@@ -15,7 +15,7 @@ from guardian.admin import GuardedModelAdmin
 from core.errors import ApiError
 from core.types import request_user
 from knowledge.curation import proposal_approve, proposal_reject
-from knowledge.documents import revision_retry_extraction
+from knowledge.documents.extraction import revision_retry_extraction
 from knowledge.erasure import ERASE_REASON_MAX, revision_erase
 from knowledge.lifecycle import document_restore, document_withdraw
 from knowledge.models import (

@@ -13,8 +13,9 @@ from django.utils import timezone
 from core.errors import ApiError, ConflictError, UnprocessableError
 from core.inputs import text_field_parse
 from core.ports import Port
+from core.queue import task_named
 from core.types import User
-from knowledge.documents import document_set_current, passages_create
+from knowledge.documents.extraction import document_set_current, passages_create
 from knowledge.extraction import Segment, normalise_text
 from knowledge.extraction.damage import extraction_damage
 from knowledge.models import (
@@ -278,8 +279,5 @@ def _version_create(
     document.title = entry.title
     document.save(update_fields=["title"])
     document_set_current(document=document, revision=revision)
-
-    from knowledge.tasks import embed_extraction
-
-    transaction.on_commit(lambda: embed_extraction.delay(primary.pk))
+    transaction.on_commit(lambda: task_named("knowledge.embed_extraction").delay(primary.pk))
     return version

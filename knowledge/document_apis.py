@@ -16,7 +16,7 @@ from core.inputs import MAX_ID, ObjectIdField, StrictSerializer, TextField
 from core.pagination import Pagination
 from core.schema import CONFLICT, PAGE_PARAMETERS, TEXT_NOT_BLANK, paginated
 from core.types import request_user
-from knowledge.documents import document_upload
+from knowledge.documents.upload import document_upload
 from knowledge.erasure import ERASE_REASON_MAX, revision_erase
 from knowledge.lifecycle import WITHDRAW_REASON_MAX, document_restore, document_withdraw
 from knowledge.models import Document, DocumentRevision, Erasure, Extraction

@@ -17,6 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import httpx
 import numpy as np
+from django.conf import settings
 
 logger = logging.getLogger(__name__)
 
@@ -117,7 +118,8 @@ def _int8_kernels(model_bytes: bytes) -> bytes:
     0.995 to the fp32 graph's on average), hence its own model id. A graph that does not
     have exactly INT8_MATMULS such MatMuls is refused rather than run half-converted.
     """
-    import onnx  # only the local provider needs it
+    # Heavy and needed by the local provider alone: openai-only deployments never load them.
+    import onnx
     from onnx import helper, numpy_helper
 
     model = onnx.load_from_string(model_bytes)
@@ -189,7 +191,8 @@ class _LocalRuntime:
     """The ONNX session and tokenizer, loaded from the very bytes that were hash-checked."""
 
     def __init__(self, max_tokens: int) -> None:
-        import onnxruntime as ort  # imported here: openai-only deployments never pay for it
+        # Heavy and needed by the local provider alone: openai-only deployments never load them.
+        import onnxruntime as ort
         from tokenizers import Tokenizer
 
         model_bytes = _int8_kernels(pinned_package_file(MODEL_PACKAGE, MODEL_FILE, MODEL_SHA256))
@@ -225,7 +228,8 @@ class LocalMiniLMProvider:
     """all-MiniLM-L6-v2 (int8, int8 kernels) offline: mean pooling, then L2 normalisation.
 
     The model id names the kernels too: vectors of "local:all-MiniLM-L6-v2-int8" (the same
-    weights run as fp32 MatMuls) are embedded again by knowledge.documents.passages_embed_stale.
+    weights run as fp32 MatMuls) are embedded again by
+    knowledge.documents.embedding.passages_embed_stale.
     """
 
     model_id = "local:all-MiniLM-L6-v2-int8-kernels"
@@ -382,8 +386,6 @@ _providers_lock = threading.Lock()
 
 def get_embedding_provider() -> EmbeddingProvider:
     """The provider the settings name, one instance per distinct configuration and process."""
-    from django.conf import settings  # lazily: importing this module must not need settings
-
     kind = getattr(settings, "KOINON_EMBEDDING_PROVIDER", "local")
     base_url = getattr(settings, "KOINON_EMBEDDING_BASE_URL", "") or ""
     model = getattr(settings, "KOINON_EMBEDDING_MODEL", "") or ""

@@ -27,7 +27,7 @@ from core.errors import ConflictError, UnprocessableError, writing
 from core.inputs import text_field_parse
 from core.types import User
 from knowledge.display import quote_display, single_line
-from knowledge.documents import document_change_check
+from knowledge.documents.upload import document_change_check
 from knowledge.frequencies import lexeme_frequencies_shift
 from knowledge.models import Document, DocumentRevision, Erasure
 

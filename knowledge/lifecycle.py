@@ -12,7 +12,8 @@ from django.utils import timezone
 from core.errors import writing
 from core.inputs import text_field_parse
 from core.types import User
-from knowledge.documents import document_change_check, document_set_current
+from knowledge.documents.extraction import document_set_current
+from knowledge.documents.upload import document_change_check
 from knowledge.frequencies import lexeme_frequencies_shift
 from knowledge.models import Document, Passage
 

@@ -4,6 +4,9 @@ from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
 from pgvector.django import HnswIndex, VectorField
 
+from knowledge.extraction.base import error_message
+from knowledge.extraction.damage import extraction_is_damaged
+
 # all-MiniLM-L6-v2, the default local embedding model. Another model with another
 # dimension needs a migration; a query with a different model is refused.
 EMBEDDING_DIMENSION = 384
@@ -199,13 +202,13 @@ class Extraction(models.Model):
     # Share of the text's words (by letters) that look glued, measured on admission;
     # None for rows admitted before it was measured.
     damage = models.FloatField(null=True, blank=True)
-    # Set on admission (knowledge.documents.revision_extract) and never moved afterwards.
+    # Set on admission (knowledge.documents.extraction.revision_extract) and never moved afterwards.
     serves_passages = models.BooleanField(default=False)
     progress = models.PositiveSmallIntegerField(default=0)
     attempts = models.PositiveSmallIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     # Last time the extraction was handed to the broker; the sweeper re-queues
-    # pending rows whose message was lost (knowledge.documents.extractions_recover).
+    # pending rows whose message was lost (knowledge.documents.extraction.extractions_recover).
     queued_at = models.DateTimeField(null=True, blank=True)
     # Last sign of life of the worker running it; stale means that worker died.
     heartbeat_at = models.DateTimeField(null=True, blank=True)
@@ -243,16 +246,12 @@ class Extraction(models.Model):
     @property
     def error_message(self) -> str:
         """What `error_code` means, in a sentence fit for the person who uploaded the file."""
-        # Imported here: the extraction package loads every extractor library.
-        from knowledge.extraction.base import error_message
 
         return error_message(self.error_code)
 
     @property
     def is_damaged(self) -> bool:
         """Whether `damage` is past KOINON_EXTRACTION_DAMAGE_THRESHOLD (never when unmeasured)."""
-        from knowledge.extraction.damage import extraction_is_damaged
-
         return extraction_is_damaged(
             self.damage, threshold=settings.KOINON_EXTRACTION_DAMAGE_THRESHOLD
         )
@@ -376,8 +375,9 @@ class LexemeFrequency(models.Model):
     search vectors): the document frequencies behind the selector's IDF weights, read per
     answer without counting passages. The lexeme "" counts the space's current passages.
 
-    Kept in step with `Passage.is_current` by knowledge.documents.document_set_current, in
-    the same transaction; private files (no space) are counted live instead.
+    Kept in step with `Passage.is_current` by
+    knowledge.documents.extraction.document_set_current, in the same transaction; private
+    files (no space) are counted live instead.
     """
 
     space = models.ForeignKey(Space, on_delete=models.CASCADE, related_name="+")

@@ -27,6 +27,7 @@ from django.db.models.sql.compiler import SQLCompiler
 from pgvector.django import CosineDistance
 
 from core.fields import column_name
+from knowledge import embeddings
 from knowledge.models import EmbeddingStatus, LexemeFrequency, Passage
 from knowledge.normalise import normalised_words
 from knowledge.scope import AccessScope
@@ -325,12 +326,10 @@ def keyword_search(query: str, limit: int, *, scope: AccessScope) -> tuple[list,
 
 
 def vector_search(scope: QuerySet[Passage], query: str, limit: int) -> tuple[list, ToolOutcome]:
-    from knowledge.embeddings import EmbeddingError, get_embedding_provider
-
     try:
-        provider = get_embedding_provider()
+        provider = embeddings.get_embedding_provider()
         (vector,) = provider.embed([query])
-    except EmbeddingError as error:
+    except embeddings.EmbeddingError as error:
         retryable = error.code == "embedding_unavailable"
         return [], ToolOutcome(VECTOR_SEARCH, "failed", error.code, 0, retryable)
     embedded = scope.filter(embedding_status=EmbeddingStatus.EMBEDDED)

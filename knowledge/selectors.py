@@ -260,7 +260,7 @@ def extractions_embedding_waiting() -> QuerySet[Extraction]:
 
 def extractions_embedding_stalled(*, now: datetime | None = None) -> QuerySet[Extraction]:
     """Extractions waiting for vectors (above) whose heartbeat is older than
-    KOINON_EXTRACT_STALE_AFTER: no worker is embedding them (knowledge.documents.
+    KOINON_EXTRACT_STALE_AFTER: no worker is embedding them (knowledge.documents.embedding.
     embeddings_resume queues them again; health reports them)."""
     now = now or timezone.now()
     before = now - timedelta(seconds=settings.KOINON_EXTRACT_STALE_AFTER)

@@ -2,9 +2,13 @@ import logging
 
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
+from django.conf import settings
 from django.db import OperationalError, connection
 
-from knowledge.models import Extraction, Space
+from knowledge.documents.embedding import embeddings_refresh, extraction_embed
+from knowledge.documents.extraction import revision_extract, revision_fail_unfinished
+from knowledge.models import DocumentRevision, Extraction, ExtractionStatus, Space
+from knowledge.turns import extraction_turn
 
 logger = logging.getLogger(__name__)
 
@@ -31,10 +35,6 @@ def worker_probe(token: str) -> dict:
 def extract_revision(revision_id: int) -> None:
     """Extract a revision when its uploader has a free slot (knowledge.turns); else
     queue it again a little later (it stays pending; the sweeper also requeues it)."""
-    from knowledge.documents import revision_extract, revision_fail_unfinished
-    from knowledge.models import DocumentRevision
-    from knowledge.turns import extraction_turn
-
     uploader = (
         DocumentRevision.objects.filter(pk=revision_id)
         .values_list("uploaded_by_id", flat=True)
@@ -51,8 +51,6 @@ def extract_revision(revision_id: int) -> None:
 
 
 def _defer(revision_id: int) -> None:
-    from django.conf import settings
-
     try:
         extract_revision.apply_async((revision_id,), countdown=settings.KOINON_EXTRACT_DEFER)
     except Exception:  # a broker away: the sweeper queues the pending rows again
@@ -69,10 +67,8 @@ def _defer(revision_id: int) -> None:
     ignore_result=True,
 )
 def embed_extraction(extraction_id: int) -> None:
-    """One turn of embedding an admitted extraction (knowledge.documents.extraction_embed)."""
-    from knowledge.documents import extraction_embed
-    from knowledge.models import ExtractionStatus
-
+    """One turn of embedding an admitted extraction
+    (knowledge.documents.embedding.extraction_embed)."""
     extraction = Extraction.objects.filter(
         pk=extraction_id, status=ExtractionStatus.ADMITTED
     ).first()
@@ -93,6 +89,4 @@ def embed_extraction(extraction_id: int) -> None:
     ignore_result=True,
 )
 def refresh_embeddings() -> None:
-    from knowledge.documents import embeddings_refresh
-
     embeddings_refresh()

@@ -4,7 +4,7 @@ import os
 import secrets
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import parse_qs, quote, unquote, urlparse
 
 import django_stubs_ext
 from django.core.exceptions import ImproperlyConfigured
@@ -122,8 +122,6 @@ EMBEDDED_PG_DIR = DATA_DIR / "pg"
 
 
 def _database_from_url(url: str, variable: str = "DATABASE_URL") -> dict[str, Any]:
-    from urllib.parse import parse_qs, unquote, urlparse
-
     parsed = urlparse(url)
     if parsed.scheme not in {"postgres", "postgresql"}:
         raise ImproperlyConfigured(f"{variable} must hold postgresql:// URLs")
@@ -389,8 +387,6 @@ def _llm_limits_check() -> None:
 
 def _llm_base_url_check() -> None:
     """An http(s) URL with a host and nothing a secret could hide in."""
-    from urllib.parse import urlparse
-
     if not KOINON_LLM_BASE_URL:
         return
     url = urlparse(KOINON_LLM_BASE_URL)
@@ -497,10 +493,10 @@ KOINON_RUN_CLAIM_TIMEOUT = env_int("KOINON_RUN_CLAIM_TIMEOUT", 120)
 # A worker sweeps once as it starts (work lost by the worker it replaces), then each interval.
 KOINON_SWEEP_AT_START = True
 # How long one refresh of vectors from another embedding model runs before it queues
-# itself again behind other work (knowledge.documents.embeddings_refresh).
+# itself again behind other work (knowledge.documents.embedding.embeddings_refresh).
 KOINON_EMBEDDINGS_REFRESH_SECONDS = env_float("KOINON_EMBEDDINGS_REFRESH_SECONDS", 20.0)
 # One embedding turn of an extraction lasts this long (one batch at least); the rest is
-# queued again behind other work (knowledge.documents.extraction_embed).
+# queued again behind other work (knowledge.documents.embedding.extraction_embed).
 KOINON_EMBED_SECONDS = env_float("KOINON_EMBED_SECONDS", 20.0)
 # Pending rows not picked up this long are queued again; running rows whose heartbeat
 # is this old belong to a dead worker.

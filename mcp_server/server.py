@@ -26,9 +26,13 @@ from django.db import connections
 from django.http.request import split_domain_port, validate_host
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 
+from core.services import api_key_authenticate
+from mcp_server.selectors import user_active_get
+from mcp_server.services import tool_call_run
 from mcp_server.tools import TOOLS, Caller
 
 logger = logging.getLogger(__name__)
@@ -69,8 +73,6 @@ def _call_sync(
 ) -> tuple[dict, bool]:
     """One call in a worker thread, framed as Django frames a request (old connections
     dropped before, this thread's connections closed after)."""
-    from mcp_server.services import tool_call_run
-
     request_started.send(sender=__name__)
     try:
         caller = resolve(request)
@@ -133,8 +135,6 @@ def _http_caller(request: Any) -> Caller | None:  # noqa: ANN401 - the transport
 
 def _authenticate_sync(header: bytes | None) -> tuple[Caller | None, str, str]:
     """(caller, error code, message) for an Authorization header, as the REST API does."""
-    from core.services import api_key_authenticate
-
     if not header:
         return None, "not_authenticated", "Authentication credentials were not provided."
     parts = header.split()
@@ -265,9 +265,6 @@ class McpHttpApp:
 async def stdio_serve(*, user_id: int) -> None:
     """Serve MCP on stdin/stdout as the user `user_id` (reloaded, and refused once
     inactive, at every call)."""
-    from mcp.server.stdio import stdio_server
-
-    from mcp_server.selectors import user_active_get
 
     def resolve(_request: object) -> Caller | None:
         user = user_active_get(user_id=user_id)

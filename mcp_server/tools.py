@@ -11,16 +11,23 @@ it is its own prose, outside koinon's release policy (docs/mcp.md).
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import Any, Literal, overload
 
+from answers.boundary import sealed_answer_read
+from answers.models import Conversation
+from answers.pipeline.lifecycle import answer_create
+from answers.pipeline.request import answer_request_parse
+from answers.selectors import run_get_for_user
 from core.errors import ApiError
 from core.inputs import MAX_ID, text_is_storable
 from core.models import ApiKey
 from core.types import User
-
-if TYPE_CHECKING:  # for annotations only: the tools import the apps they call lazily
-    from knowledge.models import Passage
-    from knowledge.scope import AccessScope
+from datasets.selectors import dataset_get_for_user, datasets_visible_to, snapshot_of
+from datasets.services import governed_query_facts, governed_query_proof, governed_query_run
+from knowledge.models import Passage
+from knowledge.retrieval import RETRIEVAL_TOOLS, retrieve
+from knowledge.scope import AccessScope, access_scope_build
+from knowledge.selectors import documents_visible_to, private_files_of, spaces_visible_to
 
 UNVERIFIED = "unverified"
 MAX_TEXT_ARGUMENT = 2000  # search text, like the answer API's question
@@ -168,7 +175,7 @@ def api_error_failure(error: ApiError) -> ToolFailure:
 # --- the tools ------------------------------------------------------------------------
 
 
-def _document_titles(scope: "AccessScope", document_ids: set[int]) -> dict[int, dict]:
+def _document_titles(scope: AccessScope, document_ids: set[int]) -> dict[int, dict]:
     rows = scope.documents().filter(pk__in=document_ids)
     return {
         pk: {"title": title, "space_id": space_id, "private": space_id is None}
@@ -177,9 +184,6 @@ def _document_titles(scope: "AccessScope", document_ids: set[int]) -> dict[int, 
 
 
 def search_run(caller: Caller, values: dict) -> ToolResult:
-    from knowledge.retrieval import RETRIEVAL_TOOLS, retrieve
-    from knowledge.scope import access_scope_build
-
     args = arguments_parse(SEARCH, values)
     query = args.text("query", max_length=MAX_TEXT_ARGUMENT)
     space_ids = args.id_list("space_ids")
@@ -233,8 +237,6 @@ def search_run(caller: Caller, values: dict) -> ToolResult:
 
 
 def read_passage_run(caller: Caller, values: dict) -> ToolResult:
-    from knowledge.scope import access_scope_build
-
     args = arguments_parse(READ_PASSAGE, values)
     passage_id = args.object_id("passage_id")
     args.check()
@@ -270,11 +272,8 @@ def read_passage_run(caller: Caller, values: dict) -> ToolResult:
     return ToolResult(payload, 1)
 
 
-def _own_private_passage(user: User, passage_id: int) -> "Passage | None":
+def _own_private_passage(user: User, passage_id: int) -> Passage | None:
     """A passage of one of the caller's own private files (current revision), or None."""
-    from knowledge.scope import access_scope_build
-    from knowledge.selectors import private_files_of
-
     own = private_files_of(user=user).filter(passages__pk=passage_id).order_by()
     document_ids = list(own.values_list("pk", flat=True)[:1])
     if not document_ids:
@@ -286,10 +285,6 @@ def _own_private_passage(user: User, passage_id: int) -> "Passage | None":
 
 
 def query_dataset_run(caller: Caller, values: dict) -> ToolResult:
-    from datasets.selectors import dataset_get_for_user, snapshot_of
-    from datasets.services import governed_query_facts, governed_query_proof, governed_query_run
-    from knowledge.scope import access_scope_build
-
     args = arguments_parse(QUERY_DATASET, values)
     dataset_id = args.object_id("dataset_id")
     sql = args.text("sql", max_length=MAX_SQL_ARGUMENT)
@@ -318,9 +313,6 @@ def query_dataset_run(caller: Caller, values: dict) -> ToolResult:
 
 
 def list_sources_run(caller: Caller, values: dict) -> ToolResult:
-    from datasets.selectors import datasets_visible_to
-    from knowledge.selectors import documents_visible_to, spaces_visible_to
-
     args = arguments_parse(LIST_SOURCES, values)
     space_id = args.object_id("space_id", required=False)
     args.check()
@@ -381,12 +373,6 @@ ANSWER_MODES = ("ask", "quick", "pro", "deep", "debug")
 
 
 def answer_run(caller: Caller, values: dict) -> ToolResult:
-    from answers.boundary import sealed_answer_read
-    from answers.models import Conversation
-    from answers.pipeline.lifecycle import answer_create
-    from answers.pipeline.request import answer_request_parse
-    from answers.selectors import run_get_for_user
-
     args = arguments_parse(ANSWER, values)
     if "mode" in values and values["mode"] not in ANSWER_MODES:
         args.errors["mode"] = f"One of {', '.join(ANSWER_MODES)}."

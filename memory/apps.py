@@ -1,13 +1,15 @@
 from django.apps import AppConfig
 
+from answers.pipeline import hooks
+
 
 class MemoryConfig(AppConfig):
     name = "memory"
     verbose_name = "Memory"
 
     def ready(self) -> None:
-        from answers.pipeline import hooks
-        from memory.services import memory_recheck, plan_steer
+        # Inside ready(): the services import the app's models, which load after the apps.
+        from memory import services
 
-        hooks.plan_steer.provide(plan_steer)
-        hooks.memory_recheck.provide(memory_recheck)
+        hooks.plan_steer.provide(services.plan_steer)
+        hooks.memory_recheck.provide(services.memory_recheck)

@@ -3,6 +3,7 @@ their owner (or a curator, for project memory), read by the planner, rechecked b
 sealing. Memory steers searches only: what it says is never a candidate, so a remembered
 fact still needs fresh reads of its sources to answer anything."""
 
+from copy import copy
 from dataclasses import dataclass, replace
 
 from django.db import transaction
@@ -10,13 +11,21 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 from django.utils.translation import get_language
 
-from answers.boundary import sealed_answer_read, sources_in_space, sources_visible
+from answers.boundary import (
+    sealed_answer_read,
+    source_visibility,
+    sources_in_space,
+    sources_visible,
+)
 from answers.judge.lexical import TermWeights, content_stems, content_words, stem
 from answers.models import AnswerRun
+from answers.pipeline import texts
 from answers.pipeline.planner import Plan
 from core.errors import ConflictError, NotFoundError, UnprocessableError
 from core.inputs import object_id_parse
 from core.types import User
+from datasets.models import Dataset
+from knowledge.curation import CurationForbidden
 from knowledge.frequencies import document_frequencies
 from knowledge.models import Document, Space
 from knowledge.scope import AccessScope
@@ -56,11 +65,6 @@ def memory_entries_shown(*, user: User, entries: list[MemoryEntry]) -> list[Memo
     """Entries as the user may read them now: a fact whose sources are no longer all
     visible to the user shows the access-failure text and no sources (its text is a sealed
     quote; issue 27). Unsaved copies; at most two statements for any number of entries."""
-    from copy import copy
-
-    from answers.boundary import source_visibility
-    from answers.pipeline import texts
-
     visible = source_visibility(user=user, sources=[s for e in entries for s in e.sources])
     shown = []
     for entry in entries:
@@ -102,8 +106,6 @@ def memory_relevance(part: str, text: str, weights: TermWeights) -> Relevance:
 
 def _sources_inside(sources: list[dict], scope: AccessScope) -> bool:
     """Every source of a remembered answer is inside what the run may search."""
-    from datasets.models import Dataset
-
     documents = {s["document_id"] for s in sources if s.get("type") == "revision"}
     datasets = {s["dataset_id"] for s in sources if s.get("type") == "snapshot"}
     for space_id, pk in Document.objects.filter(pk__in=documents).values_list("space_id", "pk"):
@@ -372,8 +374,6 @@ def memory_revoke(*, user: User, entry: MemoryEntry) -> MemoryEntry:
 def project_memory_set(*, user: User, space: Space, enabled: bool) -> ProjectMemory:
     """Turn a space's project memory on or off. Precondition: the space is visible to the
     user (selector); only its curators may change it (403 otherwise)."""
-    from knowledge.curation import CurationForbidden
-
     if not space_can_curate(user=user, space=space):
         raise CurationForbidden("Only curators of this space turn its project memory on or off.")
     setting, _ = ProjectMemory.objects.update_or_create(

@@ -14,7 +14,8 @@ from answers.models import AnswerRun
 from conversations.services import intent_preview
 from datasets.services import dataset_upload
 from knowledge.curation import proposal_create
-from knowledge.documents import document_upload, revision_extract
+from knowledge.documents.extraction import revision_extract
+from knowledge.documents.upload import document_upload
 from knowledge.models import Space
 from memory.services import correction_create
 from tests.answers.helpers import ask

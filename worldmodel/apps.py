@@ -1,5 +1,7 @@
 from django.apps import AppConfig
 
+from answers.pipeline import hooks
+
 
 class WorldModelConfig(AppConfig):
     name = "worldmodel"
@@ -7,7 +9,7 @@ class WorldModelConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from answers.pipeline import hooks
-        from worldmodel.services import world_claims_record
+        # Inside ready(): the services import the app's models, which load after the apps.
+        from worldmodel import services
 
-        hooks.world_claims_record.provide(world_claims_record)
+        hooks.world_claims_record.provide(services.world_claims_record)

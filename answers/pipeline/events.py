@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
 
 logger = logging.getLogger(__name__)
 
@@ -65,8 +66,6 @@ class ChannelsSink:
     """Sends to the run's group on the configured channel layer."""
 
     def _send(self, run_id: object, message: dict[str, Any]) -> None:
-        from channels.layers import get_channel_layer
-
         layer = get_channel_layer()
         if layer is None:
             return

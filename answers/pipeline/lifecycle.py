@@ -35,6 +35,7 @@ from core.errors import (
     writing,
 )
 from core.models import ApiKey
+from core.queue import QueueUnavailable, task_enqueue, task_named
 from core.replicas import replica_read
 from core.types import User
 from knowledge.scope import access_scope_build
@@ -291,12 +292,9 @@ def answer_stream_start(
     """Start a run that the worker executes (queue `answers`); its events are streamed
     from the database. Raises what `run_start` raises, and ServiceUnavailableError when
     it cannot be queued (the run then ends `failed`, `queue_unavailable`)."""
-    from answers.tasks import run_execute_task
-    from core.queue import QueueUnavailable, task_enqueue
-
     run = run_start(user=user, request=request, api_key=api_key, origin=origin)
     try:
-        task_enqueue(run_execute_task, str(run.pk), 1)
+        task_enqueue(task_named("answers.run_execute"), str(run.pk), 1)
     except QueueUnavailable:
         run_fail(run_id=run.pk, generation=1, reason="queue_unavailable")
         raise ServiceUnavailableError(

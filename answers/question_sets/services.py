@@ -33,7 +33,7 @@ from answers.question_sets.parsing import QuestionRow
 from answers.selectors import audited_generations, judge_scores, run_get_for_user
 from core.errors import NotFoundError, ServiceUnavailableError, UnprocessableError, writing
 from core.inputs import text_is_storable
-from core.queue import QueueUnavailable, task_enqueue
+from core.queue import QueueUnavailable, task_enqueue, task_named
 from core.types import User
 from knowledge.models import Space
 from knowledge.scope import access_scope_build
@@ -97,10 +97,8 @@ def question_set_run_start(*, user: User, question_set: QuestionSet, mode: str) 
 
 
 def _enqueue(run_id: int) -> None:
-    from answers.tasks import question_set_run_task
-
     try:
-        task_enqueue(question_set_run_task, run_id)
+        task_enqueue(task_named("answers.question_set_run"), run_id)
     except QueueUnavailable:
         QuestionSetRun.objects.filter(pk=run_id).update(
             status=QuestionSetRun.Status.FAILED, finished_at=timezone.now()

@@ -7,15 +7,19 @@ later step can compare the two readings and distrust documents where they
 disagree. Library failures never escape: they become `ExtractionError` with a
 user-safe message and a stable `code`.
 
-Pure Python and import-safe without Django settings; libraries are imported
-lazily so that importing this package stays cheap.
+Pure Python and import-safe without Django settings. Each format's module imports its parser
+libraries at its top, and this package imports that module on the format's first extraction:
+a web process that only detects formats never loads a parser.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib
 from collections.abc import Callable
 
-from . import docx, html, markdown, pdf, text, transcripts
+from billiard.exceptions import SoftTimeLimitExceeded
+
 from .base import ERROR_CODES, ExtractionError, ExtractionResult, Limits, Segment, normalise_text
 from .formats import FORMATS, SUPPORTED_TYPES, UPLOAD_ACCEPT, detect_format
 
@@ -38,26 +42,33 @@ ROLES = ("primary", "secondary")
 
 _Extractor = Callable[[bytes, Limits], ExtractionResult]
 
-_EXTRACTORS: dict[tuple[str, str], _Extractor] = {
-    ("pdf", "primary"): pdf.extract_primary,
-    ("pdf", "secondary"): pdf.extract_secondary,
-    ("docx", "primary"): docx.extract_primary,
-    ("docx", "secondary"): docx.extract_secondary,
-    ("html", "primary"): html.extract_primary,
-    ("html", "secondary"): html.extract_secondary,
-    ("markdown", "primary"): markdown.extract_primary,
-    ("markdown", "secondary"): markdown.extract_secondary,
-    ("text", "primary"): text.extract_primary,
-    ("text", "secondary"): text.extract_secondary,
-    ("vtt", "primary"): lambda data, limits: transcripts.extract_webvtt(data, limits, srt=False),
-    ("vtt", "secondary"): lambda data, limits: transcripts.extract_cue_parser(
-        data, limits, srt=False
-    ),
-    ("srt", "primary"): lambda data, limits: transcripts.extract_webvtt(data, limits, srt=True),
-    ("srt", "secondary"): lambda data, limits: transcripts.extract_cue_parser(
-        data, limits, srt=True
-    ),
+# (format, role) → (module of this package, its function, keyword arguments).
+_EXTRACTORS: dict[tuple[str, str], tuple[str, str, dict[str, bool]]] = {
+    ("pdf", "primary"): ("pdf", "extract_primary", {}),
+    ("pdf", "secondary"): ("pdf", "extract_secondary", {}),
+    ("docx", "primary"): ("docx", "extract_primary", {}),
+    ("docx", "secondary"): ("docx", "extract_secondary", {}),
+    ("html", "primary"): ("html", "extract_primary", {}),
+    ("html", "secondary"): ("html", "extract_secondary", {}),
+    ("markdown", "primary"): ("markdown", "extract_primary", {}),
+    ("markdown", "secondary"): ("markdown", "extract_secondary", {}),
+    ("text", "primary"): ("text", "extract_primary", {}),
+    ("text", "secondary"): ("text", "extract_secondary", {}),
+    ("vtt", "primary"): ("transcripts", "extract_webvtt", {"srt": False}),
+    ("vtt", "secondary"): ("transcripts", "extract_cue_parser", {"srt": False}),
+    ("srt", "primary"): ("transcripts", "extract_webvtt", {"srt": True}),
+    ("srt", "secondary"): ("transcripts", "extract_cue_parser", {"srt": True}),
 }
+
+
+def _extractor(fmt: str, role: str) -> _Extractor | None:
+    """The extractor of `fmt` for `role`, its module (and so its libraries) imported now."""
+    entry = _EXTRACTORS.get((fmt, role))
+    if entry is None:
+        return None
+    module, name, options = entry
+    function = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    return functools.partial(function, **options)
 
 
 def extract(
@@ -78,14 +89,13 @@ def extract(
     worker's, not the document's, and must not be recorded as `corrupt`.
     Run it through `knowledge.extraction.isolated` to bound time and memory.
     """
-    from billiard.exceptions import SoftTimeLimitExceeded
-
     if role not in ROLES:
         raise ValueError(f"role must be one of {ROLES}, not {role!r}")
-    extractor = _EXTRACTORS.get((fmt, role))
-    if extractor is None:
-        raise ExtractionError("unsupported_type")
     try:
+        # Inside the try: a parser library that fails to import fails this reading alone.
+        extractor = _extractor(fmt, role)
+        if extractor is None:
+            raise ExtractionError("unsupported_type")
         return extractor(
             data,
             Limits(

@@ -17,6 +17,7 @@ import resource
 import sys
 from pathlib import Path
 
+from . import extract
 from .base import ExtractionError
 
 
@@ -43,8 +44,6 @@ def parse_bounded(header: dict, role: str, data: bytes) -> dict:
 
 
 def _answer(header: dict, role: str, data: bytes) -> dict:
-    from knowledge.extraction import extract
-
     result = extract(header["fmt"], data, role=role, **header["limits"])
     return {
         "ok": True,

@@ -3,7 +3,7 @@
 Some PDFs place words with kerning offsets instead of space characters; one extractor
 then reads "Thebackupservicekeepseverynightlycopy" where the other reads the sentence.
 Quotes cut from such text are unreadable, so each admitted extraction records this
-measure, and a damaged primary gives way to a clean secondary (knowledge.documents).
+measure, and a damaged primary gives way to a clean secondary (knowledge.documents.extraction).
 
 The measure, deterministic and pure (no Django, no dictionary, no language model):
 

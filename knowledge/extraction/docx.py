@@ -12,6 +12,12 @@ import zipfile
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, cast
 
+import docx
+from docx.oxml.ns import qn
+from docx.text.paragraph import Paragraph
+from docx2txt.docx2txt import xml2text
+from lxml import etree
+
 from .base import (
     ExtractionError,
     ExtractionResult,
@@ -24,7 +30,6 @@ from .base import (
 if TYPE_CHECKING:
     from docx.oxml.text.paragraph import CT_P
     from docx.oxml.xmlchemy import BaseOxmlElement
-    from docx.text.paragraph import Paragraph
     from docx.types import ProvidesStoryPart
 
 _DOCUMENT_XML = "word/document.xml"
@@ -39,8 +44,6 @@ def _check_archive(data: bytes, limits: Limits) -> None:
     that frees each one: 70 KB of empty paragraphs can declare 8 million of them,
     which python-docx would hold as a 3 GB tree.
     """
-    from lxml import etree
-
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         if sum(info.file_size for info in archive.infolist()) > limits.max_decompressed:
             raise ExtractionError("too_large")
@@ -68,9 +71,6 @@ def _iter_paragraphs(
     python-docx's own iteration skips w:sdt blocks (tables of contents, form
     fields) that docx2txt reads, which would make the two readings disagree.
     """
-    from docx.oxml.ns import qn
-    from docx.text.paragraph import Paragraph
-
     tables = [0] if tables is None else tables  # tables seen so far, shared with nested calls
     for child in container.iterchildren():
         if child.tag == qn("w:p"):
@@ -91,8 +91,6 @@ def _iter_paragraphs(
 
 def _is_list_item(paragraph: Paragraph) -> bool:
     """Numbered or bulleted: list numbering on the paragraph, or a "List …" style."""
-    from docx.oxml.ns import qn
-
     properties = paragraph._p.pPr
     if properties is not None and properties.find(qn("w:numPr")) is not None:
         return True
@@ -107,8 +105,6 @@ def _heading_level(paragraph: Paragraph) -> int | None:
 
 
 def extract_primary(data: bytes, limits: Limits) -> ExtractionResult:
-    import docx
-
     _check_archive(data, limits)
     document = docx.Document(io.BytesIO(data))
     body = document.element.body
@@ -130,8 +126,6 @@ def extract_primary(data: bytes, limits: Limits) -> ExtractionResult:
 
 
 def extract_secondary(data: bytes, limits: Limits) -> ExtractionResult:
-    from docx2txt.docx2txt import xml2text
-
     _check_archive(data, limits)
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         xml = archive.read(_DOCUMENT_XML)

@@ -37,6 +37,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
+from .base import dist_version
 from .bounded import parse_bounded
 
 logger = logging.getLogger(__name__)
@@ -45,8 +46,8 @@ logger = logging.getLogger(__name__)
 _IMPORT_ROOT = Path(__file__).resolve().parents[2]
 _LENGTH = struct.Struct(">Q")
 _STDERR_TAIL = 4096
-# What the extractors import lazily (billiard.exceptions alone was 5 ms of each child),
-# and the distributions whose versions they record.
+# What the extractors import (billiard.exceptions alone was 5 ms of each child; the package
+# imports an extractor module on its first use), and the distributions whose versions they record.
 _PRELOAD_MODULES = (
     "billiard.exceptions",
     "bs4",
@@ -57,6 +58,11 @@ _PRELOAD_MODULES = (
     "docx.text.paragraph",
     "docx2txt.docx2txt",
     "encodings.ascii",
+    "knowledge.extraction.docx",
+    "knowledge.extraction.html",
+    "knowledge.extraction.markdown",
+    "knowledge.extraction.pdf",
+    "knowledge.extraction.transcripts",
     "lxml.etree",
     "lxml.html",
     "markdown_it",
@@ -293,8 +299,6 @@ def _write_all(fd: int, data: bytes) -> None:
 
 def _preload() -> None:
     """Import what the children would import and cache the versions they record."""
-    from knowledge.extraction.base import dist_version
-
     for name in _PRELOAD_MODULES:
         # A library that fails to import fails again in the child, which reports it.
         with contextlib.suppress(ImportError):

@@ -10,11 +10,14 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+import lxml.html
+from bs4 import BeautifulSoup
+from bs4.element import NavigableString, PreformattedString, Tag
+
 from .base import ExtractionError, ExtractionResult, Limits, TextBuilder, dist_version
 from .text import decode_or_raise
 
 if TYPE_CHECKING:
-    from bs4.element import Tag
     from lxml.html import HtmlElement
 
 DROPPED_TAGS = frozenset({"script", "style", "template", "noscript"})
@@ -163,8 +166,6 @@ _Item = tuple[str, str, Any]
 
 
 def _soup_children(node: Tag) -> Iterator[_Item]:
-    from bs4.element import NavigableString, PreformattedString, Tag
-
     for child in node.children:
         if isinstance(child, PreformattedString):
             continue  # comments, CDATA, doctype, processing instructions
@@ -232,8 +233,6 @@ def _walk(
 
 
 def extract_primary(data: bytes, limits: Limits) -> ExtractionResult:
-    from bs4 import BeautifulSoup
-
     soup = BeautifulSoup(decode_or_raise(data), "html.parser")
     collector = BlockCollector(limits)
     _walk(soup, collector, _soup_children)
@@ -241,8 +240,6 @@ def extract_primary(data: bytes, limits: Limits) -> ExtractionResult:
 
 
 def extract_secondary(data: bytes, limits: Limits) -> ExtractionResult:
-    import lxml.html
-
     text = decode_or_raise(data)
     if not text.strip():
         raise ExtractionError("no_text")

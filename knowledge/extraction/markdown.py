@@ -10,6 +10,9 @@ from __future__ import annotations
 import html
 from typing import Any
 
+import mistune
+from markdown_it import MarkdownIt
+
 from .base import ExtractionResult, Limits, TextBuilder, dist_version
 from .text import decode_or_raise
 
@@ -63,8 +66,6 @@ def _render_it_inline(children: list[Any]) -> str:
 
 
 def extract_primary(data: bytes, limits: Limits) -> ExtractionResult:
-    from markdown_it import MarkdownIt
-
     parser = MarkdownIt("commonmark").enable(["table", "strikethrough"])
     tokens = parser.parse(decode_or_raise(data))
     builder = TextBuilder(limits)
@@ -134,8 +135,6 @@ def _walk_mistune(nodes: list[dict], path: _HeadingPath) -> None:
 
 
 def extract_secondary(data: bytes, limits: Limits) -> ExtractionResult:
-    import mistune
-
     parser = mistune.create_markdown(renderer=None, plugins=["table", "strikethrough"])
     nodes = parser(decode_or_raise(data))
     builder = TextBuilder(limits)

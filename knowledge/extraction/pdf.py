@@ -11,6 +11,11 @@ import io
 import re
 import zlib
 
+import pdfplumber
+from pdfminer.pdfdocument import PDFEncryptionError, PDFPasswordIncorrect
+from pypdf import PasswordType, PdfReader
+from pypdf.errors import LimitReachedError
+
 from .base import ExtractionError, ExtractionResult, Limits, TextBuilder, dist_version
 
 _STREAM_START = re.compile(rb"(?<!end)stream\r?\n")
@@ -43,8 +48,6 @@ def check_streams(data: bytes, limits: Limits) -> None:
 
 
 def _is_password_error(exc: BaseException) -> bool:
-    from pdfminer.pdfdocument import PDFEncryptionError, PDFPasswordIncorrect
-
     seen: set[int] = set()
     pending: list[BaseException] = [exc]
     # pdfplumber wraps pdfminer's error as an argument, not as __cause__, so both are followed.
@@ -68,8 +71,6 @@ def _check_pages(count: int, limits: Limits) -> None:
 
 
 def extract_primary(data: bytes, limits: Limits) -> ExtractionResult:
-    import pdfplumber
-
     check_streams(data, limits)
     builder = TextBuilder(limits)
     try:
@@ -86,8 +87,6 @@ def extract_primary(data: bytes, limits: Limits) -> ExtractionResult:
 
 
 def extract_secondary(data: bytes, limits: Limits) -> ExtractionResult:
-    from pypdf.errors import LimitReachedError
-
     check_streams(data, limits)
     try:
         return _read_with_pypdf(data, limits)
@@ -97,8 +96,6 @@ def extract_secondary(data: bytes, limits: Limits) -> ExtractionResult:
 
 
 def _read_with_pypdf(data: bytes, limits: Limits) -> ExtractionResult:
-    from pypdf import PasswordType, PdfReader
-
     builder = TextBuilder(limits)
     reader = PdfReader(io.BytesIO(data))
     if reader.is_encrypted:

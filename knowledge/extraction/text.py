@@ -5,6 +5,8 @@ from __future__ import annotations
 import codecs
 import platform
 
+import charset_normalizer
+
 from .base import (
     ExtractionError,
     ExtractionResult,
@@ -24,8 +26,6 @@ _BOMS = (
 
 
 def _charset_normalizer_decode(data: bytes) -> str | None:
-    import charset_normalizer
-
     best = charset_normalizer.from_bytes(data).best()
     return None if best is None else str(best)
 

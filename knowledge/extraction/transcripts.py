@@ -11,6 +11,8 @@ import io
 import re
 from collections.abc import Iterator
 
+import webvtt
+
 from .base import ExtractionError, ExtractionResult, Limits, TextBuilder, dist_version
 from .formats import has_vtt_header
 from .text import decode_or_raise
@@ -34,8 +36,6 @@ def _add_cue(builder: TextBuilder, text: str, start: str, end: str) -> None:
 
 
 def extract_webvtt(data: bytes, limits: Limits, *, srt: bool) -> ExtractionResult:
-    import webvtt
-
     text = decode_or_raise(data)
     if not text.strip():
         raise ExtractionError("no_text")

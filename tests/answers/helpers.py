@@ -2,7 +2,8 @@
 
 import re
 
-from knowledge.documents import document_upload, revision_extract
+from knowledge.documents.extraction import revision_extract
+from knowledge.documents.upload import document_upload
 from tests.answers.providers import ScriptedProvider
 
 OPERATIONS = (

@@ -8,7 +8,7 @@ from answers.pipeline.lifecycle import run_start
 from answers.pipeline.request import answer_request_parse
 from answers.selectors import conversation_selection
 from answers.services import conversation_sources_set
-from knowledge.documents import document_upload
+from knowledge.documents.upload import document_upload
 from knowledge.services import space_create
 
 pytestmark = pytest.mark.django_db

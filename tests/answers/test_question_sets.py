@@ -23,7 +23,7 @@ from answers.question_sets.services import (
     space_operating_point_set,
 )
 from audit.models import OutputRelease
-from audit.services import body_hashes
+from audit.receipts import body_hashes
 from core.errors import NotFoundError, UnprocessableError
 from knowledge.services import space_create, space_member_set
 from tests.answers.helpers import (

@@ -10,7 +10,8 @@ import pytest
 from guardian.shortcuts import remove_perm
 
 from core.services import api_key_create
-from knowledge.documents import document_upload, revision_extract
+from knowledge.documents.extraction import revision_extract
+from knowledge.documents.upload import document_upload
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -20,7 +20,7 @@ import pytest
 import rfc8785
 
 from audit.models import OutputRelease
-from audit.services import POLICY_VERSION, body_hashes, canonical_jcs, canonical_json
+from audit.receipts import POLICY_VERSION, body_hashes, canonical_jcs, canonical_json
 from datasets.services import dataset_upload
 from tests.answers.helpers import INVOICES, ask, ingest
 from tests.services import ROOT

@@ -14,7 +14,7 @@ from koinon_client import Release
 from answers.models import AnswerRun, Card, Citation, Conversation, Generation, Message
 from answers.pipeline.lifecycle import RunFailed, answer_retry
 from audit.models import AnswerAudit, OutputRelease, StreamEvent
-from audit.services import body_hashes
+from audit.receipts import body_hashes
 from conversations.services import export_verify
 from datasets.services import dataset_upload
 from tests.answers.helpers import MIXED_QUESTION, ask

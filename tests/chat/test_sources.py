@@ -164,7 +164,8 @@ def marked_pixels(png: bytes) -> int:
 def test_a_pdf_citation_shows_its_page_as_an_image_with_the_quote_marked(
     space, owner, member, outsider
 ):
-    from knowledge.documents import document_upload, revision_extract
+    from knowledge.documents.extraction import revision_extract
+    from knowledge.documents.upload import document_upload
 
     pages = [
         "The canteen opens at seven in the morning and closes at three.",

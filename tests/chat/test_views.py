@@ -12,7 +12,8 @@ from answers.pipeline.planner import Plan
 from answers.pipeline.request import answer_request_parse
 from answers.services import conversation_sources_set
 from audit.services import audit_summary
-from knowledge.documents import document_upload, revision_extract
+from knowledge.documents.extraction import revision_extract
+from knowledge.documents.upload import document_upload
 from tests.answers.helpers import MIXED_QUESTION, ingest, whole_passage
 from tests.answers.helpers import ask as ask_api
 from tests.answers.providers import ScriptedProvider

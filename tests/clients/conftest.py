@@ -1,7 +1,8 @@
 import pytest
 
 from core.services import api_key_create
-from knowledge.documents import document_upload, revision_extract
+from knowledge.documents.extraction import revision_extract
+from knowledge.documents.upload import document_upload
 from tests.clients.helpers import TEXT
 
 

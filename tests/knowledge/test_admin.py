@@ -7,7 +7,8 @@ from django.test import Client
 
 from core.models import ApiKey
 from core.services import api_key_create
-from knowledge.documents import document_upload, revision_extract
+from knowledge.documents.extraction import revision_extract
+from knowledge.documents.upload import document_upload
 from knowledge.models import Extraction
 from knowledge.services import space_create, space_member_set
 from tests.core.test_api_keys import assert_error

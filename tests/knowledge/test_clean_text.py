@@ -19,7 +19,8 @@ from answers.pipeline.validation import (
     quotes_verify_primary,
     quotes_verify_secondary,
 )
-from knowledge.documents import document_upload, revision_extract, revision_retry_extraction
+from knowledge.documents.extraction import revision_extract, revision_retry_extraction
+from knowledge.documents.upload import document_upload
 from knowledge.models import Document, DocumentRevision, Extraction, Passage
 from knowledge.selectors import document_admitted_text
 from knowledge.services import space_member_set

@@ -15,7 +15,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 from django.test import Client
 
-from knowledge.documents import document_upload
+from knowledge.documents.upload import document_upload
 from knowledge.lifecycle import document_withdraw
 from knowledge.models import Document, DocumentRevision, Erasure
 from knowledge.services import space_create, space_member_set

@@ -14,7 +14,7 @@ from django.db import connection
 
 from core.worker import WorkerMaintenance, redis_client
 from knowledge import embeddings
-from knowledge.documents import (
+from knowledge.documents.embedding import (
     EMBEDDINGS_REFRESH_KEY,
     embeddings_refresh,
     embeddings_refresh_schedule,
@@ -116,7 +116,9 @@ def test_nothing_stale_queues_nothing_and_a_running_refresh_is_not_queued_twice(
     monkeypatch, passages, space
 ):
     queued = []
-    monkeypatch.setattr("knowledge.documents.task_enqueue", lambda task, *args: queued.append(task))
+    monkeypatch.setattr(
+        "knowledge.documents.embedding.task_enqueue", lambda task, *args: queued.append(task)
+    )
     assert embeddings_refresh_schedule() is False
     assert not redis_client().exists(EMBEDDINGS_REFRESH_KEY)
     assert queued == []

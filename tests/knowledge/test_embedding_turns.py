@@ -13,8 +13,12 @@ import pytest
 from celery.exceptions import SoftTimeLimitExceeded
 from django.utils import timezone
 
-from knowledge import documents, embeddings
-from knowledge.documents import EMBED_BATCH, document_upload, embeddings_resume, revision_extract
+from knowledge import embeddings
+from knowledge.documents import embedding as embedding_services
+from knowledge.documents import extraction as extraction_services
+from knowledge.documents.embedding import EMBED_BATCH, embeddings_resume
+from knowledge.documents.extraction import revision_extract
+from knowledge.documents.upload import document_upload
 from knowledge.embeddings import EmbeddingError, get_embedding_provider
 from knowledge.health import check_embeddings
 from knowledge.models import Extraction, Passage
@@ -44,7 +48,8 @@ def record_queued(monkeypatch, sent: list[tuple[str, tuple]]) -> None:
         if task.name == "knowledge.embed_extraction":
             sent.append((task.name, args))
 
-    monkeypatch.setattr(documents, "task_enqueue", enqueue)
+    for services in (extraction_services, embedding_services):
+        monkeypatch.setattr(services, "task_enqueue", enqueue)
 
 
 @pytest.fixture
@@ -125,7 +130,7 @@ def test_the_rest_of_a_file_is_embedded_by_the_worker(
     monkeypatch, settings, space, owner, celery_worker
 ):
     settings.KOINON_EMBED_SECONDS = 0  # here; the worker's turns run on its own budget
-    sent_on = documents.task_enqueue
+    sent_on = embedding_services.task_enqueue
 
     def enqueue(task, *args) -> None:
         # The test extracts itself (a worker taking the upload's extraction first would
@@ -133,7 +138,8 @@ def test_the_rest_of_a_file_is_embedded_by_the_worker(
         if task.name != "knowledge.extract_revision":
             sent_on(task, *args)
 
-    monkeypatch.setattr(documents, "task_enqueue", enqueue)
+    for services in (extraction_services, embedding_services):
+        monkeypatch.setattr(services, "task_enqueue", enqueue)
     extraction = serving_extraction(owner, space)
     assert embedded(extraction) >= EMBED_BATCH  # the worker may already be at the rest
     with no_hang():

@@ -6,7 +6,8 @@ import io
 import pytest
 from celery.exceptions import SoftTimeLimitExceeded
 
-from knowledge.documents import document_upload, revision_extract
+from knowledge.documents.extraction import revision_extract
+from knowledge.documents.upload import document_upload
 from knowledge.embeddings import clear_embedding_caches
 from knowledge.models import Extraction, Passage
 from knowledge.retrieval import retrieve
@@ -59,13 +60,13 @@ def test_text_over_the_character_limit_fails_with_too_large(space, owner, settin
 def test_the_task_time_limit_ends_every_extraction_of_the_revision_timeout(
     space, owner, monkeypatch
 ):
-    import knowledge.documents
+    from knowledge.documents import extraction
 
     def too_slow(*args, **kwargs):
         raise SoftTimeLimitExceeded()  # what Celery raises in the task at its soft limit
 
     result = document_upload(user=owner, filename="notes.txt", data=b"Some text.", space=space)
-    monkeypatch.setattr(knowledge.documents, "extract_isolated", too_slow)
+    monkeypatch.setattr(extraction, "extract_isolated", too_slow)
     extract_revision.run(result.revision.pk)
     # Both roles were claimed and neither was read: neither may be left running for ever.
     assert {
@@ -75,14 +76,14 @@ def test_the_task_time_limit_ends_every_extraction_of_the_revision_timeout(
 
 
 def test_a_time_limit_inside_a_parser_is_not_recorded_as_corrupt(monkeypatch):
-    import knowledge.extraction
+    from knowledge.extraction import extract, text
 
     def parser_at_the_limit(data, limits):
         raise SoftTimeLimitExceeded()
 
-    monkeypatch.setitem(knowledge.extraction._EXTRACTORS, ("text", "primary"), parser_at_the_limit)
+    monkeypatch.setattr(text, "extract_primary", parser_at_the_limit)
     with pytest.raises(SoftTimeLimitExceeded):
-        knowledge.extraction.extract("text", b"Some text.", role="primary")
+        extract("text", b"Some text.", role="primary")
 
 
 @pytest.fixture

@@ -283,7 +283,8 @@ def test_both_isolation_modes_read_every_role(isolation):
 def test_revision_extract_reads_through_the_fork_server_not_new_interpreters(
     space, owner, monkeypatch
 ):
-    from knowledge.documents import document_upload, revision_extract
+    from knowledge.documents.extraction import revision_extract
+    from knowledge.documents.upload import document_upload
     from knowledge.models import Extraction
 
     ask(b"Warm up.")

@@ -8,7 +8,8 @@ from urllib.parse import urlparse
 
 import pytest
 
-from knowledge.documents import document_upload, revision_extract
+from knowledge.documents.extraction import revision_extract
+from knowledge.documents.upload import document_upload
 from knowledge.models import Extraction
 from tests.guards import no_hang
 from tests.knowledge.test_documents import docx_bytes, pdf_bytes

@@ -11,7 +11,11 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from knowledge.documents import extractions_recover, revision_extract, revision_retry_extraction
+from knowledge.documents.extraction import (
+    extractions_recover,
+    revision_extract,
+    revision_retry_extraction,
+)
 from knowledge.models import DocumentRevision
 from koinon.celery import app as celery_app
 from tests.guards import no_hang

@@ -7,7 +7,7 @@ import pytest
 from django.db import connection
 
 from knowledge import tasks
-from knowledge.documents import document_upload
+from knowledge.documents.upload import document_upload
 from knowledge.models import Extraction
 from knowledge.turns import NAMESPACE
 

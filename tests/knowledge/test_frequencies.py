@@ -10,7 +10,8 @@ from django.contrib.postgres.search import SearchQuery
 from django.db import connection
 from django.db.models import Q
 
-from knowledge.documents import document_upload, revision_extract
+from knowledge.documents.extraction import revision_extract
+from knowledge.documents.upload import document_upload
 from knowledge.frequencies import document_frequencies, lexeme_frequencies_rebuild
 from knowledge.models import LexemeFrequency, Passage
 from knowledge.scope import access_scope_build

@@ -5,7 +5,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from knowledge.documents import document_upload
+from knowledge.documents.upload import document_upload
 from knowledge.models import Document
 from knowledge.scope import access_scope_build
 from knowledge.services import space_create, space_member_remove, space_member_set

@@ -1,6 +1,7 @@
 """The MCP tests' corpus (fixtures stay in tests/mcp_server/conftest.py)."""
 
-from knowledge.documents import document_upload, revision_extract
+from knowledge.documents.extraction import revision_extract
+from knowledge.documents.upload import document_upload
 
 HANDBOOK = (
     "# Operations handbook\n\n## Service reviews\n\nThe platform operations team owns service "

@@ -6,11 +6,10 @@ from django.conf import settings
 
 from answers.pipeline.providers.base import ModelProvider
 from answers.pipeline.providers.extractive import ExtractiveProvider
+from answers.pipeline.providers.openai import openai_provider_from_settings
 
 
 def get_model_provider() -> ModelProvider:
     if settings.KOINON_MODEL_PROVIDER == "openai":
-        from answers.pipeline.providers.openai import openai_provider_from_settings
-
         return openai_provider_from_settings()
     return ExtractiveProvider()

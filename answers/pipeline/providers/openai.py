@@ -32,6 +32,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from django.conf import settings
+
 from answers.judge.features import JudgeItem
 from answers.judge.lexical import TermWeights, content_words
 from answers.judge.model import local_judge
@@ -378,8 +380,6 @@ class OpenAIProvider:
 
 
 def openai_provider_from_settings() -> OpenAIProvider:
-    from django.conf import settings
-
     client = ChatClient(
         base_url=settings.KOINON_LLM_BASE_URL,
         model=settings.KOINON_LLM_MODEL,

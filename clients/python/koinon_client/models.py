@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import rfc8785
 
@@ -24,8 +24,13 @@ from koinon_client.transparency import (
     verify_inclusion,
 )
 
-if TYPE_CHECKING:
-    from koinon_client.client import Client
+
+class ProofSource(Protocol):
+    """What `Release.verify_inclusion` asks of a client: one JSON request. `Client` is one;
+    the models never import it (the client builds models from what it reads)."""
+
+    def request(self, method: str, path: str, **kwargs: Any) -> Any: ...
+
 
 UNKNOWN = "unknown"
 # Release policy versions this client verifies: 1 hashes Python's JSON serialisation,
@@ -252,7 +257,7 @@ class Release:
 
     def verify_inclusion(
         self,
-        client: Client,
+        client: ProofSource,
         body: dict,
         *,
         verifier_key: str,

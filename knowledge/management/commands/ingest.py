@@ -5,7 +5,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from core.errors import ApiError
 from core.selectors import user_get_by_username
-from knowledge.documents import document_change_check, document_upload
+from knowledge.documents.upload import document_change_check, document_upload
 from knowledge.models import ExtractionRole, ExtractionStatus
 from knowledge.selectors import (
     document_get_for_user,

@@ -5,7 +5,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.db import transaction
 
 from core.types import User
-from knowledge.documents import document_upload
+from knowledge.documents.upload import document_upload
 from knowledge.models import Space
 from knowledge.services import space_create, space_member_set
 
