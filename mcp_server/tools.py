@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, overload
 
+from answers.pipeline.vocabulary import TOOL_ANSWER_MODES  # data only: no app is loaded
 from core.errors import ApiError
 from core.inputs import MAX_ID, text_is_storable
 from core.models import ApiKey
@@ -374,10 +375,10 @@ def list_sources_run(caller: Caller, values: dict) -> ToolResult:
 
 
 ANSWER_FIELDS = ("query", "evidence_policy", "space_ids", "selected_sources", "language", "mode")
-# The modes whose body is a sealed answer (no `plan` or `raw` inspection output). Debug is
-# among them: who may run it is the service's rule (`answer_mode_check`), whose
-# `permission_denied` this tool passes on as it does every typed error.
-ANSWER_MODES = ("ask", "quick", "pro", "deep", "debug")
+# The vocabulary's `ToolAnswerMode`s. Debug is among them: who may run it is the service's
+# rule (`answer_mode_check`), whose `permission_denied` this tool passes on as it does every
+# typed error.
+ANSWER_MODES = TOOL_ANSWER_MODES
 
 
 def answer_run(caller: Caller, values: dict) -> ToolResult:

@@ -11,7 +11,7 @@ from core.ports import Port
 
 if TYPE_CHECKING:
     from answers.models import AnswerRun
-    from answers.pipeline.planner import Plan
+    from answers.pipeline.vocabulary import Plan
     from core.types import User
     from knowledge.scope import AccessScope
 

@@ -1,48 +1,23 @@
 """Evidence policies (SPEC §5): parsing, validation and judging the outcome."""
 
-from __future__ import annotations
-
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
 
+from answers.pipeline.vocabulary import (
+    IMPLEMENTED_TOOLS,
+    SELF_RETRIEVING_MODES,
+    STANCES,
+    TOOL_NAMES,
+    AnswerStatus,
+    Completeness,
+    EvidencePolicy,
+    EvidenceStatus,
+    Mode,
+    Outcome,
+    stance_of,
+)
 from core.errors import UnprocessableError
 from knowledge.retrieval import INDEXING
-
-if TYPE_CHECKING:  # the vocabulary; contracts imports the request, which imports this module
-    from collections.abc import Sequence
-
-    from answers.pipeline.contracts import AnswerStatus, Completeness, EvidenceStatus, Outcome
-
-TOOL_NAMES = (
-    "vector_search",
-    "keyword_search",
-    "dataset_query",
-    "retrieval_endpoint",
-    "federated_rag",
-    "web_search",
-    "fetch_url",
-    "mcp_search",
-)
-IMPLEMENTED_TOOLS = ("vector_search", "keyword_search", "dataset_query")
-POLICY_MODES = ("auto", "strict", "general_knowledge")
-MODES = ("ask", "quick", "pro", "deep", "agent", "plan", "debug", "raw")
-# Modes that decide their own retrieval: an explicit policy would be ignored, so refuse it.
-MODES_WITHOUT_POLICY = ("agent", "plan", "debug", "raw")
-
-
-@dataclass(frozen=True)
-class EvidencePolicy:
-    mode: str = "auto"
-    allowed_tools: tuple[str, ...] = IMPLEMENTED_TOOLS
-    required_tools: tuple[str, ...] = ()
-    explicit: bool = False
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "mode": self.mode,
-            "allowed_tools": list(self.allowed_tools),
-            "required_tools": list(self.required_tools),
-        }
 
 
 def _tool_list(value: object, name: str) -> tuple[str, ...]:
@@ -68,11 +43,11 @@ def _tool_list(value: object, name: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-def policy_parse(raw: object, *, mode: str) -> EvidencePolicy:
+def policy_parse(raw: object, *, mode: Mode) -> EvidencePolicy:
     """The request's evidence policy, or the default; UnprocessableError (422) if invalid."""
     if raw is None:
         return EvidencePolicy()
-    if mode in MODES_WITHOUT_POLICY:
+    if mode in SELF_RETRIEVING_MODES:
         raise UnprocessableError(
             f"Mode {mode!r} does not accept an explicit evidence policy.",
             code="invalid_policy",
@@ -91,12 +66,12 @@ def policy_parse(raw: object, *, mode: str) -> EvidencePolicy:
             code="invalid_policy",
             fields={f"evidence_policy.{extra[0]}": "Unknown field."},
         )
-    policy_mode = raw.get("mode", "auto")
-    if policy_mode not in POLICY_MODES:
+    stance = stance_of(raw.get("mode", "auto"))
+    if stance is None:
         raise UnprocessableError(
             "Unknown policy mode.",
             code="invalid_policy",
-            fields={"evidence_policy.mode": f"One of {', '.join(POLICY_MODES)}."},
+            fields={"evidence_policy.mode": f"One of {', '.join(STANCES)}."},
         )
     allowed = _tool_list(raw.get("allowed_tools", list(IMPLEMENTED_TOOLS)), "allowed_tools")
     required = _tool_list(raw.get("required_tools", []), "required_tools")
@@ -106,19 +81,19 @@ def policy_parse(raw: object, *, mode: str) -> EvidencePolicy:
             code="invalid_policy",
             fields={"evidence_policy.required_tools": "Must be a subset of allowed_tools."},
         )
-    if policy_mode == "general_knowledge" and required:
+    if stance == "general_knowledge" and required:
         raise UnprocessableError(
             "A general-knowledge answer cannot require tools.",
             code="invalid_policy",
             fields={"evidence_policy.required_tools": "Must be empty for general_knowledge."},
         )
-    if policy_mode == "strict" and not allowed:
+    if stance == "strict" and not allowed:
         raise UnprocessableError(
             "A strict policy needs at least one allowed tool.",
             code="invalid_policy",
             fields={"evidence_policy.allowed_tools": "Must not be empty for strict."},
         )
-    return EvidencePolicy(policy_mode, allowed, required, explicit=True)
+    return EvidencePolicy(stance, allowed, required, explicit=True)
 
 
 @dataclass
@@ -176,7 +151,7 @@ def policy_judge(
     if unanswered_parts and selected_tools:
         issues.append("unanswered_part")
 
-    if policy.mode == "strict":
+    if policy.stance == "strict":
         if failed or indexing or unmet or not has_evidence:
             if failed and not has_evidence:
                 explanation = "access_failure"

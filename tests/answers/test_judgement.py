@@ -10,8 +10,8 @@ import pytest
 from answers.judge import model as judge_model
 from answers.models import AnswerRun
 from answers.pipeline.judgement import policy_floor
-from answers.pipeline.planner import Plan
 from answers.pipeline.texts import explanation
+from answers.pipeline.vocabulary import Plan
 from audit.services import audit_summary
 from datasets.services import dataset_upload
 from knowledge.sentences import is_label

@@ -8,7 +8,8 @@ from typing import Protocol, TypedDict
 
 from answers.judge.features import JudgeItem
 from answers.judge.lexical import TermWeights
-from answers.pipeline.planner import DatasetInfo, Plan
+from answers.pipeline.planner import DatasetInfo
+from answers.pipeline.vocabulary import Plan
 from knowledge.sentences import sentence_spans
 
 

@@ -33,12 +33,10 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from answers.judge.features import JudgeItem
-from answers.judge.lexical import TermWeights, content_words
+from answers.judge.lexical import PLAN_STOPWORDS, TermWeights, content_words
 from answers.judge.model import local_judge
 from answers.pipeline.planner import (
-    PLAN_STOPWORDS,
     DatasetInfo,
-    Plan,
     asked_parts,
     plan_question,
     planned_queries,
@@ -57,6 +55,7 @@ from answers.pipeline.providers.structured import (
     structured_parse,
 )
 from answers.pipeline.validation import MAX_ITEMS, SelectionRejected
+from answers.pipeline.vocabulary import Plan
 
 logger = logging.getLogger(__name__)
 

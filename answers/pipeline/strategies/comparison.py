@@ -22,7 +22,7 @@ from answers.pipeline.contracts import Decision, Gathered, RunContext, Trace
 from answers.pipeline.endings import abstention, answered, unsupported
 from answers.pipeline.gathering import tools_step
 from answers.pipeline.judgement import _quote_parts, judge_item, operating_point
-from answers.pipeline.planner import COMPARISON, Plan
+from answers.pipeline.planner import COMPARISON
 from answers.pipeline.policy import policy_judge
 from answers.pipeline.providers.base import AnalysedClaim, Analysis, ModelProvider
 from answers.pipeline.providers.llm import ProviderError
@@ -35,6 +35,7 @@ from answers.pipeline.validation import (
     quotes_secondary_failures,
     quotes_verify_primary,
 )
+from answers.pipeline.vocabulary import Plan
 
 MIN_CLAIMS = 3
 MAX_CLAIMS = 6
@@ -176,7 +177,7 @@ def decide(ctx: RunContext, trace: Trace, plan: Plan) -> Decision:
     started = time.perf_counter()
     try:
         threshold = operating_point(
-            mode=ctx.request.policy.mode, space_point=ctx.scope.operating_point
+            stance=ctx.request.policy.stance, space_point=ctx.scope.operating_point
         )
         trace.operating_point = threshold
         comparison = comparison_verify(
