@@ -4,6 +4,7 @@ its `Literal`s here, never from a second list."""
 
 import subprocess
 import sys
+import tomllib
 from typing import get_args
 
 import pytest
@@ -112,3 +113,20 @@ def test_the_vocabulary_imports_no_other_pipeline_module():
         check=True,
     )
     assert loaded.stdout.strip() == "['answers.pipeline.vocabulary']"
+
+
+def test_every_pipeline_module_has_its_floor_in_the_layers_contract():
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    (contract,) = [
+        c
+        for c in config["tool"]["importlinter"]["contracts"]
+        if c["name"].startswith("The answer path in layers")
+    ]
+    named = {m.strip() for layer in contract["layers"] for m in layer.split("|")}
+    pipeline = ROOT / "answers" / "pipeline"
+    modules = {
+        f"answers.pipeline.{path.stem}"
+        for path in pipeline.iterdir()
+        if (path.suffix == ".py" and path.stem != "__init__") or (path / "__init__.py").exists()
+    }
+    assert named == modules
