@@ -15,11 +15,11 @@ from answers.pipeline.texts import LANGUAGES
 from answers.pipeline.vocabulary import (
     ANSWER_STATUSES,
     CITATION_KINDS,
+    EVIDENCE_RULES,
     EVIDENCE_STATUSES,
     MODES,
     RELEASE_KINDS,
     SEARCH_ORIGINS,
-    STANCES,
     TOOL_NAMES,
 )
 from core.inputs import ObjectIdField, StrictSerializer
@@ -27,7 +27,7 @@ from knowledge.document_apis import OutcomeOutput
 
 
 class EvidencePolicyInput(StrictSerializer):
-    mode = serializers.ChoiceField(choices=STANCES, required=False)
+    mode = serializers.ChoiceField(choices=EVIDENCE_RULES, required=False)
     allowed_tools = serializers.ListField(
         child=serializers.ChoiceField(choices=TOOL_NAMES), required=False
     )
@@ -53,7 +53,7 @@ class AnswerInput(StrictSerializer):
 
 
 class PolicyOutput(serializers.Serializer):
-    mode = serializers.ChoiceField(choices=STANCES)
+    mode = serializers.ChoiceField(choices=EVIDENCE_RULES)
     allowed_tools = serializers.ListField(child=serializers.CharField())
     required_tools = serializers.ListField(child=serializers.CharField())
     operating_point = serializers.FloatField(

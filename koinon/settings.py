@@ -338,7 +338,7 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "ENUM_NAME_OVERRIDES": {
         "AnswerModeEnum": "answers.pipeline.vocabulary.MODES",
-        "PolicyModeEnum": "answers.pipeline.vocabulary.STANCES",
+        "PolicyModeEnum": "answers.pipeline.vocabulary.EVIDENCE_RULES",
         "ToolNameEnum": "answers.pipeline.vocabulary.TOOL_NAMES",
         "SpaceRoleEnum": "knowledge.services.ROLES",
         "ExtractionRoleEnum": "knowledge.models.ExtractionRole",

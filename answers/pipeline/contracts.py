@@ -17,6 +17,8 @@ from answers.pipeline.validation import SelectedFact
 from answers.pipeline.vocabulary import (
     AnswerRequest,
     AnswerStatus,
+    Card,
+    Citation,
     Completeness,
     EndingKind,
     EvidenceStatus,
@@ -48,8 +50,8 @@ class Quality(TypedDict):
 class AnswerText(TypedDict):
     text: str
     language: str
-    citations: list[dict[str, Any]]
-    cards: list[dict[str, Any]]
+    citations: list[Citation]
+    cards: list[Card]
 
 
 class BodyEvidence(Evidence):
@@ -197,8 +199,8 @@ class Ending:
     text: str
     evidence: Evidence
     quality: Quality
-    citations: tuple[dict[str, Any], ...] = ()
-    cards: tuple[dict[str, Any], ...] = ()
+    citations: tuple[Citation, ...] = ()
+    cards: tuple[Card, ...] = ()
     selected: tuple[SelectedFact, ...] = ()
     inspected: "Inspected | None" = None  # inspection output: the plan, or the candidates
     # A comparison's claims, for the asker's world model.

@@ -21,7 +21,7 @@ from answers.pipeline.providers.base import ModelProvider
 from answers.pipeline.request import response_language
 from answers.pipeline.sealing import seal_decision
 from answers.pipeline.strategies import decide
-from answers.pipeline.vocabulary import AnswerRequest, EvidencePolicy, mode_of, stance_of
+from answers.pipeline.vocabulary import AnswerRequest, EvidencePolicy, evidence_rule_of, mode_of
 from answers.selectors import conversation_get_owned
 from answers.services import conversation_sources_set
 from audit.services import stream_event_started, stream_events_fail
@@ -145,12 +145,12 @@ def run_start(
 def stored_request(run: AnswerRun) -> AnswerRequest:
     """The request as the run stored it: what every execution (inline, worker, retry)
     reads, so that they all answer the same question under the same policy. ValueError if
-    it stored a mode or stance the vocabulary does not name (it stored a parsed request)."""
-    mode, stance = mode_of(run.mode), stance_of(run.policy["mode"])
-    if mode is None or stance is None:
+    it stored a mode or evidence rule the vocabulary does not name (it stored a parsed request)."""
+    mode, rule = mode_of(run.mode), evidence_rule_of(run.policy["mode"])
+    if mode is None or rule is None:
         raise ValueError(f"run {run.pk} stored mode {run.mode!r}, policy {run.policy['mode']!r}")
     policy = EvidencePolicy(
-        stance=stance,
+        rule=rule,
         allowed_tools=tuple(run.policy["allowed_tools"]),
         required_tools=tuple(run.policy["required_tools"]),
         explicit=run.explicit_policy,

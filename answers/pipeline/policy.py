@@ -4,9 +4,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from answers.pipeline.vocabulary import (
+    EVIDENCE_RULES,
     IMPLEMENTED_TOOLS,
     SELF_RETRIEVING_MODES,
-    STANCES,
     TOOL_NAMES,
     AnswerStatus,
     Completeness,
@@ -14,7 +14,7 @@ from answers.pipeline.vocabulary import (
     EvidenceStatus,
     Mode,
     Outcome,
-    stance_of,
+    evidence_rule_of,
 )
 from core.errors import UnprocessableError
 from knowledge.retrieval import INDEXING
@@ -66,12 +66,12 @@ def policy_parse(raw: object, *, mode: Mode) -> EvidencePolicy:
             code="invalid_policy",
             fields={f"evidence_policy.{extra[0]}": "Unknown field."},
         )
-    stance = stance_of(raw.get("mode", "auto"))
-    if stance is None:
+    rule = evidence_rule_of(raw.get("mode", "auto"))
+    if rule is None:
         raise UnprocessableError(
             "Unknown policy mode.",
             code="invalid_policy",
-            fields={"evidence_policy.mode": f"One of {', '.join(STANCES)}."},
+            fields={"evidence_policy.mode": f"One of {', '.join(EVIDENCE_RULES)}."},
         )
     allowed = _tool_list(raw.get("allowed_tools", list(IMPLEMENTED_TOOLS)), "allowed_tools")
     required = _tool_list(raw.get("required_tools", []), "required_tools")
@@ -81,19 +81,19 @@ def policy_parse(raw: object, *, mode: Mode) -> EvidencePolicy:
             code="invalid_policy",
             fields={"evidence_policy.required_tools": "Must be a subset of allowed_tools."},
         )
-    if stance == "general_knowledge" and required:
+    if rule == "general_knowledge" and required:
         raise UnprocessableError(
             "A general-knowledge answer cannot require tools.",
             code="invalid_policy",
             fields={"evidence_policy.required_tools": "Must be empty for general_knowledge."},
         )
-    if stance == "strict" and not allowed:
+    if rule == "strict" and not allowed:
         raise UnprocessableError(
             "A strict policy needs at least one allowed tool.",
             code="invalid_policy",
             fields={"evidence_policy.allowed_tools": "Must not be empty for strict."},
         )
-    return EvidencePolicy(stance, allowed, required, explicit=True)
+    return EvidencePolicy(rule, allowed, required, explicit=True)
 
 
 @dataclass
@@ -151,7 +151,7 @@ def policy_judge(
     if unanswered_parts and selected_tools:
         issues.append("unanswered_part")
 
-    if policy.stance == "strict":
+    if policy.rule == "strict":
         if failed or indexing or unmet or not has_evidence:
             if failed and not has_evidence:
                 explanation = "access_failure"

@@ -11,6 +11,8 @@ from django.db import transaction
 
 from answers.models import AnswerRun, CandidateFact, Card, Citation, Generation, Message
 from answers.pipeline.contracts import AnswerBody
+from answers.pipeline.vocabulary import Card as CardValue
+from answers.pipeline.vocabulary import Citation as CitationValue
 from answers.pipeline.vocabulary import EndingKind, Outcome
 from audit.services import (
     audit_record,
@@ -31,8 +33,8 @@ class Publication:
     generation: Generation
     text: str
     body: AnswerBody  # as built, without `release`: sealed as a copy that gains it
-    citations: tuple[dict[str, Any], ...]
-    cards: tuple[dict[str, Any], ...]
+    citations: tuple[CitationValue, ...]
+    cards: tuple[CardValue, ...]
     kind: EndingKind = None  # None: inspection output, no release
     model_called: bool = False
     selected_fact_ids: tuple[str, ...] = ()

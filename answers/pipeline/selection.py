@@ -56,7 +56,7 @@ def select_step(ctx: RunContext, trace: Trace, plan: Plan, found: list[Candidate
     attempts = 0
     try:
         threshold = operating_point(
-            stance=ctx.request.policy.stance, space_point=ctx.scope.operating_point
+            rule=ctx.request.policy.rule, space_point=ctx.scope.operating_point
         )
     except JudgeUnavailable:
         logger.error("the support judge is unavailable: abstaining")

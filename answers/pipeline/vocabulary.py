@@ -1,6 +1,6 @@
 """The answer vocabulary, declared once: the words a request, a body and the steps of the
 answer path share (`Literal`s), the typed request, and the values the steps pass each other
-(`Plan` and its `DatasetQuery`s, `Outcome`).
+(`Plan` and its `DatasetQuery`s, `Citation`, `Card`, `Outcome`).
 
 The ground floor of `answers.pipeline`: it imports no pipeline module (import-linter) and
 names no `Any` (mypy, `disallow_any_explicit`). What the edges accept is derived from it —
@@ -22,9 +22,9 @@ SelfRetrievingMode = Literal["agent", "plan", "debug", "raw"]
 # (not `plan`/`raw` inspection output) and that run no agent of their own. Debug is among
 # them: who may run it is the service's rule (`answer_mode_check`).
 ToolAnswerMode = Literal["ask", "quick", "pro", "deep", "debug"]
-# The evidence policy's stance (SPEC §5 `evidence_policy.mode`; the request's `mode` is the
-# other word, so the policy's is called its stance in code).
-Stance = Literal["auto", "strict", "general_knowledge"]
+# What an evidence policy requires of the evidence (SPEC §5 `evidence_policy.mode`: the
+# request's `mode` is the other word, so in code the policy's is its rule).
+EvidenceRule = Literal["auto", "strict", "general_knowledge"]
 ToolName = Literal[
     "vector_search",
     "keyword_search",
@@ -45,6 +45,8 @@ ReleaseKind = Literal["answer", "refusal"]
 # How a generation ends: a release's kind, or None for inspection output (no release).
 EndingKind = ReleaseKind | None
 CitationKind = Literal["quote", "value"]
+# A source's stance on a comparison's claim (the model's reading; its quote is verified).
+SourceStance = Literal["agrees", "disagrees", "partly"]
 # Where a search retrieval runs came from (`Plan.queries`).
 SearchOrigin = Literal["planned", "asked", "rewritten", "memory"]
 # One tool's outcome: the retrieval channels' type (core.outcomes), named here for the steps.
@@ -53,7 +55,7 @@ Outcome = OutcomeRecord
 MODES: tuple[Mode, ...] = get_args(Mode)
 TOOL_ANSWER_MODES: tuple[ToolAnswerMode, ...] = get_args(ToolAnswerMode)
 SELF_RETRIEVING_MODES: tuple[SelfRetrievingMode, ...] = get_args(SelfRetrievingMode)
-STANCES: tuple[Stance, ...] = get_args(Stance)
+EVIDENCE_RULES: tuple[EvidenceRule, ...] = get_args(EvidenceRule)
 TOOL_NAMES: tuple[ToolName, ...] = get_args(ToolName)
 IMPLEMENTED_TOOLS: tuple[ToolName, ...] = ("vector_search", "keyword_search", "dataset_query")
 EVIDENCE_STATUSES: tuple[EvidenceStatus, ...] = get_args(EvidenceStatus)
@@ -61,6 +63,7 @@ ANSWER_STATUSES: tuple[AnswerStatus, ...] = get_args(AnswerStatus)
 RELEASE_KINDS: tuple[ReleaseKind, ...] = get_args(ReleaseKind)
 CITATION_KINDS: tuple[CitationKind, ...] = get_args(CitationKind)
 SEARCH_ORIGINS: tuple[SearchOrigin, ...] = get_args(SearchOrigin)
+SOURCE_STANCES: tuple[SourceStance, ...] = get_args(SourceStance)
 
 
 def outcome(
@@ -74,16 +77,16 @@ def mode_of(value: object) -> Mode | None:
     return next((mode for mode in MODES if mode == value), None)
 
 
-def stance_of(value: object) -> Stance | None:
-    """`value` as a `Stance`, or None if it is not one."""
-    return next((stance for stance in STANCES if stance == value), None)
+def evidence_rule_of(value: object) -> EvidenceRule | None:
+    """`value` as an `EvidenceRule`, or None if it is not one."""
+    return next((rule for rule in EVIDENCE_RULES if rule == value), None)
 
 
 class PolicyRecord(TypedDict):
     """An evidence policy as stored on the run and returned in `evidence.policy`; an
     answer's also names the operating point its quotes were judged at (sealed)."""
 
-    mode: Stance
+    mode: EvidenceRule
     allowed_tools: list[str]
     required_tools: list[str]
     operating_point: NotRequired[float]
@@ -91,14 +94,14 @@ class PolicyRecord(TypedDict):
 
 @dataclass(frozen=True)
 class EvidencePolicy:
-    stance: Stance = "auto"
+    rule: EvidenceRule = "auto"
     allowed_tools: tuple[str, ...] = IMPLEMENTED_TOOLS
     required_tools: tuple[str, ...] = ()
     explicit: bool = False
 
     def as_dict(self) -> PolicyRecord:
         return {
-            "mode": self.stance,
+            "mode": self.rule,
             "allowed_tools": list(self.allowed_tools),
             "required_tools": list(self.required_tools),
         }
@@ -227,3 +230,72 @@ class Plan:
                 queries.append({"part": part, "text": text, "origin": origin})
         data["queries"] = queries
         return data
+
+
+class QuoteCitation(TypedDict):
+    """A quote an answer cites: its number in the text, the fact, where it was read."""
+
+    number: int
+    fact_id: str
+    kind: Literal["quote"]
+    document_id: int
+    title: str
+    revision_id: int
+    revision_number: int
+    revision_date: str  # ISO date of the revision
+    locator: dict[str, object]
+    availability: Literal["current", "superseded"]
+    quote: str
+
+
+class ValueCitation(TypedDict):
+    """A verified value an answer cites: the governed query and snapshot it came from."""
+
+    number: int
+    fact_id: str
+    kind: Literal["value"]
+    dataset_id: int
+    dataset: str
+    snapshot_id: int
+    snapshot_version: int
+    snapshot_sha256: str
+    query_id: int
+    result_sha256: str
+    label: str
+    value: object
+
+
+Citation = QuoteCitation | ValueCitation
+
+
+class ValueCard(TypedDict):
+    """A value beside an answer, with its lineage (the cells it was computed from)."""
+
+    kind: Literal["value"]
+    label: str
+    value: object
+    lineage: object
+    snapshot_id: int
+    snapshot_sha256: str
+
+
+class StanceRef(TypedDict):
+    stance: SourceStance
+    citation: int  # the quote's citation number
+    document_id: int
+
+
+class ComparisonClaim(TypedDict):
+    claim: str  # the model's words, labelled so
+    stances: list[StanceRef]
+
+
+class ComparisonCard(TypedDict):
+    """A comparison's claims, each with the cited quotes that take a stance on it."""
+
+    kind: Literal["comparison"]
+    label: Literal["model_analysis"]
+    claims: list[ComparisonClaim]
+
+
+Card = ValueCard | ComparisonCard

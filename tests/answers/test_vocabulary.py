@@ -15,11 +15,11 @@ from answers.pipeline.tools import DEPTH
 from answers.pipeline.vocabulary import (
     AnswerStatus,
     CitationKind,
+    EvidenceRule,
     EvidenceStatus,
     Mode,
     ReleaseKind,
     SearchOrigin,
-    Stance,
     ToolAnswerMode,
     ToolName,
 )
@@ -33,8 +33,8 @@ FIELDS = [
     (serializers.AnswerInput, "mode", Mode),
     (serializers.AnswerOutput, "mode", Mode),
     (serializers.AuditOutput, "mode", Mode),
-    (serializers.EvidencePolicyInput, "mode", Stance),
-    (serializers.PolicyOutput, "mode", Stance),
+    (serializers.EvidencePolicyInput, "mode", EvidenceRule),
+    (serializers.PolicyOutput, "mode", EvidenceRule),
     (serializers.EvidenceOutput, "status", EvidenceStatus),
     (serializers.EvidenceOutput, "answer_status", AnswerStatus),
     (serializers.ReleaseOutput, "kind", ReleaseKind),
@@ -59,7 +59,7 @@ def test_the_policy_input_names_exactly_the_vocabulary_tools(name):
 def test_the_openapi_enums_are_the_vocabulary_literals(member):
     enums = schema(member)["components"]["schemas"]
     assert enums["AnswerModeEnum"]["enum"] == list(get_args(Mode))
-    assert enums["PolicyModeEnum"]["enum"] == list(get_args(Stance))
+    assert enums["PolicyModeEnum"]["enum"] == list(get_args(EvidenceRule))
     assert enums["ToolNameEnum"]["enum"] == list(get_args(ToolName))
 
 
@@ -85,12 +85,12 @@ def test_the_request_parser_accepts_every_mode(mode):
     assert answer_request_parse({"query": "q", "mode": mode}).mode == mode
 
 
-@pytest.mark.parametrize("stance", get_args(Stance))
-def test_the_request_parser_accepts_every_stance(stance):
-    policy = {"mode": stance, "required_tools": []}
+@pytest.mark.parametrize("rule", get_args(EvidenceRule))
+def test_the_request_parser_accepts_every_evidence_rule(rule):
+    policy = {"mode": rule, "required_tools": []}
     request = answer_request_parse({"query": "q", "evidence_policy": policy})
-    assert request.policy.stance == stance
-    assert request.policy.as_dict()["mode"] == stance
+    assert request.policy.rule == rule
+    assert request.policy.as_dict()["mode"] == rule
 
 
 def test_the_request_parser_refuses_a_mode_outside_the_vocabulary_naming_them_all():

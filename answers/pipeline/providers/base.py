@@ -45,7 +45,7 @@ class AnalysedStance(TypedDict):
     fact_id: str
     start: int
     end: int
-    stance: str  # one of comparison.STANCES
+    stance: str  # one of vocabulary.SOURCE_STANCES (as the model wrote it: checked)
 
 
 class AnalysedClaim(TypedDict):
