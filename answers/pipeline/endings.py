@@ -11,7 +11,7 @@ from answers.pipeline.contracts import Ending, Inspected, RunContext, Trace
 from answers.pipeline.policy import Judgement
 from answers.pipeline.rendering import render_answer
 from answers.pipeline.validation import SelectedFact
-from answers.pipeline.vocabulary import EvidenceStatus, Outcome, outcome
+from answers.pipeline.vocabulary import EvidenceStatus, Outcome, RefusalReason, outcome
 from knowledge.retrieval import documents_indexing
 
 # A recheck that failed on these may pass when asked again (a new revision is current, the
@@ -54,7 +54,7 @@ def answered(
 def abstention(
     ctx: RunContext,
     trace: Trace,
-    explanation: str,
+    explanation: RefusalReason,
     *,
     judgement: Judgement | None = None,
     evidence_status: EvidenceStatus | None = None,

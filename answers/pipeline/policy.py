@@ -14,6 +14,7 @@ from answers.pipeline.vocabulary import (
     EvidenceStatus,
     Mode,
     Outcome,
+    RefusalReason,
     evidence_rule_of,
 )
 from core.errors import UnprocessableError
@@ -104,12 +105,11 @@ class Judgement:
     evidence_status: EvidenceStatus
     answer_status: AnswerStatus
     completeness: Completeness
-    # insufficient_evidence | access_failure | indexing | unsupported
-    explanation: str | None = None
+    explanation: RefusalReason | None = None
     issues: list[str] = field(default_factory=list)
 
     @property
-    def refusal(self) -> str:
+    def refusal(self) -> RefusalReason:
         """The explanation of a judgement that does not publish (the fixed text's kind)."""
         if self.explanation is None:
             raise ValueError("a judgement that publishes has no explanation")
@@ -153,6 +153,7 @@ def policy_judge(
 
     if policy.rule == "strict":
         if failed or indexing or unmet or not has_evidence:
+            explanation: RefusalReason
             if failed and not has_evidence:
                 explanation = "access_failure"
             elif indexing and not failed:

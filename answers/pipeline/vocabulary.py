@@ -40,6 +40,11 @@ EvidenceStatus = Literal[
 ]
 AnswerStatus = Literal["evidence_backed", "partial", "general_knowledge", "unverified", "abstained"]
 Completeness = Literal["complete", "partial", "none"]
+# Why a fixed text replaces an answer (the kinds of `texts.explanation`): a refusal's, or a
+# sealed answer's notice once a source it quoted was withdrawn.
+RefusalReason = Literal[
+    "insufficient_evidence", "access_failure", "indexing", "source_withdrawn", "unsupported"
+]
 # What a release records: an answer or a fixed refusal.
 ReleaseKind = Literal["answer", "refusal"]
 # How a generation ends: a release's kind, or None for inspection output (no release).

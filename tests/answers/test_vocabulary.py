@@ -11,6 +11,7 @@ import pytest
 
 from answers import serializers
 from answers.pipeline.request import answer_request_parse
+from answers.pipeline.texts import explanation
 from answers.pipeline.tools import DEPTH
 from answers.pipeline.vocabulary import (
     AnswerStatus,
@@ -18,6 +19,7 @@ from answers.pipeline.vocabulary import (
     EvidenceRule,
     EvidenceStatus,
     Mode,
+    RefusalReason,
     ReleaseKind,
     SearchOrigin,
     ToolAnswerMode,
@@ -74,6 +76,11 @@ def test_the_mcp_answer_tool_refuses_every_other_mode(mode):
         answer_run(Caller(user=None), {"query": "Who owns service reviews?", "mode": mode})
     assert failure.value.code == "invalid_arguments"
     assert set(failure.value.fields) == {"mode"}
+
+
+@pytest.mark.parametrize("reason", get_args(RefusalReason))
+def test_every_refusal_reason_has_its_fixed_text(reason):
+    assert explanation(reason, "en", documents=1)
 
 
 def test_every_mode_has_a_retrieval_depth():
