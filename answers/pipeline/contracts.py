@@ -26,6 +26,7 @@ from answers.pipeline.vocabulary import (
     Outcome,
     Plan,
     PolicyRecord,
+    SourceRef,
 )
 from core.models import ApiKey
 from core.types import User
@@ -37,7 +38,7 @@ class Evidence(TypedDict):
 
     status: EvidenceStatus
     answer_status: AnswerStatus
-    sources: list[dict[str, Any]]
+    sources: list[SourceRef]
     outcomes: list[Outcome]
 
 

@@ -7,7 +7,7 @@ from django.utils import formats, translation
 
 from answers.pipeline import texts
 from answers.pipeline.validation import SelectedFact
-from answers.pipeline.vocabulary import Card, Citation
+from answers.pipeline.vocabulary import Card, Citation, SourceRef
 from datasets.models import DatasetSnapshot
 from knowledge.display import quote_display, title_cited
 from knowledge.models import Document, DocumentRevision
@@ -18,7 +18,7 @@ class Rendered:
     text: str
     citations: list[Citation]
     cards: list[Card]
-    sources: list[dict[str, Any]]
+    sources: list[SourceRef]
 
 
 def _locator(locator: dict[str, Any]) -> str:
@@ -49,7 +49,7 @@ def render_answer(*, selected: list[SelectedFact], language: str) -> Rendered:
     lines = [texts.introduction(language)]
     citations: list[Citation] = []
     cards: list[Card] = []
-    sources: dict[tuple[str, int], dict[str, Any]] = {}
+    sources: dict[tuple[str, int], SourceRef] = {}
     for number, item in enumerate(selected, start=1):
         fact = item.fact
         if fact.kind == "quote":

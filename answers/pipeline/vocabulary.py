@@ -1,6 +1,6 @@
 """The answer vocabulary, declared once: the words a request, a body and the steps of the
 answer path share (`Literal`s), the typed request, and the values the steps pass each other
-(`Plan` and its `DatasetQuery`s, `Citation`, `Card`, `Outcome`).
+(`Plan` and its `DatasetQuery`s, `Citation`, `Card`, `SourceRef`, `Outcome`).
 
 The ground floor of `answers.pipeline`: it imports no pipeline module (import-linter) and
 names no `Any` (mypy, `disallow_any_explicit`). What the edges accept is derived from it —
@@ -271,6 +271,25 @@ class ValueCitation(TypedDict):
 
 
 Citation = QuoteCitation | ValueCitation
+
+
+class RevisionSource(TypedDict):
+    """A document revision an answer quoted."""
+
+    type: Literal["revision"]
+    id: int
+    document_id: int
+
+
+class SnapshotSource(TypedDict):
+    """A dataset snapshot an answer's values came from."""
+
+    type: Literal["snapshot"]
+    id: int
+    dataset_id: int
+
+
+SourceRef = RevisionSource | SnapshotSource
 
 
 class ValueCard(TypedDict):
