@@ -14,6 +14,7 @@ from answers.pipeline.vocabulary import (
     EvidenceStatus,
     Mode,
     Outcome,
+    PolicyRecord,
     RefusalReason,
     evidence_rule_of,
 )
@@ -60,7 +61,7 @@ def policy_parse(raw: object, *, mode: Mode) -> EvidencePolicy:
             code="invalid_policy",
             fields={"evidence_policy": "Must be an object."},
         )
-    extra = sorted(set(raw) - {"mode", "allowed_tools", "required_tools"})
+    extra = sorted(set(raw) - PolicyRecord.__required_keys__)
     if extra:
         raise UnprocessableError(
             f"Unknown policy field: {', '.join(extra)}.",

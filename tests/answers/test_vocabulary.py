@@ -10,7 +10,7 @@ from typing import get_args
 import pytest
 
 from answers import serializers
-from answers.pipeline.request import answer_request_parse
+from answers.pipeline.request import ALLOWED_FIELDS, answer_request_parse
 from answers.pipeline.texts import explanation
 from answers.pipeline.tools import DEPTH
 from answers.pipeline.vocabulary import (
@@ -19,6 +19,7 @@ from answers.pipeline.vocabulary import (
     EvidenceRule,
     EvidenceStatus,
     Mode,
+    PolicyRecord,
     RefusalReason,
     ReleaseKind,
     SearchOrigin,
@@ -55,6 +56,11 @@ def test_each_choice_field_accepts_exactly_its_literal_in_order(serializer, name
 def test_the_policy_input_names_exactly_the_vocabulary_tools(name):
     field = serializers.EvidencePolicyInput().fields[name]
     assert list(field.child.choices) == list(get_args(ToolName))
+
+
+def test_the_documented_request_names_exactly_the_fields_the_parser_accepts():
+    assert set(serializers.AnswerInput().fields) == ALLOWED_FIELDS
+    assert set(serializers.EvidencePolicyInput().fields) == set(PolicyRecord.__required_keys__)
 
 
 @pytest.mark.django_db
