@@ -1,4 +1,6 @@
 import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from django.db.models import Max, Q, QuerySet
 
@@ -107,7 +109,9 @@ def audited_generations(runs: list[AnswerRun]) -> dict[object, list[dict]]:
     return {run.pk: audited[str(run.pk)] for run in runs}
 
 
-def judge_scores(audited: list[dict], number: int, citations: list[dict]) -> dict[int, float]:
+def judge_scores(
+    audited: list[dict], number: int, citations: Sequence[Mapping[str, Any]]
+) -> dict[int, float]:
     """Citation number → the support judge's score of its quote, read from the audit's
     `judgement` steps of that generation: the sealed body and its receipt carry no score.
 

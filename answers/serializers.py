@@ -4,23 +4,30 @@ Requests are validated by `answers.pipeline.request.answer_request_parse`, the o
 REST API, the CLI and the MCP tools share; `AnswerInput` documents the same contract.
 Responses are built by the pipeline; these serializers describe them and never build them.
 Citations, cards and sources differ by kind (quote, value, revision, snapshot), so they are
-documented as objects whose common keys are named.
+documented as objects whose common keys are named. Every choice is the answer vocabulary's
+(`answers.pipeline.vocabulary`), never a second list.
 """
 
 from rest_framework import serializers
 
-from answers.pipeline.policy import MODES, POLICY_MODES, TOOL_NAMES
 from answers.pipeline.request import MAX_QUERY_CHARS
 from answers.pipeline.texts import LANGUAGES
+from answers.pipeline.vocabulary import (
+    ANSWER_STATUSES,
+    CITATION_KINDS,
+    EVIDENCE_RULES,
+    EVIDENCE_STATUSES,
+    MODES,
+    RELEASE_KINDS,
+    SEARCH_ORIGINS,
+    TOOL_NAMES,
+)
 from core.inputs import ObjectIdField, StrictSerializer
 from knowledge.document_apis import OutcomeOutput
 
-EVIDENCE_STATUSES = ["available", "absent", "partial", "unavailable", "not_requested", "unknown"]
-ANSWER_STATUSES = ["evidence_backed", "partial", "general_knowledge", "unverified", "abstained"]
-
 
 class EvidencePolicyInput(StrictSerializer):
-    mode = serializers.ChoiceField(choices=POLICY_MODES, required=False)
+    mode = serializers.ChoiceField(choices=EVIDENCE_RULES, required=False)
     allowed_tools = serializers.ListField(
         child=serializers.ChoiceField(choices=TOOL_NAMES), required=False
     )
@@ -46,7 +53,7 @@ class AnswerInput(StrictSerializer):
 
 
 class PolicyOutput(serializers.Serializer):
-    mode = serializers.ChoiceField(choices=POLICY_MODES)
+    mode = serializers.ChoiceField(choices=EVIDENCE_RULES)
     allowed_tools = serializers.ListField(child=serializers.CharField())
     required_tools = serializers.ListField(child=serializers.CharField())
     operating_point = serializers.FloatField(
@@ -60,7 +67,7 @@ class PolicyOutput(serializers.Serializer):
 class CitationOutput(serializers.Serializer):
     number = serializers.IntegerField()
     fact_id = serializers.CharField()
-    kind = serializers.ChoiceField(choices=["quote", "value"])
+    kind = serializers.ChoiceField(choices=CITATION_KINDS)
 
 
 class CardOutput(serializers.Serializer):
@@ -97,7 +104,7 @@ class PlannedSearchOutput(serializers.Serializer):
     part = serializers.IntegerField()
     text = serializers.CharField()
     origin = serializers.ChoiceField(
-        choices=["planned", "asked", "rewritten", "memory"],
+        choices=SEARCH_ORIGINS,
         help_text="asked: the part as typed; rewritten: from the conversation; memory: "
         "with words of the memory entries listed (recorded by id, not as text).",
     )
@@ -141,7 +148,7 @@ class ReleaseLogOutput(serializers.Serializer):
 
 class ReleaseOutput(serializers.Serializer):
     id = serializers.CharField()
-    kind = serializers.ChoiceField(choices=["answer", "refusal"])
+    kind = serializers.ChoiceField(choices=RELEASE_KINDS)
     reset_context = serializers.IntegerField()
     publication_sequence = serializers.IntegerField()
     policy_version = serializers.CharField()

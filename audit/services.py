@@ -30,7 +30,7 @@ def release_record(
     reset_context: int,
     body: Mapping[str, Any],
     selected_fact_ids: list[str],
-    source_refs: list[dict],
+    source_refs: Sequence[Mapping[str, object]],
     result_hashes: dict,
     searched: dict | None = None,
 ) -> OutputRelease:

@@ -64,17 +64,13 @@ from common.quality_sets import (  # noqa: E402
 )
 from common.services import embedded_services, recreate_database  # noqa: E402
 
-from answers.judge.lexical import TermWeights, content_words  # noqa: E402
+from answers.judge.lexical import PLAN_STOPWORDS, TermWeights, content_words  # noqa: E402
 from answers.pipeline.lifecycle import answer_create  # noqa: E402
-from answers.pipeline.planner import (  # noqa: E402
-    PLAN_STOPWORDS,
-    DatasetInfo,
-    Plan,
-    plan_question,
-)
+from answers.pipeline.planner import DatasetInfo, plan_question  # noqa: E402
 from answers.pipeline.providers.base import CandidateView  # noqa: E402
 from answers.pipeline.providers.extractive import ExtractiveProvider  # noqa: E402
 from answers.pipeline.request import answer_request_parse  # noqa: E402
+from answers.pipeline.vocabulary import Plan  # noqa: E402
 from knowledge.documents.extraction import revision_extract  # noqa: E402
 from knowledge.documents.upload import document_upload  # noqa: E402
 from knowledge.models import Document, Extraction, Space  # noqa: E402

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import combinations
-from typing import Any, Literal, TypedDict
+from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import EmptyResultSet
@@ -27,6 +27,7 @@ from django.db.models.sql.compiler import SQLCompiler
 from pgvector.django import CosineDistance
 
 from core.fields import column_name
+from core.outcomes import ToolOutcome
 from knowledge import embeddings
 from knowledge.models import EmbeddingStatus, LexemeFrequency, Passage
 from knowledge.normalise import normalised_words
@@ -40,40 +41,6 @@ RRF_K = 60
 # searched only those that have one (state `failed`: incomplete, retryable), never an access
 # failure.
 INDEXING = "indexing"
-
-
-OutcomeState = Literal["succeeded", "failed"]
-
-
-@dataclass(frozen=True)
-class ToolOutcome:
-    """One tool's outcome (SPEC §5 outcome codes: matched, empty_corpus, no_relevant_hit,
-    embedding_*, timeout, not_configured, …, and `indexing`)."""
-
-    tool: str
-    state: OutcomeState
-    code: str
-    result_count: int = 0
-    retryable: bool = False
-
-    def as_dict(self) -> "OutcomeRecord":
-        return {
-            "tool": self.tool,
-            "state": self.state,
-            "code": self.code,
-            "result_count": self.result_count,
-            "retryable": self.retryable,
-        }
-
-
-class OutcomeRecord(TypedDict):
-    """A tool outcome as a body, the audit and a stream event carry it."""
-
-    tool: str
-    state: OutcomeState
-    code: str
-    result_count: int
-    retryable: bool
 
 
 @dataclass

@@ -335,9 +335,9 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "ENUM_NAME_OVERRIDES": {
-        "AnswerModeEnum": "answers.pipeline.policy.MODES",
-        "PolicyModeEnum": "answers.pipeline.policy.POLICY_MODES",
-        "ToolNameEnum": "answers.pipeline.policy.TOOL_NAMES",
+        "AnswerModeEnum": "answers.pipeline.vocabulary.MODES",
+        "PolicyModeEnum": "answers.pipeline.vocabulary.EVIDENCE_RULES",
+        "ToolNameEnum": "answers.pipeline.vocabulary.TOOL_NAMES",
         "SpaceRoleEnum": "knowledge.services.ROLES",
         "ExtractionRoleEnum": "knowledge.models.ExtractionRole",
         "DocumentKindEnum": "knowledge.models.DocumentKind",

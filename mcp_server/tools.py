@@ -17,6 +17,7 @@ from answers.boundary import sealed_answer_read
 from answers.models import Conversation
 from answers.pipeline.lifecycle import answer_create
 from answers.pipeline.request import answer_request_parse
+from answers.pipeline.vocabulary import TOOL_ANSWER_MODES
 from answers.selectors import run_get_for_user
 from core.errors import ApiError
 from core.inputs import MAX_ID, text_is_storable
@@ -366,10 +367,10 @@ def list_sources_run(caller: Caller, values: dict) -> ToolResult:
 
 
 ANSWER_FIELDS = ("query", "evidence_policy", "space_ids", "selected_sources", "language", "mode")
-# The modes whose body is a sealed answer (no `plan` or `raw` inspection output). Debug is
-# among them: who may run it is the service's rule (`answer_mode_check`), whose
-# `permission_denied` this tool passes on as it does every typed error.
-ANSWER_MODES = ("ask", "quick", "pro", "deep", "debug")
+# The vocabulary's `ToolAnswerMode`s. Debug is among them: who may run it is the service's
+# rule (`answer_mode_check`), whose `permission_denied` this tool passes on as it does every
+# typed error.
+ANSWER_MODES = TOOL_ANSWER_MODES
 
 
 def answer_run(caller: Caller, values: dict) -> ToolResult:

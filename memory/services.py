@@ -20,7 +20,7 @@ from answers.boundary import (
 from answers.judge.lexical import TermWeights, content_stems, content_words, stem
 from answers.models import AnswerRun
 from answers.pipeline import texts
-from answers.pipeline.planner import Plan
+from answers.pipeline.vocabulary import MemorySteering, Plan
 from core.errors import ConflictError, NotFoundError, UnprocessableError
 from core.inputs import object_id_parse
 from core.types import User
@@ -214,7 +214,7 @@ def plan_with_memory(plan: Plan, steering: list[Steering]) -> Plan:
     never an answer."""
     if not steering:
         return plan
-    used = []
+    used: list[MemorySteering] = []
     for item in steering:
         words = list(dict.fromkeys(content_words(item.entry.text)))[:WORDS_PER_ENTRY]
         used.append(

@@ -149,12 +149,80 @@ def stem(word: str) -> str:
     return _stemmer.stemWord(word)
 
 
+# The planner's stop list, shorter than the judge's (`STOPWORDS`): a part of a question
+# counts as a search, and a search is broadened, with words such as "not", "before" or
+# "more" still counted. Passed to the one `content_words`.
+PLAN_STOPWORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "did",
+        "do",
+        "does",
+        "for",
+        "from",
+        "has",
+        "have",
+        "how",
+        "i",
+        "in",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "of",
+        "on",
+        "or",
+        "our",
+        "the",
+        "their",
+        "them",
+        "they",
+        "this",
+        "to",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "you",
+        "your",
+        "about",
+        "tell",
+        "there",
+        "that",
+        "these",
+        "those",
+        "can",
+        "could",
+        "should",
+        "would",
+        "much",
+        "many",
+    ]
+)
+
+
 def content_words(text: str, *, stopwords: frozenset[str] = STOPWORDS) -> list[str]:
     """Normalised words of the text that are not in `stopwords`, in order (repeats kept).
 
     The one content-word rule of the app. The default list is the judge's: its weights
     were fitted on features read with it, so it changes only with a refit. The planner
-    passes its own, shorter list (`answers.pipeline.planner.PLAN_STOPWORDS`)."""
+    passes its own, shorter list (`PLAN_STOPWORDS`)."""
     return [word for word in normalised_words(text) if word not in stopwords]
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
+from django.conf import settings
 
 from answers.judge.features import FEATURE_NAMES, JudgeItem, PairFeatures
 
@@ -47,8 +48,6 @@ class JudgeUnavailable(Exception):
 def judge_threads() -> int:
     """How many pairs run at once: the setting KOINON_JUDGE_THREADS (checked at start), or 2
     where no Django settings are configured (the training tools)."""
-    from django.conf import settings
-
     return int(getattr(settings, "KOINON_JUDGE_THREADS", 2)) if settings.configured else 2
 
 

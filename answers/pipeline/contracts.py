@@ -1,46 +1,36 @@
-"""The answer path's vocabulary: the statuses a body may carry (`Literal`s), the shapes of
-what is stored and returned (`TypedDict`s), and the values one generation passes from step
-to step — what it reads (`RunContext`), what it records (`Trace`), and how it ends
-(`Ending`, inside a `Decision`). Everything here is data; the steps are in `gathering`,
-`selection`, `endings`, `strategies` and `sealing`, run by `lifecycle`."""
+"""The run's working types: what one generation reads (`RunContext`), what it records
+(`Trace`), what selection and gathering hand on (`Selection`, `Gathered`), how it ends
+(`Ending`, inside a `Decision`), and the body it is built into (`AnswerBody`). The words
+and values they are made of are the vocabulary's (`answers.pipeline.vocabulary`); the
+steps are in `gathering`, `selection`, `endings`, `strategies` and `sealing`, run by
+`lifecycle`."""
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypedDict
+from typing import Any, TypedDict
 
 from answers.models import AnswerRun, CandidateFact, Generation
 from answers.pipeline.events import EventSink, tool_event
 from answers.pipeline.judgement import Support
-from answers.pipeline.planner import Plan
 from answers.pipeline.providers.base import ModelProvider
-from answers.pipeline.request import AnswerRequest
-from answers.pipeline.validation import (
-    SelectedFact,
+from answers.pipeline.validation import SelectedFact
+from answers.pipeline.vocabulary import (
+    AnswerRequest,
+    AnswerStatus,
+    Card,
+    Citation,
+    Completeness,
+    EndingKind,
+    EvidenceStatus,
+    Mode,
+    Outcome,
+    Plan,
+    PolicyRecord,
+    SourceRef,
 )
 from core.models import ApiKey
 from core.types import User
-from knowledge.retrieval import OutcomeRecord
-from knowledge.retrieval import OutcomeState as OutcomeState  # the vocabulary's, re-exported
-from knowledge.retrieval import ToolOutcome as ToolOutcome
 from knowledge.scope import AccessScope
-
-Mode = Literal["ask", "quick", "pro", "deep", "agent", "plan", "debug", "raw"]
-EvidenceStatus = Literal[
-    "available", "absent", "partial", "unavailable", "not_requested", "unknown"
-]
-AnswerStatus = Literal["evidence_backed", "partial", "general_knowledge", "unverified", "abstained"]
-Completeness = Literal["complete", "partial", "none"]
-# How a generation ends: an answer, a fixed refusal, or inspection output (None: no release).
-EndingKind = Literal["answer", "refusal"] | None
-# One tool's outcome, as the retrieval channels report it (`ToolOutcome`) and as a body, the
-# audit and a stream event carry it (`Outcome`).
-Outcome = OutcomeRecord
-
-
-def outcome(
-    tool: str, state: OutcomeState, code: str, result_count: int = 0, retryable: bool = False
-) -> Outcome:
-    return ToolOutcome(tool, state, code, result_count, retryable).as_dict()
 
 
 class Evidence(TypedDict):
@@ -48,7 +38,7 @@ class Evidence(TypedDict):
 
     status: EvidenceStatus
     answer_status: AnswerStatus
-    sources: list[dict[str, Any]]
+    sources: list[SourceRef]
     outcomes: list[Outcome]
 
 
@@ -61,18 +51,18 @@ class Quality(TypedDict):
 class AnswerText(TypedDict):
     text: str
     language: str
-    citations: list[dict[str, Any]]
-    cards: list[dict[str, Any]]
+    citations: list[Citation]
+    cards: list[Card]
 
 
 class BodyEvidence(Evidence):
-    policy: dict[str, Any]
+    policy: PolicyRecord
 
 
 class _Body(TypedDict):
     run_id: str
     generation: int
-    mode: str
+    mode: Mode
     answer: AnswerText
     evidence: BodyEvidence
     quality: Quality
@@ -210,8 +200,8 @@ class Ending:
     text: str
     evidence: Evidence
     quality: Quality
-    citations: tuple[dict[str, Any], ...] = ()
-    cards: tuple[dict[str, Any], ...] = ()
+    citations: tuple[Citation, ...] = ()
+    cards: tuple[Card, ...] = ()
     selected: tuple[SelectedFact, ...] = ()
     inspected: "Inspected | None" = None  # inspection output: the plan, or the candidates
     # A comparison's claims, for the asker's world model.

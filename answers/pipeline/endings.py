@@ -7,20 +7,11 @@ from typing import Any
 
 from answers.models import CandidateFact
 from answers.pipeline import texts
-from answers.pipeline.contracts import (
-    Ending,
-    EvidenceStatus,
-    Inspected,
-    Outcome,
-    RunContext,
-    Trace,
-    outcome,
-)
+from answers.pipeline.contracts import Ending, Inspected, RunContext, Trace
 from answers.pipeline.policy import Judgement
 from answers.pipeline.rendering import render_answer
-from answers.pipeline.validation import (
-    SelectedFact,
-)
+from answers.pipeline.validation import SelectedFact
+from answers.pipeline.vocabulary import EvidenceStatus, Outcome, RefusalReason, outcome
 from knowledge.retrieval import documents_indexing
 
 # A recheck that failed on these may pass when asked again (a new revision is current, the
@@ -63,7 +54,7 @@ def answered(
 def abstention(
     ctx: RunContext,
     trace: Trace,
-    explanation: str,
+    explanation: RefusalReason,
     *,
     judgement: Judgement | None = None,
     evidence_status: EvidenceStatus | None = None,

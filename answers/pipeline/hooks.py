@@ -7,17 +7,17 @@ comparison's claims inside the publication transaction.
 
 from typing import TYPE_CHECKING, Any, Protocol
 
+from answers.pipeline.vocabulary import Plan
 from core.ports import Port
 
 if TYPE_CHECKING:
     from answers.models import AnswerRun
-    from answers.pipeline.planner import Plan
     from core.types import User
     from knowledge.scope import AccessScope
 
 
 class PlanSteer(Protocol):
-    def __call__(self, *, run: "AnswerRun", plan: "Plan", scope: "AccessScope") -> "Plan": ...
+    def __call__(self, *, run: "AnswerRun", plan: Plan, scope: "AccessScope") -> Plan: ...
 
 
 class MemoryRecheck(Protocol):

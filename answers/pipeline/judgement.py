@@ -23,9 +23,9 @@ from answers.judge.lexical import TermWeights
 from answers.judge.model import pinned_operating_points
 from answers.models import CandidateFact
 from answers.pipeline.answer_type import answer_type_agrees
-from answers.pipeline.planner import Plan
 from answers.pipeline.providers.base import ModelProvider, Rejection, context_line, sentence_before
 from answers.pipeline.validation import SelectedFact
+from answers.pipeline.vocabulary import Plan
 
 
 @dataclass(frozen=True)
@@ -72,21 +72,21 @@ VALUE_UNMET = "value_restriction_missing"
 ANSWER_TYPE_MISSING = "answer_type_missing"
 
 
-def policy_floor(mode: str) -> float:
-    """The lowest threshold a run under policy `mode` may judge at: the judge file's pinned
+def policy_floor(rule: str) -> float:
+    """The lowest threshold a run under a policy of `rule` may judge at: the judge file's pinned
     operating point for that policy (strict's for `strict`, auto's otherwise), raised to
     KOINON_JUDGE_THRESHOLD when the operator set a higher minimum. JudgeUnavailable when the
     pinned file cannot be read (the caller abstains)."""
-    floor = pinned_operating_points().of(mode)
+    floor = pinned_operating_points().of(rule)
     minimum = settings.KOINON_JUDGE_THRESHOLD
     return floor if minimum is None else max(floor, minimum)
 
 
-def operating_point(*, mode: str, space_point: float | None = None) -> float:
+def operating_point(*, rule: str, space_point: float | None = None) -> float:
     """The threshold a run judges at: its policy's floor, or the strictest point a curator
     set on the spaces it reads (`AccessScope.operating_point`) when that is higher. Never
     below the floor, whatever is stored."""
-    floor = policy_floor(mode)
+    floor = policy_floor(rule)
     return floor if space_point is None else max(floor, space_point)
 
 

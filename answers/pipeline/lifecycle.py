@@ -16,12 +16,12 @@ from django.utils import timezone
 from answers.models import AnswerRun, Conversation, Generation, Message
 from answers.pipeline.contracts import AnswerBody, ProviderFailed, RunContext, Trace
 from answers.pipeline.events import EventSink, NullSink
-from answers.pipeline.policy import EvidencePolicy
 from answers.pipeline.providers import get_model_provider
 from answers.pipeline.providers.base import ModelProvider
-from answers.pipeline.request import AnswerRequest, response_language
+from answers.pipeline.request import response_language
 from answers.pipeline.sealing import seal_decision
 from answers.pipeline.strategies import decide
+from answers.pipeline.vocabulary import AnswerRequest, EvidencePolicy, evidence_rule_of, mode_of
 from answers.selectors import conversation_get_owned
 from answers.services import conversation_sources_set
 from audit.services import stream_event_started, stream_events_fail
@@ -145,16 +145,20 @@ def run_start(
 
 def stored_request(run: AnswerRun) -> AnswerRequest:
     """The request as the run stored it: what every execution (inline, worker, retry)
-    reads, so that they all answer the same question under the same policy."""
+    reads, so that they all answer the same question under the same policy. ValueError if
+    it stored a mode or evidence rule the vocabulary does not name (it stored a parsed request)."""
+    mode, rule = mode_of(run.mode), evidence_rule_of(run.policy["mode"])
+    if mode is None or rule is None:
+        raise ValueError(f"run {run.pk} stored mode {run.mode!r}, policy {run.policy['mode']!r}")
     policy = EvidencePolicy(
-        mode=run.policy["mode"],
+        rule=rule,
         allowed_tools=tuple(run.policy["allowed_tools"]),
         required_tools=tuple(run.policy["required_tools"]),
         explicit=run.explicit_policy,
     )
     return AnswerRequest(
         query=run.question,
-        mode=run.mode,
+        mode=mode,
         policy=policy,
         conversation_id=run.conversation_id,
         space_ids=run.space_ids,

@@ -2,86 +2,20 @@
 1–3 searches, a comparison flag, and governed queries for questions about data."""
 
 import re
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
-from answers.judge.lexical import content_words
+from answers.judge.lexical import PLAN_STOPWORDS, content_words
 from answers.pipeline.restrictions import (
     DatasetInfo,
     Restriction,
     restrictions_named,
     where_clause,
 )
+from answers.pipeline.vocabulary import DatasetQuery, Plan, RestrictionRecord
 from knowledge.normalise import normalised_words
 
-__all__ = ["DatasetInfo", "Plan", "plan_question"]
+__all__ = ["DatasetInfo", "plan_question"]
 
-# The planner's stop list, shorter than the judge's (answers.judge.lexical.STOPWORDS): a
-# part of a question counts as a search, and a search is broadened, with words such as
-# "not", "before" or "more" still counted. Passed to the one `content_words`.
-PLAN_STOPWORDS = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "by",
-        "did",
-        "do",
-        "does",
-        "for",
-        "from",
-        "has",
-        "have",
-        "how",
-        "i",
-        "in",
-        "is",
-        "it",
-        "its",
-        "me",
-        "my",
-        "of",
-        "on",
-        "or",
-        "our",
-        "the",
-        "their",
-        "them",
-        "they",
-        "this",
-        "to",
-        "was",
-        "we",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "whom",
-        "why",
-        "will",
-        "with",
-        "you",
-        "your",
-        "about",
-        "tell",
-        "there",
-        "that",
-        "these",
-        "those",
-        "can",
-        "could",
-        "should",
-        "would",
-        "much",
-        "many",
-    ]
-)
 COMPARISON = re.compile(r"\b(compare|comparison|versus|vs\.?|differ(s|ence)?|contrast)\b", re.I)
 # Requests for a recursive (RLM) analysis across sources, which needs a generative model.
 ANALYSIS = re.compile(r"\b(rlm|recursive analysis|analy[sz]e (all|every|across))\b", re.I)
@@ -160,79 +94,6 @@ PREPOSITIONS = frozenset(
     ]
 )
 TOKEN = re.compile(r"\w+(?:[-'’]\w+)*")
-
-
-@dataclass(frozen=True)
-class Plan:
-    """What to search for. `searches` are the parts of the question: each is judged and
-    answered on its own. When the question was rewritten from the conversation, `asked`
-    holds, per part, the part as typed: it is searched (first) and judged too, so that a
-    wrong rewrite cannot hide an answer. `memory` lists the entries that steered which
-    parts' searches with which words, and why; their words are searched, never judged."""
-
-    standalone: str
-    searches: list[str]
-    comparison: bool = False
-    analysis: bool = False
-    rewritten: bool = False
-    dataset_queries: list[dict[str, Any]] = field(default_factory=list)
-    memory: list[dict[str, Any]] = field(default_factory=list)
-    asked: list[str] = field(default_factory=list)
-    question: str = ""  # as typed
-
-    def part_texts(self, part: int) -> list[str]:
-        """What a quote for `part` is judged against: the part, and the part as typed."""
-        texts = [self.searches[part] if part < len(self.searches) else self.standalone]
-        asked = self.asked[part] if part < len(self.asked) else ""
-        return [*texts, asked] if asked else texts
-
-    def queries(self) -> list[tuple[int, str, str]]:
-        """(part, text, origin) of every search retrieval runs, in order: for a rewritten
-        part the part as typed first ("asked"), then the part ("rewritten" or "planned")
-        with the words of the memory entries that steer it ("memory")."""
-        queries = []
-        for part, search in enumerate(self.searches):
-            asked = self.asked[part] if part < len(self.asked) else ""
-            if asked:
-                queries.append((part, asked, "asked"))
-            present = set(content_words(search, stopwords=PLAN_STOPWORDS))
-            extra = [
-                word
-                for entry in self.memory
-                if part in entry.get("parts", ())
-                for word in entry.get("words", ())
-                if word not in present
-            ]
-            origin = "rewritten" if asked else "planned"
-            if extra:
-                search, origin = f"{search} {' '.join(dict.fromkeys(extra))}", "memory"
-            queries.append((part, search, origin))
-        return queries
-
-    def as_dict(self) -> dict[str, Any]:
-        """The plan as stored (run, audit, receipt). Words memory added are recorded by
-        entry id, never as text: a remembered quote's words must not outlive access to
-        its source in a record."""
-        data = asdict(self)
-        data["memory"] = [
-            {key: value for key, value in entry.items() if key != "words"} for entry in self.memory
-        ]
-        queries = []
-        for part, text, origin in self.queries():
-            if origin == "memory":
-                steering = [e["id"] for e in self.memory if part in e.get("parts", ())]
-                queries.append(
-                    {
-                        "part": part,
-                        "text": self.searches[part],
-                        "origin": origin,
-                        "memory": steering,
-                    }
-                )
-            else:
-                queries.append({"part": part, "text": text, "origin": origin})
-        data["queries"] = queries
-        return data
 
 
 def _is_content(token: str) -> bool:
@@ -360,7 +221,29 @@ def asked_parts(question: str, searches: list[str]) -> list[str]:
 # names (answers.pipeline.restrictions).
 
 
-def dataset_queries_for(question: str, datasets: list[DatasetInfo]) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class FoundQuery:
+    """A governed query found in some words, with the aggregate's pattern and the column
+    it was built from (to find the part of the question that asks for it)."""
+
+    dataset_id: int
+    snapshot_id: int
+    sql: str
+    restrictions: list[RestrictionRecord]
+    pattern: str
+    column: str
+
+    def for_part(self, part: int | None) -> DatasetQuery:
+        return {
+            "dataset_id": self.dataset_id,
+            "snapshot_id": self.snapshot_id,
+            "sql": self.sql,
+            "restrictions": self.restrictions,
+            "part": part,
+        }
+
+
+def dataset_queries_for(question: str, datasets: list[DatasetInfo]) -> list[FoundQuery]:
     """Map "total amount for customer zeta" to SELECT SUM(amount) FROM orders WHERE
     customer = 'zeta', by rule. Each query keeps the aggregate's pattern and column (for
     attribution) and the restrictions it was built with."""
@@ -381,14 +264,14 @@ def dataset_queries_for(question: str, datasets: list[DatasetInfo]) -> list[dict
                     # parses and allow-lists the statement before it runs.
                     sql = f"SELECT {expression} FROM {_ident(dataset.table)}"  # noqa: S608
                     queries.append(
-                        {
-                            "dataset_id": dataset.dataset_id,
-                            "snapshot_id": dataset.snapshot_id,
-                            "sql": sql + where_clause(restrictions),
-                            "restrictions": [r.as_dict() for r in restrictions],
-                            "pattern": pattern.pattern,
-                            "column": column["name"].lower(),
-                        }
+                        FoundQuery(
+                            dataset_id=dataset.dataset_id,
+                            snapshot_id=dataset.snapshot_id,
+                            sql=sql + where_clause(restrictions),
+                            restrictions=[r.as_dict() for r in restrictions],
+                            pattern=pattern.pattern,
+                            column=column["name"].lower(),
+                        )
                     )
     return queries
 
@@ -399,36 +282,33 @@ def _ident(name: str) -> str:
 
 def planned_queries(
     searches: list[str], standalone: str, datasets: list[DatasetInfo]
-) -> list[dict[str, Any]]:
+) -> list[DatasetQuery]:
     """The governed queries of a plan, each with the part it answers: planned from each
     part's own words (its restrictions are that part's), else from the whole question for
     no single part (`part` None)."""
     if not datasets:
         return []
     queries = [
-        {**query, "part": part}
+        found.for_part(part)
         for part, search in enumerate(searches)
-        for query in dataset_queries_for(search, datasets)
+        for found in dataset_queries_for(search, datasets)
     ]
     if not queries:
         queries = [
-            {**q, "part": _part_of(q, searches)} for q in dataset_queries_for(standalone, datasets)
+            found.for_part(_part_of(found, searches))
+            for found in dataset_queries_for(standalone, datasets)
         ]
-    for query in queries:
-        query.pop("pattern")
-        query.pop("column")
     return queries[:MAX_DATASET_QUERIES]
 
 
-def _part_of(query: dict[str, Any], searches: list[str]) -> int | None:
+def _part_of(found: FoundQuery, searches: list[str]) -> int | None:
     """The first part that asks for the query's aggregate over its column (None: no single
     part, the whole question)."""
     return next(
         (
             index
             for index, search in enumerate(searches)
-            if re.search(query["pattern"], search, re.I)
-            and query["column"] in normalised_words(search)
+            if re.search(found.pattern, search, re.I) and found.column in normalised_words(search)
         ),
         None,
     )

@@ -1,48 +1,25 @@
 """Evidence policies (SPEC §5): parsing, validation and judging the outcome."""
 
-from __future__ import annotations
-
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
 
+from answers.pipeline.vocabulary import (
+    EVIDENCE_RULES,
+    IMPLEMENTED_TOOLS,
+    SELF_RETRIEVING_MODES,
+    TOOL_NAMES,
+    AnswerStatus,
+    Completeness,
+    EvidencePolicy,
+    EvidenceStatus,
+    Mode,
+    Outcome,
+    PolicyRecord,
+    RefusalReason,
+    evidence_rule_of,
+)
 from core.errors import UnprocessableError
 from knowledge.retrieval import INDEXING
-
-if TYPE_CHECKING:  # the vocabulary; contracts imports the request, which imports this module
-    from collections.abc import Sequence
-
-    from answers.pipeline.contracts import AnswerStatus, Completeness, EvidenceStatus, Outcome
-
-TOOL_NAMES = (
-    "vector_search",
-    "keyword_search",
-    "dataset_query",
-    "retrieval_endpoint",
-    "federated_rag",
-    "web_search",
-    "fetch_url",
-    "mcp_search",
-)
-IMPLEMENTED_TOOLS = ("vector_search", "keyword_search", "dataset_query")
-POLICY_MODES = ("auto", "strict", "general_knowledge")
-MODES = ("ask", "quick", "pro", "deep", "agent", "plan", "debug", "raw")
-# Modes that decide their own retrieval: an explicit policy would be ignored, so refuse it.
-MODES_WITHOUT_POLICY = ("agent", "plan", "debug", "raw")
-
-
-@dataclass(frozen=True)
-class EvidencePolicy:
-    mode: str = "auto"
-    allowed_tools: tuple[str, ...] = IMPLEMENTED_TOOLS
-    required_tools: tuple[str, ...] = ()
-    explicit: bool = False
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "mode": self.mode,
-            "allowed_tools": list(self.allowed_tools),
-            "required_tools": list(self.required_tools),
-        }
 
 
 def _tool_list(value: object, name: str) -> tuple[str, ...]:
@@ -68,11 +45,11 @@ def _tool_list(value: object, name: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-def policy_parse(raw: object, *, mode: str) -> EvidencePolicy:
+def policy_parse(raw: object, *, mode: Mode) -> EvidencePolicy:
     """The request's evidence policy, or the default; UnprocessableError (422) if invalid."""
     if raw is None:
         return EvidencePolicy()
-    if mode in MODES_WITHOUT_POLICY:
+    if mode in SELF_RETRIEVING_MODES:
         raise UnprocessableError(
             f"Mode {mode!r} does not accept an explicit evidence policy.",
             code="invalid_policy",
@@ -84,19 +61,19 @@ def policy_parse(raw: object, *, mode: str) -> EvidencePolicy:
             code="invalid_policy",
             fields={"evidence_policy": "Must be an object."},
         )
-    extra = sorted(set(raw) - {"mode", "allowed_tools", "required_tools"})
+    extra = sorted(set(raw) - PolicyRecord.__required_keys__)
     if extra:
         raise UnprocessableError(
             f"Unknown policy field: {', '.join(extra)}.",
             code="invalid_policy",
             fields={f"evidence_policy.{extra[0]}": "Unknown field."},
         )
-    policy_mode = raw.get("mode", "auto")
-    if policy_mode not in POLICY_MODES:
+    rule = evidence_rule_of(raw.get("mode", "auto"))
+    if rule is None:
         raise UnprocessableError(
             "Unknown policy mode.",
             code="invalid_policy",
-            fields={"evidence_policy.mode": f"One of {', '.join(POLICY_MODES)}."},
+            fields={"evidence_policy.mode": f"One of {', '.join(EVIDENCE_RULES)}."},
         )
     allowed = _tool_list(raw.get("allowed_tools", list(IMPLEMENTED_TOOLS)), "allowed_tools")
     required = _tool_list(raw.get("required_tools", []), "required_tools")
@@ -106,19 +83,19 @@ def policy_parse(raw: object, *, mode: str) -> EvidencePolicy:
             code="invalid_policy",
             fields={"evidence_policy.required_tools": "Must be a subset of allowed_tools."},
         )
-    if policy_mode == "general_knowledge" and required:
+    if rule == "general_knowledge" and required:
         raise UnprocessableError(
             "A general-knowledge answer cannot require tools.",
             code="invalid_policy",
             fields={"evidence_policy.required_tools": "Must be empty for general_knowledge."},
         )
-    if policy_mode == "strict" and not allowed:
+    if rule == "strict" and not allowed:
         raise UnprocessableError(
             "A strict policy needs at least one allowed tool.",
             code="invalid_policy",
             fields={"evidence_policy.allowed_tools": "Must not be empty for strict."},
         )
-    return EvidencePolicy(policy_mode, allowed, required, explicit=True)
+    return EvidencePolicy(rule, allowed, required, explicit=True)
 
 
 @dataclass
@@ -129,12 +106,11 @@ class Judgement:
     evidence_status: EvidenceStatus
     answer_status: AnswerStatus
     completeness: Completeness
-    # insufficient_evidence | access_failure | indexing | unsupported
-    explanation: str | None = None
+    explanation: RefusalReason | None = None
     issues: list[str] = field(default_factory=list)
 
     @property
-    def refusal(self) -> str:
+    def refusal(self) -> RefusalReason:
         """The explanation of a judgement that does not publish (the fixed text's kind)."""
         if self.explanation is None:
             raise ValueError("a judgement that publishes has no explanation")
@@ -176,8 +152,9 @@ def policy_judge(
     if unanswered_parts and selected_tools:
         issues.append("unanswered_part")
 
-    if policy.mode == "strict":
+    if policy.rule == "strict":
         if failed or indexing or unmet or not has_evidence:
+            explanation: RefusalReason
             if failed and not has_evidence:
                 explanation = "access_failure"
             elif indexing and not failed:

@@ -10,7 +10,10 @@ from typing import Any
 from django.db import transaction
 
 from answers.models import AnswerRun, CandidateFact, Card, Citation, Generation, Message
-from answers.pipeline.contracts import AnswerBody, Outcome
+from answers.pipeline.contracts import AnswerBody
+from answers.pipeline.vocabulary import Card as CardValue
+from answers.pipeline.vocabulary import Citation as CitationValue
+from answers.pipeline.vocabulary import EndingKind, Outcome
 from audit.services import (
     audit_record,
     release_record,
@@ -30,9 +33,9 @@ class Publication:
     generation: Generation
     text: str
     body: AnswerBody  # as built, without `release`: sealed as a copy that gains it
-    citations: tuple[dict[str, Any], ...]
-    cards: tuple[dict[str, Any], ...]
-    kind: str | None = None  # "answer" | "refusal"; None: inspection output, no release
+    citations: tuple[CitationValue, ...]
+    cards: tuple[CardValue, ...]
+    kind: EndingKind = None  # None: inspection output, no release
     model_called: bool = False
     selected_fact_ids: tuple[str, ...] = ()
     outcomes: tuple[Outcome, ...] = ()

@@ -7,6 +7,7 @@ from django.utils import formats, translation
 
 from answers.pipeline import texts
 from answers.pipeline.validation import SelectedFact
+from answers.pipeline.vocabulary import Card, Citation, SourceRef
 from datasets.models import DatasetSnapshot
 from knowledge.display import quote_display, title_cited
 from knowledge.models import Document, DocumentRevision
@@ -15,9 +16,9 @@ from knowledge.models import Document, DocumentRevision
 @dataclass
 class Rendered:
     text: str
-    citations: list[dict[str, Any]]
-    cards: list[dict[str, Any]]
-    sources: list[dict[str, Any]]
+    citations: list[Citation]
+    cards: list[Card]
+    sources: list[SourceRef]
 
 
 def _locator(locator: dict[str, Any]) -> str:
@@ -46,7 +47,9 @@ def render_answer(*, selected: list[SelectedFact], language: str) -> Rendered:
         [s.fact.source["snapshot_id"] for s in selected if s.fact.kind == "value"]
     )
     lines = [texts.introduction(language)]
-    citations, cards, sources = [], [], {}
+    citations: list[Citation] = []
+    cards: list[Card] = []
+    sources: dict[tuple[str, int], SourceRef] = {}
     for number, item in enumerate(selected, start=1):
         fact = item.fact
         if fact.kind == "quote":
@@ -63,7 +66,7 @@ def render_answer(*, selected: list[SelectedFact], language: str) -> Rendered:
                 if part
             )
             lines.append(f"[{number}] “{quote_display(item.quote)}” — {where}")
-            citation = {
+            citation: Citation = {
                 "number": number,
                 "fact_id": fact.fact_id,
                 "kind": "quote",
@@ -121,7 +124,7 @@ def render_answer(*, selected: list[SelectedFact], language: str) -> Rendered:
     return Rendered("\n".join(lines), citations, cards, list(sources.values()))
 
 
-def _check_structure(lines: list[str], citations: list[dict[str, Any]]) -> None:
+def _check_structure(lines: list[str], citations: list[Citation]) -> None:
     """The invariant that document text cannot break: the introduction, then exactly one
     line per citation, numbered in order. A violation is a bug here, never published."""
     numbered = [line for line in lines[1:] if line.startswith("[")]

@@ -1,12 +1,12 @@
 """The answer request (SPEC §5), validated into typed values or a 422 naming the field."""
 
-from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
 
-from answers.pipeline.policy import MODES, EvidencePolicy, policy_parse
+from answers.pipeline.policy import policy_parse
 from answers.pipeline.texts import LANGUAGES
+from answers.pipeline.vocabulary import MODES, AnswerRequest, mode_of
 from core.errors import UnprocessableError
 from core.inputs import MAX_ID, text_is_storable
 
@@ -22,19 +22,6 @@ ALLOWED_FIELDS = {
     "language",
     "evidence_policy",
 }
-
-
-@dataclass(frozen=True)
-class AnswerRequest:
-    query: str
-    mode: str
-    policy: EvidencePolicy
-    conversation_id: int | None
-    space_ids: list[int]
-    selected_sources: list[int]
-    language: str | None
-    stream: bool = False
-    stream_version: str | None = None
 
 
 def _invalid(field: str, message: str, code: str = "invalid") -> UnprocessableError:
@@ -63,8 +50,8 @@ def answer_request_parse(data: object) -> AnswerRequest:
         raise _invalid("query", f"At most {MAX_QUERY_CHARS} characters.", "query_too_long")
     if not text_is_storable(query):
         raise _invalid("query", "The question contains a NUL or an unpaired surrogate.")
-    mode = data.get("mode", "ask")
-    if mode not in MODES:
+    mode = mode_of(data.get("mode", "ask"))
+    if mode is None:
         raise _invalid("mode", f"One of {', '.join(MODES)}.")
     stream = data.get("stream", False)
     if type(stream) is not bool:

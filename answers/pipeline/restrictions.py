@@ -21,6 +21,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
+from answers.pipeline.vocabulary import RestrictionRecord
 from knowledge.normalise import normalised_key, normalised_words
 
 NUMERIC_TYPES = (
@@ -139,7 +140,7 @@ class Restriction:
     op: str  # "=", ">", ">=", "<", "<=", "year", "day"
     value: str | float
 
-    def as_dict(self) -> dict[str, str | float | None]:
+    def as_dict(self) -> RestrictionRecord:
         return {"column": self.column, "op": self.op, "value": self.value}
 
     def describe(self) -> str:

@@ -13,7 +13,6 @@ from answers.models import CandidateFact
 from answers.pipeline.contracts import RunContext, Selection, Trace
 from answers.pipeline.events import step_event
 from answers.pipeline.judgement import Support, operating_point, support_judge
-from answers.pipeline.planner import Plan
 from answers.pipeline.providers.base import Rejection
 from answers.pipeline.tools import candidate_views
 from answers.pipeline.validation import (
@@ -21,6 +20,7 @@ from answers.pipeline.validation import (
     selection_parse,
     selection_validate,
 )
+from answers.pipeline.vocabulary import Plan
 from knowledge.frequencies import document_frequencies
 
 logger = logging.getLogger(__name__)
@@ -56,7 +56,7 @@ def select_step(ctx: RunContext, trace: Trace, plan: Plan, found: list[Candidate
     attempts = 0
     try:
         threshold = operating_point(
-            mode=ctx.request.policy.mode, space_point=ctx.scope.operating_point
+            rule=ctx.request.policy.rule, space_point=ctx.scope.operating_point
         )
     except JudgeUnavailable:
         logger.error("the support judge is unavailable: abstaining")

@@ -2,27 +2,40 @@
 
 import hashlib
 import json
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from django.db.models import QuerySet
 
 from answers.models import AnswerRun, CandidateFact
-from answers.pipeline.contracts import Outcome, outcome
-from answers.pipeline.planner import DatasetInfo, Plan, searches_for
-from answers.pipeline.policy import IMPLEMENTED_TOOLS, EvidencePolicy
+from answers.pipeline.planner import DatasetInfo, searches_for
 from answers.pipeline.providers.base import CandidateView
 from answers.pipeline.restrictions import Restriction, restrictions_named, restrictions_unmet
+from answers.pipeline.vocabulary import (
+    IMPLEMENTED_TOOLS,
+    DatasetQuery,
+    EvidencePolicy,
+    Mode,
+    Outcome,
+    OutcomeState,
+    Plan,
+    outcome,
+)
 from core.errors import ApiError
 from datasets.models import Dataset, DatasetSnapshot
 from datasets.selectors import datasets_in_scope, snapshot_in_scope
 from datasets.services import governed_query_facts, governed_query_run, snapshot_dictionary
 from knowledge.models import Document, Extraction, ExtractionStatus
-from knowledge.retrieval import RETRIEVAL_TOOLS, OutcomeState, retrieve
+from knowledge.retrieval import RETRIEVAL_TOOLS, retrieve
 from knowledge.scope import AccessScope
 from knowledge.units import candidates_widen
 
 DATASET_QUERY = "dataset_query"
-DEPTH = {"quick": 3, "ask": 5, "agent": 5, "pro": 8, "deep": 12, "debug": 5, "raw": 10, "plan": 0}
+# How many candidates each search retrieves, per mode (plan: none, it only plans).
+DEPTH: Mapping[Mode, int] = MappingProxyType(
+    {"quick": 3, "ask": 5, "agent": 5, "pro": 8, "deep": 12, "debug": 5, "raw": 10, "plan": 0}
+)
 
 
 def _queryable_datasets(*, scope: AccessScope) -> QuerySet[Dataset]:
@@ -57,7 +70,7 @@ def _sha(payload: object) -> str:
 
 
 def run_tools(
-    *, run: AnswerRun, scope: AccessScope, plan: Plan, policy: EvidencePolicy, mode: str
+    *, run: AnswerRun, scope: AccessScope, plan: Plan, policy: EvidencePolicy, mode: Mode
 ) -> tuple[list[CandidateFact], list[Outcome]]:
     """Run every allowed tool for the plan; record candidates with stable fact ids.
 
@@ -69,9 +82,7 @@ def run_tools(
     passages: dict[int, dict[str, Any]] = {}
     if retrieval_tools:
         for index, search, _ in plan.queries():
-            result = retrieve(
-                scope=scope, query=search, tools=retrieval_tools, limit=DEPTH.get(mode, 5)
-            )
+            result = retrieve(scope=scope, query=search, tools=retrieval_tools, limit=DEPTH[mode])
             outcomes += [o.as_dict() for o in result.outcomes]
             for candidate in result.candidates:
                 entry = passages.setdefault(
@@ -217,7 +228,7 @@ def _dataset_tool(
 
 
 def restrictions_missing(
-    plan: Plan, planned: dict[str, Any], dataset: DatasetInfo
+    plan: Plan, planned: DatasetQuery, dataset: DatasetInfo
 ) -> list[Restriction]:
     """The restrictions the question names for this query's part that its SQL lacks.
 

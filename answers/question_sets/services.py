@@ -125,7 +125,7 @@ def question_set_run_execute(*, run_id: int) -> None:
         scope = access_scope_build(user=user, space_ids=[space.pk])
         run.floor = policy_floor(run.policy_mode)
         run.operating_point = operating_point(
-            mode=run.policy_mode, space_point=scope.operating_point
+            rule=run.policy_mode, space_point=scope.operating_point
         )
     except (NotFoundError, JudgeUnavailable):
         logger.warning("question set run %s: not run (curator or judge missing)", run_id)

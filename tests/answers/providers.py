@@ -4,8 +4,9 @@ from collections.abc import Callable
 
 from answers.judge.features import JudgeItem
 from answers.judge.lexical import TermWeights
-from answers.pipeline.planner import DatasetInfo, Plan, plan_question
+from answers.pipeline.planner import DatasetInfo, plan_question
 from answers.pipeline.providers.base import CandidateView, Rejection
+from answers.pipeline.vocabulary import Plan
 
 
 class ScriptedProvider:

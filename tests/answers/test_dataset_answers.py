@@ -5,8 +5,8 @@ import json
 import pytest
 
 from answers.models import CandidateFact
-from answers.pipeline.planner import Plan
 from answers.pipeline.providers.extractive import ExtractiveProvider
+from answers.pipeline.vocabulary import Plan
 from datasets.services import dataset_upload
 from tests.answers.helpers import ask
 from tests.answers.test_openai_provider import data, model, provider_for, selects

@@ -4,8 +4,9 @@ rewritten one is searched and judged as typed too, and the plan, audit, receipt 
 import pytest
 
 from answers.models import AnswerRun
-from answers.pipeline.planner import Plan, plan_question, standalone_question
+from answers.pipeline.planner import plan_question, standalone_question
 from answers.pipeline.providers.extractive import ExtractiveProvider
+from answers.pipeline.vocabulary import Plan
 from audit.models import OutputRelease
 from audit.services import audit_summary
 from tests.answers.helpers import ask, ingest

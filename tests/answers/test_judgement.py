@@ -10,8 +10,8 @@ import pytest
 from answers.judge import model as judge_model
 from answers.models import AnswerRun
 from answers.pipeline.judgement import policy_floor
-from answers.pipeline.planner import Plan
 from answers.pipeline.texts import explanation
+from answers.pipeline.vocabulary import Plan
 from audit.services import audit_summary
 from datasets.services import dataset_upload
 from knowledge.sentences import is_label
@@ -351,9 +351,7 @@ def _name_the_model_without_its_feature(raw: dict) -> None:
 @pytest.mark.parametrize(
     "edit", [_name_paragraph_without_its_model, _name_the_model_without_its_feature]
 )
-def test_a_paragraph_feature_and_its_model_come_together_or_the_judge_fails_closed(
-    tmp_path, edit
-):
+def test_a_paragraph_feature_and_its_model_come_together_or_the_judge_fails_closed(tmp_path, edit):
     """The paragraph judge's logit is a feature of the regression only with the model
     that gives it: a file naming one without the other is not a judge."""
     path, pinned = _judge_file(tmp_path, edit)

@@ -4,7 +4,7 @@ import pytest
 
 from answers.models import Conversation
 from answers.pipeline import texts
-from answers.pipeline.planner import Plan
+from answers.pipeline.vocabulary import Plan
 from core.services import api_key_create, api_key_revoke
 from tests.answers.helpers import ask
 from tests.answers.providers import ScriptedProvider

@@ -7,9 +7,9 @@ import pytest
 from guardian.shortcuts import remove_perm
 
 from answers.models import AnswerRun, CandidateFact, Citation
-from answers.pipeline.planner import Plan
 from answers.pipeline.recheck import publication_recheck
 from answers.pipeline.validation import SelectedFact
+from answers.pipeline.vocabulary import Plan
 from answers.selectors import run_audit
 from core.services import api_key_create, api_key_revoke
 from tests.answers.helpers import ask, ingest

@@ -10,7 +10,7 @@ from django.utils import timezone
 from guardian.models import UserObjectPermission
 
 from answers.models import Citation
-from answers.pipeline.planner import Plan
+from answers.pipeline.vocabulary import Plan
 from core.models import ApiKey
 from core.services import api_key_create
 from tests.answers.helpers import ask, ingest

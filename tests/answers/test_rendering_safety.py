@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from answers.pipeline.planner import Plan
+from answers.pipeline.vocabulary import Plan
 from knowledge.documents.upload import document_upload
 from tests.answers.helpers import ask, ingest
 from tests.answers.providers import ScriptedProvider

@@ -5,8 +5,8 @@ import json
 import pytest
 
 from answers.models import AnswerRun, CandidateFact, Citation, Message
-from answers.pipeline.planner import Plan
 from answers.pipeline.texts import explanation
+from answers.pipeline.vocabulary import Plan
 from tests.answers.helpers import ask, ingest
 from tests.answers.providers import ScriptedProvider
 

@@ -130,7 +130,7 @@ def select_parcels(candidates):
 def test_a_hard_wrapped_quote_is_reflowed_for_reading_and_located_by_its_lines(
     space, owner, member
 ):
-    from answers.pipeline.planner import Plan
+    from answers.pipeline.vocabulary import Plan
 
     ingest(owner, space, "shipping.txt", WRAPPED)
     question = "When do parcels leave the warehouse?"

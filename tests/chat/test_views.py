@@ -8,8 +8,8 @@ from django.test import Client
 
 from answers.models import AnswerRun, ConversationSource
 from answers.pipeline.lifecycle import run_execute, run_fail, run_start
-from answers.pipeline.planner import Plan
 from answers.pipeline.request import answer_request_parse
+from answers.pipeline.vocabulary import Plan
 from answers.services import conversation_sources_set
 from audit.services import audit_summary
 from knowledge.documents.extraction import revision_extract

@@ -11,7 +11,6 @@ from django.db import IntegrityError, transaction
 from django.test import Client
 
 from answers.models import CandidateFact
-from answers.pipeline.planner import Plan
 from answers.pipeline.validation import (
     SelectedFact,
     SelectionRejected,
@@ -19,6 +18,7 @@ from answers.pipeline.validation import (
     quotes_verify_primary,
     quotes_verify_secondary,
 )
+from answers.pipeline.vocabulary import Plan
 from knowledge.documents.extraction import revision_extract, revision_retry_extraction
 from knowledge.documents.upload import document_upload
 from knowledge.models import Document, DocumentRevision, Extraction, Passage

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from answers.pipeline.planner import Plan
+from answers.pipeline.vocabulary import Plan
 from audit.services import audit_summary
 from knowledge.services import space_create, space_member_set
 from memory.relevance_set import PAIRS, set_weights

@@ -8,7 +8,8 @@ from typing import Protocol, TypedDict
 
 from answers.judge.features import JudgeItem
 from answers.judge.lexical import TermWeights
-from answers.pipeline.planner import DatasetInfo, Plan
+from answers.pipeline.planner import DatasetInfo
+from answers.pipeline.vocabulary import Plan
 from knowledge.sentences import sentence_spans
 
 
@@ -44,7 +45,7 @@ class AnalysedStance(TypedDict):
     fact_id: str
     start: int
     end: int
-    stance: str  # one of comparison.STANCES
+    stance: str  # one of vocabulary.SOURCE_STANCES (as the model wrote it: checked)
 
 
 class AnalysedClaim(TypedDict):

@@ -35,12 +35,10 @@ from typing import Any, cast
 from django.conf import settings
 
 from answers.judge.features import JudgeItem
-from answers.judge.lexical import TermWeights, content_words
+from answers.judge.lexical import PLAN_STOPWORDS, TermWeights, content_words
 from answers.judge.model import local_judge
 from answers.pipeline.planner import (
-    PLAN_STOPWORDS,
     DatasetInfo,
-    Plan,
     asked_parts,
     plan_question,
     planned_queries,
@@ -59,6 +57,7 @@ from answers.pipeline.providers.structured import (
     structured_parse,
 )
 from answers.pipeline.validation import MAX_ITEMS, SelectionRejected
+from answers.pipeline.vocabulary import SOURCE_STANCES, Plan
 
 logger = logging.getLogger(__name__)
 
@@ -71,7 +70,6 @@ MAX_GENERAL_CHARS = 1500
 MAX_CANDIDATE_CHARS = 1200  # of one candidate shown to the model
 MAX_SHOWN_CHARS = 6000  # of all candidates of one call (small context windows)
 HISTORY_SHOWN = 3
-STANCES = ("agrees", "disagrees", "partly")
 
 RULES = (
     "The user message holds one JSON object between the markers "
@@ -358,7 +356,7 @@ class OpenAIProvider:
             fact_id=enum([c.fact_id for c in shown]),
             start=integer(),
             end=integer(),
-            stance=enum(list(STANCES)),
+            stance=enum(list(SOURCE_STANCES)),
         )
         claim = obj(
             claim=string(max_length=MAX_CLAIM_CHARS, min_length=1),

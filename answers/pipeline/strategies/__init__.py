@@ -13,7 +13,7 @@ from answers.pipeline.strategies import comparison, general, grounded, inspectio
 def decide(ctx: RunContext, trace: Trace) -> Decision:
     """Everything before publication: how this generation ends."""
     policy = ctx.request.policy
-    if policy.mode == "general_knowledge":
+    if policy.rule == "general_knowledge":
         if not ctx.provider.can_answer_generally:
             return Decision(unsupported(ctx, trace, "general_knowledge"))
         return general.decide(ctx, trace, None)

@@ -13,7 +13,6 @@ publication transaction.
 
 import time
 from dataclasses import dataclass, replace
-from typing import Any
 
 from answers.judge.lexical import TermWeights
 from answers.judge.model import JudgeUnavailable
@@ -22,7 +21,7 @@ from answers.pipeline.contracts import Decision, Gathered, RunContext, Trace
 from answers.pipeline.endings import abstention, answered, unsupported
 from answers.pipeline.gathering import tools_step
 from answers.pipeline.judgement import _quote_parts, judge_item, operating_point
-from answers.pipeline.planner import COMPARISON, Plan
+from answers.pipeline.planner import COMPARISON
 from answers.pipeline.policy import policy_judge
 from answers.pipeline.providers.base import AnalysedClaim, Analysis, ModelProvider
 from answers.pipeline.providers.llm import ProviderError
@@ -35,16 +34,22 @@ from answers.pipeline.validation import (
     quotes_secondary_failures,
     quotes_verify_primary,
 )
+from answers.pipeline.vocabulary import (
+    SOURCE_STANCES,
+    Citation,
+    ComparisonCard,
+    Plan,
+    SourceStance,
+)
 
 MIN_CLAIMS = 3
 MAX_CLAIMS = 6
-STANCES = ("agrees", "disagrees", "partly")
 
 
 @dataclass(frozen=True)
 class VerifiedClaim:
     claim: str
-    stances: tuple[tuple[SelectedFact, str], ...]  # (the quote, the source's stance)
+    stances: tuple[tuple[SelectedFact, SourceStance], ...]  # (the quote, the source's stance)
 
 
 @dataclass(frozen=True)
@@ -55,7 +60,7 @@ class Comparison:
 
 def _stances(
     claim: "AnalysedClaim", facts: dict[str, CandidateFact]
-) -> list[tuple[SelectedFact, str]]:
+) -> list[tuple[SelectedFact, SourceStance]]:
     """The claim's stances as selected quotes; SelectionRejected for one that cannot be."""
     stances = []
     for stance in claim["stances"]:
@@ -65,7 +70,7 @@ def _stances(
             raise SelectionRejected("selection_unknown_fact")
         if not 0 <= start < end <= len(fact.text):
             raise SelectionRejected("selection_span_outside_candidate")
-        if stance["stance"] not in STANCES:
+        if stance["stance"] not in SOURCE_STANCES:
             raise SelectionRejected("selection_unexpected_content")
         stances.append((SelectedFact(fact, start, end), stance["stance"]))
     return stances
@@ -85,7 +90,7 @@ def comparison_verify(
 
     Raises JudgeUnavailable (from the provider) when there is no judge."""
     facts = {fact.fact_id: fact for fact in found}
-    candidates: list[tuple[str, list[tuple[SelectedFact, str]]]] = []
+    candidates: list[tuple[str, list[tuple[SelectedFact, SourceStance]]]] = []
     dropped = 0
     for claim in analysis["claims"][:MAX_CLAIMS]:
         try:
@@ -99,7 +104,7 @@ def comparison_verify(
     flat = [item for _, stances in candidates for item, _ in stances]
     failing = quotes_secondary_failures(flat)
     items, owners, position = [], [], 0
-    kept: list[tuple[str, list[tuple[SelectedFact, str]]]] = []
+    kept: list[tuple[str, list[tuple[SelectedFact, SourceStance]]]] = []
     parts = max(1, len(plan.searches))
     texts_of_parts = plan.searches or [plan.standalone]
     for text, stances in candidates:
@@ -128,8 +133,8 @@ def comparison_verify(
     return Comparison(claims, dropped + len(rejected))
 
 
-def comparison_card(comparison: Comparison, citations: list[dict[str, Any]]) -> dict[str, Any]:
-    number = {(c["fact_id"], c["quote"]): c["number"] for c in citations}
+def comparison_card(comparison: Comparison, citations: list[Citation]) -> ComparisonCard:
+    number = {(c["fact_id"], c["quote"]): c["number"] for c in citations if c["kind"] == "quote"}
     return {
         "kind": "comparison",
         "label": "model_analysis",  # the claims are the model's words; the quotes verbatim
@@ -176,7 +181,7 @@ def decide(ctx: RunContext, trace: Trace, plan: Plan) -> Decision:
     started = time.perf_counter()
     try:
         threshold = operating_point(
-            mode=ctx.request.policy.mode, space_point=ctx.scope.operating_point
+            rule=ctx.request.policy.rule, space_point=ctx.scope.operating_point
         )
         trace.operating_point = threshold
         comparison = comparison_verify(

@@ -6,8 +6,8 @@ import time
 from answers.pipeline import texts
 from answers.pipeline.contracts import Decision, Ending, RunContext, Trace
 from answers.pipeline.endings import abstention
-from answers.pipeline.planner import Plan
 from answers.pipeline.providers.llm import ProviderError
+from answers.pipeline.vocabulary import Plan
 
 
 def decide(ctx: RunContext, trace: Trace, plan: Plan | None) -> Decision:

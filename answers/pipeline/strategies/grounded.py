@@ -4,8 +4,8 @@ evidence policy allows (or a fixed refusal)."""
 from answers.pipeline.contracts import Decision, Gathered, RunContext, Trace
 from answers.pipeline.endings import abstention, answered
 from answers.pipeline.gathering import gather_step
-from answers.pipeline.planner import Plan
 from answers.pipeline.policy import policy_judge
+from answers.pipeline.vocabulary import Plan
 
 
 def decide(ctx: RunContext, trace: Trace, plan: Plan) -> Decision:

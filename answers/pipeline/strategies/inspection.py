@@ -4,7 +4,7 @@ tools; both labelled unverified, no prose, no release."""
 from answers.pipeline.contracts import Decision, RunContext, Trace
 from answers.pipeline.endings import inspection, raw_fact
 from answers.pipeline.gathering import tools_step
-from answers.pipeline.planner import Plan
+from answers.pipeline.vocabulary import Plan
 
 
 def decide(ctx: RunContext, trace: Trace, plan: Plan) -> Decision:
