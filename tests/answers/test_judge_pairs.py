@@ -165,3 +165,50 @@ def test_the_pairs_do_not_depend_on_the_process_string_hashing():
     assert all(run.returncode == 0 for run in runs)
     assert len(digests[0]) == 64
     assert digests[0] == digests[1]
+
+
+def test_the_paragraph_judges_pairs_read_whole_passages_labelled_by_whether_they_answer():
+    """tools/judge/paragraph.py: a squad2 question's own paragraph is labelled by whether
+    it is answerable there; a RAGBench document holding a used sentence answers, one with
+    no relevant sentence does not, and one relevant but unused is left out."""
+    from tools.judge.data import QARecord
+    from tools.judge.paragraph import ragbench_paragraph_pairs, squad_paragraph_pairs
+
+    text = "The dam was finished in 1936. It holds the lake."
+    other = "The lake draws visitors. Boats leave from the dam at nine."
+    records = [
+        QARecord("When was the dam finished?", ("1936",), "Dam", text, "Dam", False),
+        QARecord("When was the dam painted?", (), "Dam", text, "Dam", True),
+        QARecord("When do boats leave?", ("nine",), "Dam", other, "Dam", False),
+    ]
+    pairs = squad_paragraph_pairs(records, source="squad2", negatives=True, first_id=0)
+    own = [(p.question, p.label) for p in pairs if p.kind == "own"]
+    assert own == [
+        ("When was the dam finished?", 1),
+        ("When was the dam painted?", 0),
+        ("When do boats leave?", 1),
+    ]
+    assert all(p.sentence in (text, other) for p in pairs)
+    negatives = [p for p in pairs if p.kind == "other"]
+    assert {(p.question, p.sentence, p.label) for p in negatives} == {
+        ("When was the dam finished?", other, 0),
+        ("When was the dam painted?", other, 0),
+        ("When do boats leave?", text, 0),
+    }
+    row = RagbenchRecord(
+        "Who built the dam?",
+        (
+            ("0a", "The dam was built by Six Companies."),
+            ("0b", "It is tall."),
+            ("1a", "The lake is blue."),
+            ("2a", "Dams hold water."),
+        ),
+        frozenset({"0a", "2a"}),
+        frozenset({"0a"}),
+        "hagrid",
+    )
+    documents = ragbench_paragraph_pairs([row], first_id=0)
+    assert [(p.sentence, p.label) for p in documents] == [
+        ("The dam was built by Six Companies. It is tall.", 1),
+        ("The lake is blue.", 0),
+    ]

@@ -9,11 +9,13 @@ import signal
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from answers.judge import model as judge_model
 from answers.judge.features import JudgeItem
 from answers.judge.lexical import TermWeights
+from answers.judge.segment import judge_segment
 from answers.pipeline.judgement import policy_floor
 from tests.guards import no_hang
 from tools.judge import fit
@@ -242,3 +244,53 @@ def test_a_forked_process_loads_a_judge_of_its_own():
             os.waitpid(child, 0)
         os.close(read)
     assert answer == b"1"
+
+
+def test_a_paragraph_judge_scores_each_distinct_passage_once_beside_the_sentence():
+    """Where the judge file names a paragraph judge, its logit of (part, whole passage) is
+    the regression's second column, computed once per distinct pair; a quote whose passage
+    is not known is read alone. The shipped cross-encoder stands in for the model here (no
+    paragraph judge is shipped: docs/decisions.md)."""
+    shipped = judge_model.weights_load()
+    spec = shipped.cross_encoder
+    assert spec is not None
+    model = (judge_model.JUDGE_DIR / spec["file"]).read_bytes()
+    seen: list[list[tuple[str, str]]] = []
+
+    class Recording(judge_model.CrossEncoder):
+        def logits(self, pairs):
+            seen.append(list(pairs))
+            return super().logits(pairs)
+
+    features = ("cross_encoder", "paragraph", *shipped.features[1:])
+    n = len(features)
+    coef = np.zeros(n)
+    coef[1] = 1.0  # the probability is sigmoid(paragraph logit) alone
+    weights = judge_model.JudgeWeights(
+        features, np.zeros(n), np.ones(n), coef, 0.0, spec, paragraph_encoder=dict(spec)
+    )
+    judge = judge_model.LocalJudge(
+        weights, judge_model.CrossEncoder(model, 128), Recording(model, 256)
+    )
+    question = "Who owns service reviews?"
+    answering = "Service reviews are owned by the platform team. They meet monthly."
+    other = "The cafeteria opens at noon. It closes at three."
+    items = [
+        JudgeItem(question, "Service reviews are owned by the platform team.", "", "", answering),
+        JudgeItem(question, "They meet monthly.", "", "", answering),
+        JudgeItem(question, "The cafeteria opens at noon.", "", "", other),
+        JudgeItem(question, "Service reviews are owned by the platform team."),
+    ]
+    matrix = judge.feature_matrix(items, TermWeights.uniform())
+    assert seen == [
+        [
+            (question, judge_segment(answering)),
+            (question, judge_segment(other)),
+            (question, judge_segment("Service reviews are owned by the platform team.")),
+        ]
+    ]
+    paragraph = matrix[:, 1]
+    assert paragraph[0] == paragraph[1] != paragraph[2]
+    assert paragraph[0] > paragraph[2]
+    scores = judge.probabilities_of(matrix)
+    assert scores[0] == scores[1] > scores[2]
