@@ -385,8 +385,19 @@ def main() -> None:
     parser.add_argument(
         "--baseline-judge",
         type=Path,
-        help="also measure each threshold with this judge file (its models beside it), e.g. "
-        "the judge shipped before a retraining: the baseline of that change",
+        help="also measure with this judge file (its models beside it), e.g. the judge "
+        "shipped before a retraining: the baseline of that change",
+    )
+    parser.add_argument(
+        "--baseline-thresholds",
+        default="",
+        help="the baseline judge's thresholds, e.g. its own pinned points (default: --thresholds)",
+    )
+    parser.add_argument(
+        "--judge",
+        type=Path,
+        help="measure this judge file (its models beside it) instead of the pinned one: a "
+        "candidate before it is shipped",
     )
     parser.add_argument(
         "--without-answer-type",
@@ -535,6 +546,7 @@ def judge_pool(threads: int | None):
 
 def run_extractive(postgres, args: argparse.Namespace, thresholds: list[float]) -> None:
     judge_threads = [int(t) for t in args.judge_threads.split(",") if t.strip()]
+    baseline_thresholds = [float(t) for t in args.baseline_thresholds.split(",") if t.strip()]
     judged_spans = [int(k) for k in args.judged_spans.split(",") if k.strip()] or [
         ExtractiveProvider.judged_spans
     ]
@@ -548,11 +560,12 @@ def run_extractive(postgres, args: argparse.Namespace, thresholds: list[float]) 
         if not args.no_baseline:
             print_row("old selector", measure(chosen, OldExtractiveProvider, texts).row())
         curves[chosen.name] = []
-        for threshold in thresholds:
-            if args.baseline_judge:
+        if args.baseline_judge:
+            for threshold in baseline_thresholds or thresholds:
                 with threshold_fixed(threshold), judge_swapped(args.baseline_judge):
                     row = measure(chosen, ExtractiveProvider, texts).row()
                 print_row(f"baseline judge, {threshold}", row)
+        for threshold in thresholds:
             if args.without_answer_type:
                 with threshold_fixed(threshold), answer_type_gate_off():
                     row = measure(chosen, ExtractiveProvider, texts).row()
@@ -564,7 +577,11 @@ def run_extractive(postgres, args: argparse.Namespace, thresholds: list[float]) 
             for spans in judged_spans:
                 factory = type("Judged", (ExtractiveProvider,), {"judged_spans": spans})
                 for threads in judge_threads or [None]:
-                    with threshold_fixed(threshold), judge_pool(threads):
+                    with (
+                        threshold_fixed(threshold),
+                        judge_swapped(args.judge),
+                        judge_pool(threads),
+                    ):
                         row = measure(chosen, factory, texts).row()
                     last = judge_threads[-1] if judge_threads else None
                     if spans == ExtractiveProvider.judged_spans and threads == last:
