@@ -470,8 +470,14 @@ KOINON_REQUEST_MAX_BYTES = env_int(
 KOINON_ENQUEUE_TIMEOUT = env_float("KOINON_ENQUEUE_TIMEOUT", 3.0)
 # The answer log's signing key (issue 33): a file holding one Go note signer key,
 # `PRIVATE+KEY+<origin>+<key id>+<base64 key>` (audit.signed_note). Never in the database.
-# Unset: releases are still integrated into the log, but no checkpoint is signed.
-KOINON_LOG_KEY_FILE = env_str("KOINON_LOG_KEY_FILE")
+# Unset, every process (manage.py's commands too) uses the key `koinon_up` keeps in the data
+# directory once it exists (`log.key`), so `log verify` and `verify_export` check with the
+# running server's key right after `make run`; with neither, releases are still integrated
+# into the log, but no checkpoint is signed.
+LOCAL_LOG_KEY_FILE = DATA_DIR / "log.key"
+KOINON_LOG_KEY_FILE = env_str("KOINON_LOG_KEY_FILE") or (
+    str(LOCAL_LOG_KEY_FILE) if LOCAL_LOG_KEY_FILE.is_file() else ""
+)
 # Queue the answer log's integration after each publication commits (the worker's sweep
 # queues it too). Off in the test settings: the suite's worker would integrate entries while
 # a test's teardown truncates the tables; the log's tests integrate themselves.

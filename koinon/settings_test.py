@@ -33,5 +33,7 @@ CELERY_IMPORTS = ["tests.celery_hooks"]
 # The answer log's tests integrate themselves (tests/audit/test_log.py); the suite's worker
 # must not integrate entries while a transactional test's teardown truncates the tables.
 KOINON_LOG_INTEGRATE_AFTER_COMMIT = False
+# Only a key a test configures: never one a koinon_up test left in the suite's data directory.
+KOINON_LOG_KEY_FILE = os.environ.get("KOINON_LOG_KEY_FILE", "")
 # A checkpoint per integration: the log's tests count them (the interval has its own tests).
 KOINON_LOG_CHECKPOINT_SECONDS = 0

@@ -2,6 +2,9 @@
 (owner-readable only) unless the file holds one, and prints only its public key; `koinon_up`
 uses it, under the data directory, when KOINON_LOG_KEY_FILE is unset."""
 
+import os
+import subprocess
+import sys
 from io import StringIO
 
 import pytest
@@ -56,7 +59,42 @@ def test_koinon_up_creates_one_under_the_data_directory_when_none_is_configured(
     said = up.stdout.getvalue()
     assert "answer log key (local use" in said and key.verifier().key_string() in said
     assert key.key_string() not in said
+    # Started again, the settings name that same file (the default once it exists): it is
+    # still the local key, said so, and kept.
+    settings.KOINON_LOG_KEY_FILE = str(tmp_path / "log.key")
+    again = KoinonUp(stdout=StringIO())
+    assert again._ensure_log_key() == str(tmp_path / "log.key")
+    assert "answer log key (local use" in again.stdout.getvalue()
+    assert NoteSigner.from_key((tmp_path / "log.key").read_text().strip()) == key
     # A configured key is used as it is: nothing created.
     settings.KOINON_LOG_KEY_FILE = str(tmp_path / "mine.key")
     assert KoinonUp(stdout=StringIO())._ensure_log_key() == str(tmp_path / "mine.key")
     assert not (tmp_path / "mine.key").exists()
+
+
+def log_key_setting(data_dir, **environment) -> str:
+    """KOINON_LOG_KEY_FILE as a manage.py command started with `environment` sees it, under
+    the real (not the test) settings and the data directory `data_dir`."""
+    env = {k: v for k, v in os.environ.items() if k != "KOINON_LOG_KEY_FILE"}
+    env |= {"KOINON_DATA_DIR": str(data_dir), "DJANGO_SETTINGS_MODULE": "koinon.settings"}
+    code = "import django; django.setup(); from django.conf import settings as s; "
+    code += "print(s.KOINON_LOG_KEY_FILE)"
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        env=env | environment,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    return result.stdout.strip()
+
+
+def test_every_command_signs_and_verifies_with_the_key_koinon_up_keeps(tmp_path):
+    """Right after `make run` no environment is set: `log verify`, `verify_export` and every
+    other command read the key `koinon_up` made in the data directory (issue 51)."""
+    assert log_key_setting(tmp_path) == ""  # none made yet: nothing is signed
+    make_key(tmp_path / "log.key")
+    assert log_key_setting(tmp_path) == str(tmp_path / "log.key")
+    mine = str(tmp_path / "mine.key")
+    assert log_key_setting(tmp_path, KOINON_LOG_KEY_FILE=mine) == mine

@@ -141,10 +141,10 @@ class Command(BaseCommand):
         """The answer log's key file: KOINON_LOG_KEY_FILE, or else one under the data
         directory, created on first use (`manage.py log key`), for local use only. Says
         which, with the public key; never the private one."""
-        if settings.KOINON_LOG_KEY_FILE:
+        path = settings.DATA_DIR / "log.key"
+        if settings.KOINON_LOG_KEY_FILE and Path(settings.KOINON_LOG_KEY_FILE) != path:
             self._say("answer log key: KOINON_LOG_KEY_FILE")
             return settings.KOINON_LOG_KEY_FILE
-        path = settings.DATA_DIR / "log.key"
         out = StringIO()
         call_command("log", "key", str(path), stdout=out)
         self._say(
