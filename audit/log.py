@@ -299,6 +299,16 @@ def log_checkpoint_latest() -> LogCheckpoint | None:
     return LogCheckpoint.objects.order_by("-size").first()
 
 
+def log_verifier_key() -> str | None:
+    """The public key that verifies the log's checkpoints (`<origin>+<key id>+<key>`), or
+    None when no signing key is configured: what a person copies from a receipt to check
+    the log with (docs/releases.md)."""
+    try:
+        return log_signer().verifier().key_string()
+    except LogKeyUnavailable:
+        return None
+
+
 def log_checkpoint_summary(checkpoint: LogCheckpoint) -> dict[str, Any]:
     """What is served of a checkpoint: sizes and hashes only, no release ids or text."""
     return {

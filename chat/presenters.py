@@ -16,7 +16,7 @@ from answers.models import AnswerRun
 from answers.pipeline import texts
 from answers.pipeline.judgement import policy_floor
 from answers.selectors import audited_generations, judge_scores, run_audit, run_release
-from audit.log import log_positions
+from audit.log import log_positions, log_verifier_key
 from audit.models import StreamEvent
 from audit.receipts import body_hashes
 from core.types import User
@@ -423,6 +423,7 @@ def receipt_view(*, user: User, run: AnswerRun, generation: int) -> dict | None:
         "operating_point": (body["evidence"].get("policy") or {}).get("operating_point"),
         # Read beside the sealed receipt, never part of it (docs/releases.md).
         "log": log_positions([release.pk]).get(str(release.pk)),
+        "log_key": log_verifier_key(),
         "steps": entry.get("steps", []),
         "sql": entry.get("sql", []),
         "memories": audit.get("memories_used", []),

@@ -12,6 +12,7 @@ from answers.pipeline.request import answer_request_parse
 from answers.pipeline.vocabulary import Plan
 from answers.services import conversation_sources_set
 from audit.services import audit_summary
+from audit.signed_note import NoteSigner
 from knowledge.documents.extraction import revision_extract
 from knowledge.documents.upload import document_upload
 from tests.answers.helpers import MIXED_QUESTION, ingest, whole_passage
@@ -316,6 +317,25 @@ def test_the_receipt_shows_the_release_hashes_steps_and_the_audit_link(corpus, m
     assert "<td>retrieval</td>" in page and "<td>recheck</td>" in page
     assert f'href="/v1/runs/{run_id}/audit"' in page
     assert client.get(f"/runs/{run_id}/receipt/2/").status_code == 404
+
+
+def test_the_receipt_shows_the_key_that_verifies_the_answer_log(corpus, member, settings):
+    """The public key to check the log with is on the receipt (issue 51), never the
+    private one; without a configured key there is none to show."""
+    client = browser(member)
+    _, run_id = ask(client)
+    assert "data-receipt-log-key" not in client.get(f"/runs/{run_id}/receipt/1/").content.decode()
+    signer = NoteSigner.generate("koinon.test/log")
+    key_file = settings.DATA_DIR / "receipt-test.key"
+    key_file.write_text(signer.key_string() + "\n")
+    settings.KOINON_LOG_KEY_FILE = str(key_file)
+    try:
+        page = client.get(f"/runs/{run_id}/receipt/1/").content.decode()
+    finally:
+        key_file.unlink()
+    public = signer.verifier().key_string()
+    assert f"<code data-receipt-log-key>{public}</code>" in page
+    assert signer.key_string() not in page
 
 
 def test_regenerate_adds_a_generation_and_keeps_the_earlier_one_visible(corpus, member):
