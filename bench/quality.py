@@ -66,11 +66,10 @@ from common.services import embedded_services, recreate_database  # noqa: E402
 
 from answers.judge.lexical import PLAN_STOPWORDS, TermWeights, content_words  # noqa: E402
 from answers.pipeline.lifecycle import answer_create  # noqa: E402
-from answers.pipeline.planner import DatasetInfo, plan_question  # noqa: E402
-from answers.pipeline.providers.base import CandidateView  # noqa: E402
+from answers.pipeline.planner import plan_question  # noqa: E402
 from answers.pipeline.providers.extractive import ExtractiveProvider  # noqa: E402
 from answers.pipeline.request import answer_request_parse  # noqa: E402
-from answers.pipeline.vocabulary import Plan  # noqa: E402
+from answers.pipeline.vocabulary import CandidateView, DatasetInfo, Plan  # noqa: E402
 from knowledge.documents.extraction import revision_extract  # noqa: E402
 from knowledge.documents.upload import document_upload  # noqa: E402
 from knowledge.models import Document, Extraction, Space  # noqa: E402

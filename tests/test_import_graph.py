@@ -8,6 +8,8 @@ from tools import import_graph
 # Owned by the judge's own change in issue 49 (answers/judge is being reworked beside this):
 # its imports inside functions and its one private name from knowledge are left to it.
 MAX_FUNCTION_IMPORTS = 40
+# The answer pipeline's longest chain of imports, in modules (issue 49: it was 12).
+MAX_PIPELINE_CHAIN = 7
 
 
 def test_the_apps_import_no_module_that_imports_them_back():
@@ -30,6 +32,12 @@ def test_imports_inside_functions_are_few_and_each_gives_its_reason():
         f"{item.module}:{item.line} {item.target}" for item in imports if not item.reason
     ]
     assert unexplained == []
+
+
+def test_the_answer_pipelines_longest_chain_of_imports_is_at_most_seven_modules():
+    chain = import_graph.longest_chain(import_graph.build().edges, "answers.pipeline")
+    assert chain, "answers.pipeline holds a circle"
+    assert len(chain) <= MAX_PIPELINE_CHAIN, " -> ".join(chain)
 
 
 def test_no_app_imports_another_apps_private_name():

@@ -7,12 +7,10 @@ steps are in `gathering`, `selection`, `endings`, `strategies` and `sealing`, ru
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from answers.models import AnswerRun, CandidateFact, Generation
 from answers.pipeline.events import EventSink, tool_event
-from answers.pipeline.judgement import Support
-from answers.pipeline.providers.base import ModelProvider
 from answers.pipeline.validation import SelectedFact
 from answers.pipeline.vocabulary import (
     AnswerRequest,
@@ -31,6 +29,12 @@ from answers.pipeline.vocabulary import (
 from core.models import ApiKey
 from core.types import User
 from knowledge.scope import AccessScope
+
+if TYPE_CHECKING:
+    # Only named in fields: the provider is chosen by the lifecycle and the support built by
+    # the judgement; the steps that use them import them.
+    from answers.pipeline.judgement import Support
+    from answers.pipeline.providers.base import ModelProvider
 
 
 class Evidence(TypedDict):
@@ -94,7 +98,7 @@ class RunContext:
     run: AnswerRun
     generation: Generation
     request: AnswerRequest
-    provider: ModelProvider
+    provider: "ModelProvider"
     history: tuple[str, ...]
     events: EventSink
     scope: AccessScope
@@ -163,7 +167,7 @@ class Trace:
 class Selection:
     """The outcome of selection → validation → judgement, over all attempts."""
 
-    support: Support | None  # the judged selection that answers most parts; None: none valid
+    support: "Support | None"  # the judged selection that answers most parts; None: none valid
     issues: tuple[str, ...]
     attempts: int
     judge_unavailable: bool = False
@@ -176,7 +180,7 @@ class Gathered:
 
     plan: Plan
     candidates: tuple[CandidateFact, ...]
-    support: Support | None
+    support: "Support | None"
     issues: tuple[str, ...]
     attempts: int
     judge_unavailable: bool = False

@@ -1,14 +1,15 @@
 """How a generation can end, as an `Ending`: an answer built from judged quotes and values
 (`answered`), a fixed refusal (`abstention`, `unsupported`), or inspection output for the
-plan and raw modes (`inspection`)."""
+plan and raw modes (`inspection`); and the `Decision` that what was gathered and judged comes
+to under the evidence policy (`gathered_decision`, for the grounded and comparison strategies)."""
 
 import time
 from typing import Any
 
 from answers.models import CandidateFact
 from answers.pipeline import texts
-from answers.pipeline.contracts import Ending, Inspected, RunContext, Trace
-from answers.pipeline.policy import Judgement
+from answers.pipeline.contracts import Decision, Ending, Gathered, Inspected, RunContext, Trace
+from answers.pipeline.policy import Judgement, policy_judge
 from answers.pipeline.rendering import render_answer
 from answers.pipeline.validation import SelectedFact
 from answers.pipeline.vocabulary import EvidenceStatus, Outcome, RefusalReason, outcome
@@ -119,6 +120,35 @@ def unsupported(ctx: RunContext, trace: Trace, prerequisite: str) -> Ending:
         evidence_status="not_requested",
         issues=(f"unsupported_prerequisite:{prerequisite}",),
     )
+
+
+def gathered_decision(ctx: RunContext, trace: Trace, gathered: Gathered) -> Decision:
+    """How a generation ends from what the tools found and what was selected from it."""
+    found = gathered.candidates
+    issues = gathered.issues
+    if gathered.judge_unavailable:
+        ending = abstention(
+            ctx,
+            trace,
+            "unsupported",
+            evidence_status="unavailable",
+            issues=(*issues, "judge_unavailable"),
+        )
+        return Decision(ending, found, gathered.attempts, issues, gathered.plans)
+
+    support = gathered.support
+    selected = list(support.kept) if support is not None else []
+    judgement = policy_judge(
+        policy=ctx.request.policy,
+        outcomes=trace.outcomes,
+        selected_tools=[set(s.fact.contributions) for s in selected],
+        unanswered_parts=len(support.unanswered) if support is not None and selected else 0,
+    )
+    if not judgement.publish:
+        ending = abstention(ctx, trace, judgement.refusal, judgement=judgement, issues=issues)
+    else:
+        ending = answered(ctx, trace, selected, judgement, issues)
+    return Decision(ending, found, gathered.attempts, issues, gathered.plans)
 
 
 def _tool_status(outcomes: list[Outcome]) -> EvidenceStatus:

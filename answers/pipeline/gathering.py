@@ -10,11 +10,12 @@ from django.db import DatabaseError
 from answers.judge.lexical import PLAN_STOPWORDS, content_words
 from answers.models import CandidateFact
 from answers.pipeline import hooks
+from answers.pipeline.candidates import value_unmet
 from answers.pipeline.contracts import Gathered, ProviderFailed, RunContext, Trace
 from answers.pipeline.events import step_event, tool_event
 from answers.pipeline.judgement import VALUE_UNMET, Support
 from answers.pipeline.selection import select_step
-from answers.pipeline.tools import run_tools, value_unmet, visible_datasets
+from answers.pipeline.tools import run_tools, visible_datasets
 from answers.pipeline.vocabulary import Plan
 
 AGENT_ROUNDS = 3

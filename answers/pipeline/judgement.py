@@ -14,7 +14,7 @@ reach answer text.
 """
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 
@@ -23,9 +23,13 @@ from answers.judge.lexical import TermWeights
 from answers.judge.model import pinned_operating_points
 from answers.models import CandidateFact
 from answers.pipeline.answer_type import answer_type_agrees
-from answers.pipeline.providers.base import ModelProvider, Rejection, context_line, sentence_before
+from answers.pipeline.quote_context import context_line, sentence_before
 from answers.pipeline.validation import SelectedFact
-from answers.pipeline.vocabulary import Plan
+from answers.pipeline.vocabulary import Plan, Rejection
+
+if TYPE_CHECKING:
+    # Only named: the provider is the caller's, passed in to judge with.
+    from answers.pipeline.providers.base import ModelProvider
 
 
 @dataclass(frozen=True)
@@ -109,7 +113,7 @@ def _quote_parts(item: SelectedFact, parts: int) -> tuple[int, ...]:
 
 def support_judge(
     *,
-    provider: ModelProvider,
+    provider: "ModelProvider",
     plan: Plan,
     selected: list[SelectedFact],
     weights: TermWeights,

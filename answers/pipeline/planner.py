@@ -4,22 +4,15 @@
 import re
 from dataclasses import dataclass
 
-from answers.judge.lexical import PLAN_STOPWORDS, content_words
-from answers.pipeline.restrictions import (
-    DatasetInfo,
-    Restriction,
-    restrictions_named,
-    where_clause,
-)
-from answers.pipeline.vocabulary import DatasetQuery, Plan, RestrictionRecord
+from answers.judge.lexical import PLAN_STOPWORDS
+from answers.pipeline.question_parts import searches_for
+from answers.pipeline.restrictions import Restriction, restrictions_named, where_clause
+from answers.pipeline.vocabulary import DatasetInfo, DatasetQuery, Plan, RestrictionRecord
 from knowledge.normalise import normalised_words
-
-__all__ = ["DatasetInfo", "plan_question"]
 
 COMPARISON = re.compile(r"\b(compare|comparison|versus|vs\.?|differ(s|ence)?|contrast)\b", re.I)
 # Requests for a recursive (RLM) analysis across sources, which needs a generative model.
 ANALYSIS = re.compile(r"\b(rlm|recursive analysis|analy[sz]e (all|every|across))\b", re.I)
-SPLIT = re.compile(r"\s*(?:[;?]|,\s*and\b|,|\band\b)\s*", re.I)
 AGGREGATES = (
     ("SUM", re.compile(r"\b(total|sum|overall)\b", re.I)),
     ("AVG", re.compile(r"\b(average|mean)\b", re.I)),
@@ -196,16 +189,6 @@ def standalone_question(question: str, history: list[str]) -> tuple[str, bool]:
     if rewritten is None or rewritten.casefold() == question.casefold():
         return question, False
     return rewritten, True
-
-
-def searches_for(question: str) -> list[str]:
-    parts = [
-        part
-        for part in SPLIT.split(question)
-        if len(content_words(part, stopwords=PLAN_STOPWORDS)) >= 2
-    ]
-    searches = parts[:3] if len(parts) > 1 else [question]
-    return searches
 
 
 def asked_parts(question: str, searches: list[str]) -> list[str]:

@@ -13,15 +13,14 @@ question, so it is not released for that part.
 
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import date, timedelta
-from typing import TypedDict
 
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from answers.pipeline.vocabulary import RestrictionRecord
+from answers.pipeline.vocabulary import Column, DatasetInfo, RestrictionRecord
 from knowledge.normalise import normalised_key, normalised_words
 
 NUMERIC_TYPES = (
@@ -111,24 +110,6 @@ OPERATORS: dict[type[exp.Expression], str] = {
     exp.LTE: "<=",
 }
 MIRRORED = {"=": "=", ">": "<", ">=": "<=", "<": ">", "<=": ">="}
-
-
-class Column(TypedDict):
-    """A column of a snapshot's schema, as its upload recorded it."""
-
-    name: str
-    type: str  # DuckDB's type name
-
-
-@dataclass(frozen=True)
-class DatasetInfo:
-    dataset_id: int
-    snapshot_id: int
-    name: str
-    table: str
-    columns: list[Column]
-    # Text column → its distinct values, for columns with few of them (computed at upload).
-    dictionary: dict[str, list[str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

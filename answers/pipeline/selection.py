@@ -10,17 +10,16 @@ from answers.judge.features import JudgeItem
 from answers.judge.lexical import TermWeights, content_words, stem
 from answers.judge.model import JudgeUnavailable
 from answers.models import CandidateFact
+from answers.pipeline.candidates import candidate_views
 from answers.pipeline.contracts import RunContext, Selection, Trace
 from answers.pipeline.events import step_event
 from answers.pipeline.judgement import Support, operating_point, support_judge
-from answers.pipeline.providers.base import Rejection
-from answers.pipeline.tools import candidate_views
 from answers.pipeline.validation import (
     SelectionRejected,
     selection_parse,
     selection_validate,
 )
-from answers.pipeline.vocabulary import Plan
+from answers.pipeline.vocabulary import Plan, Rejection
 from knowledge.frequencies import document_frequencies
 
 logger = logging.getLogger(__name__)

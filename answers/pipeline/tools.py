@@ -9,11 +9,11 @@ from typing import Any
 from django.db.models import QuerySet
 
 from answers.models import AnswerRun, CandidateFact
-from answers.pipeline.planner import DatasetInfo, searches_for
-from answers.pipeline.providers.base import CandidateView
+from answers.pipeline.question_parts import searches_for
 from answers.pipeline.restrictions import Restriction, restrictions_named, restrictions_unmet
 from answers.pipeline.vocabulary import (
     IMPLEMENTED_TOOLS,
+    DatasetInfo,
     DatasetQuery,
     EvidencePolicy,
     Mode,
@@ -244,32 +244,3 @@ def restrictions_missing(
     for text in texts:
         named += [r for r in restrictions_named(text, dataset) if r not in named]
     return restrictions_unmet(planned["sql"], named)
-
-
-def value_unmet(fact: CandidateFact) -> bool:
-    return fact.kind == "value" and bool(fact.source.get("unmet"))
-
-
-def _searches(fact: CandidateFact) -> tuple[int, ...]:
-    if fact.kind == "value":
-        part = fact.source.get("part")
-        return () if part is None else (part,)
-    return tuple(fact.source.get("searches", ()))
-
-
-def candidate_views(facts: list[CandidateFact]) -> list[CandidateView]:
-    return [
-        CandidateView(
-            fact.fact_id,
-            fact.kind,
-            fact.text if fact.kind == "quote" else str(fact.value),
-            fact.label,
-            _searches(fact),
-            fact.source.get("score", 1.0),
-            tuple((fact.source.get("locator") or {}).get("headings", ())),
-            fact.source.get("title", ""),
-            tuple((a, b, c, d) for a, b, c, d in fact.source.get("units", ())),
-        )
-        for fact in facts
-        if not value_unmet(fact)
-    ]

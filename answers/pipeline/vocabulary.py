@@ -1,6 +1,7 @@
 """The answer vocabulary, declared once: the words a request, a body and the steps of the
 answer path share (`Literal`s), the typed request, and the values the steps pass each other
-(`Plan` and its `DatasetQuery`s, `Citation`, `Card`, `SourceRef`, `Outcome`).
+(`Plan` and its `DatasetQuery`s, `Citation`, `Card`, `SourceRef`, `Outcome`, and what a
+model provider is shown and told: `DatasetInfo`, `CandidateView`, `Rejection`).
 
 The ground floor of `answers.pipeline`: it imports no pipeline module (import-linter) and
 names no `Any` (mypy, `disallow_any_explicit`). What the edges accept is derived from it —
@@ -146,6 +147,27 @@ class DatasetQuery(TypedDict):
     part: int | None
 
 
+class Column(TypedDict):
+    """A column of a snapshot's schema, as its upload recorded it."""
+
+    name: str
+    type: str  # DuckDB's type name
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    """What a planner knows of a dataset it may query: its current snapshot's table and
+    columns (`tools.dataset_info`)."""
+
+    dataset_id: int
+    snapshot_id: int
+    name: str
+    table: str
+    columns: list[Column]
+    # Text column → its distinct values, for columns with few of them (computed at upload).
+    dictionary: dict[str, list[str]] = field(default_factory=dict)
+
+
 class SteeringWhy(TypedDict):
     scope: str
     shared: list[str]
@@ -235,6 +257,34 @@ class Plan:
                 queries.append({"part": part, "text": text, "origin": origin})
         data["queries"] = queries
         return data
+
+
+@dataclass(frozen=True)
+class CandidateView:
+    """What a provider is shown of a candidate fact (`candidates.candidate_views`)."""
+
+    fact_id: str
+    kind: str
+    text: str
+    label: str
+    searches: tuple[int, ...]  # the plan's searches that found it (for a value: its part)
+    score: float
+    headings: tuple[str, ...] = ()  # the heading path of a quote's passage
+    title: str = ""  # the title of a quote's document
+    # A quote's structured units (knowledge.units): (start, end, alone_start, alone_end) in
+    # `text`; the part from alone_start to alone_end is never quoted without the rest.
+    units: tuple[tuple[int, int, int, int], ...] = ()
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """A selected item that failed, and why, as a typed code: what a provider is told
+    when it selects again. Never the document's text."""
+
+    fact_id: str
+    start: int | None
+    end: int | None
+    reason: str  # judge_unsupported | label_only | …
 
 
 class QuoteCitation(TypedDict):

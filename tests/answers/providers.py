@@ -4,9 +4,8 @@ from collections.abc import Callable
 
 from answers.judge.features import JudgeItem
 from answers.judge.lexical import TermWeights
-from answers.pipeline.planner import DatasetInfo, plan_question
-from answers.pipeline.providers.base import CandidateView, Rejection
-from answers.pipeline.vocabulary import Plan
+from answers.pipeline.planner import plan_question
+from answers.pipeline.vocabulary import CandidateView, DatasetInfo, Plan, Rejection
 
 
 class ScriptedProvider:

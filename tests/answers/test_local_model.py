@@ -10,12 +10,12 @@ from answers.judge.features import JudgeItem
 from answers.judge.lexical import TermWeights
 from answers.models import CandidateFact
 from answers.pipeline.planner import plan_question
-from answers.pipeline.providers.base import CandidateView
 from answers.pipeline.providers.llm import ChatClient
 from answers.pipeline.providers.openai import OpenAIProvider
 from answers.pipeline.providers.structured import conforms
 from answers.pipeline.texts import explanation
 from answers.pipeline.validation import SelectionRejected, selection_parse
+from answers.pipeline.vocabulary import CandidateView
 from knowledge.models import Extraction
 from tests.helpers import client_for
 

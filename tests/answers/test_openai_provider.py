@@ -11,11 +11,11 @@ import pytest
 
 from answers.models import AnswerRun, Citation
 from answers.pipeline.planner import plan_question
-from answers.pipeline.providers.base import CandidateView
 from answers.pipeline.providers.llm import ChatClient, Completion, ProviderError
 from answers.pipeline.providers.openai import DATA_CLOSE, DATA_OPEN, SELECT_SYSTEM, OpenAIProvider
 from answers.pipeline.providers.structured import structured_parse
 from answers.pipeline.texts import explanation
+from answers.pipeline.vocabulary import CandidateView
 from tests.answers.fake_llm import FakeModelServer, Reply, Script
 from tests.answers.helpers import ask, ingest
 
@@ -190,7 +190,7 @@ def test_anything_but_the_schema_is_malformed(content, finish):
 
 
 def test_the_model_plans_searches_and_the_rule_planner_keeps_the_dataset_queries(fake):
-    from answers.pipeline.planner import DatasetInfo
+    from answers.pipeline.vocabulary import DatasetInfo
 
     fake.replies = [
         Reply.json(

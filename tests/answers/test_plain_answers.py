@@ -7,11 +7,11 @@ import json
 import pytest
 
 from answers.judge.features import JudgeItem
-from answers.pipeline.judgement import judge_item, sentence_before
-from answers.pipeline.providers.base import CandidateView
+from answers.pipeline.judgement import judge_item
 from answers.pipeline.providers.extractive import ExtractiveProvider, is_block, quote_spans
+from answers.pipeline.quote_context import sentence_before
 from answers.pipeline.validation import SelectedFact
-from answers.pipeline.vocabulary import Plan
+from answers.pipeline.vocabulary import CandidateView, Plan
 from tests.answers.helpers import ask, ingest
 
 HARBOUR = (

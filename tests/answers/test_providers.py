@@ -1,8 +1,8 @@
 import json
 
 from answers.pipeline.planner import plan_question
-from answers.pipeline.providers.base import CandidateView
 from answers.pipeline.providers.extractive import ExtractiveProvider
+from answers.pipeline.vocabulary import CandidateView
 
 WRAPPED = (
     "Hotel costs are reimbursed up to 180 euros per night in capital cities and up to\n"
@@ -84,7 +84,7 @@ def test_the_judge_chooses_among_the_best_covered_sentences():
 
 
 def test_after_the_best_judged_sentence_is_rejected_no_lower_one_is_offered():
-    from answers.pipeline.providers.base import Rejection
+    from answers.pipeline.vocabulary import Rejection
 
     economy, business = FLIGHTS.split(". ")
     provider = ScoredBy({economy + ".": 0.4, business: 0.3})

@@ -10,16 +10,11 @@ from answers.judge.features import JudgeItem
 from answers.judge.lexical import TermWeights, content_stems, coverage
 from answers.judge.model import JudgeUnavailable, local_judge
 from answers.pipeline.answer_type import answer_type_agrees
-from answers.pipeline.planner import DatasetInfo, plan_question
-from answers.pipeline.providers.base import (
-    Analysis,
-    CandidateView,
-    Rejection,
-    context_line,
-    sentence_before,
-)
+from answers.pipeline.planner import plan_question
+from answers.pipeline.providers.base import Analysis
 from answers.pipeline.providers.llm import PROVIDER_UNAVAILABLE, ProviderError
-from answers.pipeline.vocabulary import Plan
+from answers.pipeline.quote_context import context_line, sentence_before
+from answers.pipeline.vocabulary import CandidateView, DatasetInfo, Plan, Rejection
 from knowledge.sentences import is_label, sentence_spans
 
 SELECT_THRESHOLD = 0.3  # IDF-weighted share of a part's stems a sentence must contain

@@ -38,13 +38,12 @@ from answers.judge.features import JudgeItem
 from answers.judge.lexical import PLAN_STOPWORDS, TermWeights, content_words
 from answers.judge.model import local_judge
 from answers.pipeline.planner import (
-    DatasetInfo,
     asked_parts,
     plan_question,
     planned_queries,
     refers_back,
 )
-from answers.pipeline.providers.base import Analysis, CandidateView, Rejection
+from answers.pipeline.providers.base import Analysis
 from answers.pipeline.providers.extractive import CANDIDATES_PER_SEARCH
 from answers.pipeline.providers.extractive import quote_sentences as sentences_of
 from answers.pipeline.providers.llm import ChatClient, Completion, ProviderError
@@ -57,7 +56,13 @@ from answers.pipeline.providers.structured import (
     structured_parse,
 )
 from answers.pipeline.validation import MAX_ITEMS, SelectionRejected
-from answers.pipeline.vocabulary import SOURCE_STANCES, Plan
+from answers.pipeline.vocabulary import (
+    SOURCE_STANCES,
+    CandidateView,
+    DatasetInfo,
+    Plan,
+    Rejection,
+)
 
 logger = logging.getLogger(__name__)
 

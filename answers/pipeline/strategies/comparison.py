@@ -17,8 +17,9 @@ from dataclasses import dataclass, replace
 from answers.judge.lexical import TermWeights
 from answers.judge.model import JudgeUnavailable
 from answers.models import CandidateFact
+from answers.pipeline.candidates import candidate_views
 from answers.pipeline.contracts import Decision, Gathered, RunContext, Trace
-from answers.pipeline.endings import abstention, answered, unsupported
+from answers.pipeline.endings import abstention, answered, gathered_decision, unsupported
 from answers.pipeline.gathering import tools_step
 from answers.pipeline.judgement import _quote_parts, judge_item, operating_point
 from answers.pipeline.planner import COMPARISON
@@ -26,8 +27,6 @@ from answers.pipeline.policy import policy_judge
 from answers.pipeline.providers.base import AnalysedClaim, Analysis, ModelProvider
 from answers.pipeline.providers.llm import ProviderError
 from answers.pipeline.selection import select_step, term_weights
-from answers.pipeline.strategies.grounded import gathered_decision
-from answers.pipeline.tools import candidate_views
 from answers.pipeline.validation import (
     SelectedFact,
     SelectionRejected,
