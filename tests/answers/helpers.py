@@ -2,6 +2,7 @@
 
 import re
 
+from answers.judge.model import weights_load
 from knowledge.documents.extraction import revision_extract
 from knowledge.documents.upload import document_upload
 from tests.answers.providers import ScriptedProvider
@@ -49,7 +50,11 @@ def whole_passage(candidates) -> dict:
 PORTS = "The service listens on port 8443."
 BACKUPS = "Backups run every night at 02:00 UTC."
 CAFETERIA = "The cafeteria opens at noon."
-# question, expected text ("" : not answerable), and what the hand count says at 0.48
+# The pinned judge's operating points: tests derive from them rather than repeat them.
+_POINTS = weights_load().operating_points
+assert _POINTS is not None
+AUTO_POINT, STRICT_POINT = _POINTS.auto, _POINTS.strict
+# question, expected text ("" : not answerable), and what the hand count says at AUTO_POINT
 SET_ROWS = [
     ("Which port does the service listen on?", "8443", "supported"),
     ("When do the backups run on weekends?", "Sundays at 04:00", "wrong"),
@@ -60,8 +65,8 @@ SET_ROWS = [
 
 def set_scores(part: str, quote: str) -> float:
     """The judge of the question-set fixture: nothing answers the chief executive; the
-    cafeteria's sentence scores 0.55 (released at auto's 0.48, not at 0.56 or strict's
-    0.58); everything else 0.9."""
+    cafeteria's sentence scores 0.55 (released at auto's point, not at 0.56 or strict's);
+    everything else 0.9."""
     if "chief executive" in part:
         return 0.1
     return 0.55 if "cafeteria" in quote else 0.9

@@ -15,7 +15,7 @@ from answers.pipeline.vocabulary import Plan
 from audit.services import audit_summary
 from datasets.services import dataset_upload
 from knowledge.sentences import is_label
-from tests.answers.helpers import ask, ingest, whole_passage
+from tests.answers.helpers import AUTO_POINT, STRICT_POINT, ask, ingest, whole_passage
 from tests.answers.providers import ScriptedProvider
 from tests.settings_checks import django_setup_with
 
@@ -191,7 +191,8 @@ def test_a_changed_cross_encoder_publishes_nothing(tmp_path, monkeypatch, three_
 
 RETAINED = "Invoices are retained for ten years after the end of the financial year."
 RETAINED_QUESTION = "How long are invoices retained?"
-BETWEEN = 0.53  # above the pinned auto point (0.48), below the pinned strict one (0.58)
+AUTO, STRICT = AUTO_POINT, STRICT_POINT
+BETWEEN = round((AUTO + STRICT) / 2, 2)  # above the pinned auto point, below the strict one
 
 
 def scored(score: float) -> ScriptedProvider:
@@ -217,23 +218,23 @@ def test_the_shipped_judge_pins_an_operating_point_per_policy():
         auto=shipped["auto"]["threshold"], strict=shipped["strict"]["threshold"]
     )
     assert (points.auto, points.strict) == (0.48, 0.58)
-    assert policy_floor("auto") == 0.48 and policy_floor("strict") == 0.58
+    assert policy_floor("auto") == AUTO and policy_floor("strict") == STRICT
 
 
 def test_strict_never_releases_a_quote_below_its_point_where_auto_does(retained, member):
     auto = ask_scored(member, BETWEEN, "auto")
     assert auto["evidence"]["answer_status"] == "evidence_backed"
     assert quotes(auto) == [RETAINED]
-    assert auto["evidence"]["policy"]["operating_point"] == 0.48
+    assert auto["evidence"]["policy"]["operating_point"] == AUTO
     strict = ask_scored(member, BETWEEN, "strict")
     assert strict["evidence"]["answer_status"] == "abstained"
     assert strict["answer"]["citations"] == []
     assert "quote_unsupported" in strict["quality"]["issues"]
     assert "operating_point" not in strict["evidence"]["policy"]
     # At its own point strict releases the same quote, and says so in the sealed policy.
-    released = ask_scored(member, 0.58, "strict")
+    released = ask_scored(member, STRICT, "strict")
     assert quotes(released) == [RETAINED]
-    assert released["evidence"]["policy"]["operating_point"] == 0.58
+    assert released["evidence"]["policy"]["operating_point"] == STRICT
 
 
 def test_each_policy_judges_at_the_point_read_from_the_pinned_file(
@@ -260,7 +261,9 @@ def test_each_policy_judges_at_the_point_read_from_the_pinned_file(
 
 def test_a_changed_operating_point_publishes_nothing(tampered_judge, retained, member):
     tampered_judge.write_bytes(
-        tampered_judge.read_bytes().replace(b'"threshold": 0.58', b'"threshold": 0.18', 1)
+        tampered_judge.read_bytes().replace(
+            f'"threshold": {STRICT}'.encode(), b'"threshold": 0.18', 1
+        )
     )
     assert hashlib.sha256(tampered_judge.read_bytes()).hexdigest() != judge_model.JUDGE_SHA256
     body = ask_scored(member, 0.99, "strict")
@@ -294,8 +297,9 @@ def test_a_judge_file_without_valid_operating_points_fails_closed(tmp_path, poin
 
 def test_an_operators_minimum_raises_both_points(retained, member, settings):
     assert quotes(ask_scored(member, BETWEEN, "auto")) == [RETAINED]
-    settings.KOINON_JUDGE_THRESHOLD = 0.55
-    assert (policy_floor("auto"), policy_floor("strict")) == (0.55, 0.58)
+    raised = round(BETWEEN + 0.01, 2)
+    settings.KOINON_JUDGE_THRESHOLD = raised
+    assert (policy_floor("auto"), policy_floor("strict")) == (raised, STRICT)
     body = ask_scored(member, BETWEEN, "auto")
     assert body["evidence"]["answer_status"] == "abstained"
     assert "quote_unsupported" in body["quality"]["issues"]
@@ -303,7 +307,7 @@ def test_an_operators_minimum_raises_both_points(retained, member, settings):
 
 def test_an_operators_minimum_below_the_pinned_point_never_lowers_it(retained, member, settings):
     settings.KOINON_JUDGE_THRESHOLD = 0.05
-    assert policy_floor("auto") == 0.48
+    assert policy_floor("auto") == AUTO
     assert ask_scored(member, 0.3, "auto")["evidence"]["answer_status"] == "abstained"
 
 

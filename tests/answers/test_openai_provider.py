@@ -419,7 +419,7 @@ def test_instructions_inside_a_document_change_nothing(space, owner, member, fak
     ingest(owner, space, "retention.md", injected)
     obey = lambda r: "The retention period is 99 years."  # noqa: E731 - a model that obeys
     fake.replies = [model(select=[obey, lambda r: {"facts": [span_of(r, RETENTION)]}])]
-    body = ask(member, "What is the retention period for invoices?", provider=provider_for(fake))
+    body = ask(member, "How long are invoices retained?", provider=provider_for(fake))
     # The obedient output is rejected; the retry's verbatim quote is what is released.
     assert body["evidence"]["answer_status"] == "evidence_backed"
     assert [c["quote"] for c in body["answer"]["citations"]] == [RETENTION]

@@ -27,10 +27,12 @@ from audit.receipts import body_hashes
 from core.errors import NotFoundError, UnprocessableError
 from knowledge.services import space_create, space_member_set
 from tests.answers.helpers import (
+    AUTO_POINT,
     BACKUPS,
     CAFETERIA,
     PORTS,
     SET_ROWS,
+    STRICT_POINT,
     OverlapProvider,
     ask,
     ingest,
@@ -70,7 +72,8 @@ def run_set(question_set, user, mode: str = "auto", capture=None) -> QuestionSet
 def test_a_sets_figures_match_the_hand_count(documents, provider, question_set, owner):
     run = run_set(question_set, owner)
     assert run.status == QuestionSetRun.Status.DONE
-    assert (run.floor, run.operating_point) == (0.48, 0.48)
+    assert AUTO_POINT < 0.55 < 0.56 < STRICT_POINT  # the fixture's scores straddle the points
+    assert (run.floor, run.operating_point) == (AUTO_POINT, AUTO_POINT)
     outcomes = {
         r.question.text: r.outcome
         for r in Result.objects.filter(run=run).select_related("question")
@@ -94,11 +97,11 @@ def test_a_sets_figures_match_the_hand_count(documents, provider, question_set, 
     # The curve from the stored scores, without asking again: at 0.56 the cafeteria's
     # 0.55 quote is no longer released; at 0.90 every quote still is, above it none.
     by_threshold = {row.threshold: row for row in report.curve}
-    assert report.curve[0].threshold == 0.48
+    assert report.curve[0].threshold == AUTO_POINT
     assert (by_threshold[0.56].supported, by_threshold[0.56].abstained) == (1, 2)
     assert (by_threshold[0.9].supported, by_threshold[0.9].wrong) == (1, 1)
     assert (by_threshold[0.92].supported, by_threshold[0.92].abstained) == (0, 4)
-    assert min(by_threshold) == 0.48  # nothing below the point the run judged at
+    assert min(by_threshold) == AUTO_POINT  # nothing below the point the run judged at
 
 
 def test_each_question_is_a_sealed_answer_asked_within_the_space_alone(
@@ -122,7 +125,7 @@ def test_each_question_is_a_sealed_answer_asked_within_the_space_alone(
 
 def test_a_strict_run_judges_at_stricts_point(documents, provider, question_set, owner):
     run = run_set(question_set, owner, mode="strict")
-    assert (run.floor, run.operating_point) == (0.58, 0.58)
+    assert (run.floor, run.operating_point) == (STRICT_POINT, STRICT_POINT)
     outcome = Result.objects.get(run=run, question__text="When does the cafeteria open?").outcome
     assert outcome == "abstained"  # scored 0.55
 
@@ -200,7 +203,7 @@ def test_later_answers_judge_at_the_spaces_point_and_their_receipts_record_it(
     provider = OverlapProvider()
     before = ask(member, "When does the cafeteria open?", provider=provider)
     assert before["evidence"]["answer_status"] == "evidence_backed"
-    assert before["evidence"]["policy"]["operating_point"] == 0.48
+    assert before["evidence"]["policy"]["operating_point"] == AUTO_POINT
     space_operating_point_set(user=owner, space=space, point=0.6)
     space.refresh_from_db()
     assert (space.operating_point, space.operating_point_set_by) == (0.6, owner)
@@ -214,17 +217,17 @@ def test_later_answers_judge_at_the_spaces_point_and_their_receipts_record_it(
     assert release.policy_sha256 == body_hashes(body)["policy_sha256"]
     stored = AnswerRun.objects.get(pk=body["run_id"]).response
     assert stored["evidence"]["policy"]["operating_point"] == 0.6
-    # Strict's own floor is higher than the space's point: strict keeps it.
+    # Strict judges at the higher of its own floor and the space's point.
     strict = ask(
         member,
         "Which port does the service listen on?",
         provider=provider,
         evidence_policy={"mode": "strict"},
     )
-    assert strict["evidence"]["policy"]["operating_point"] == 0.6
+    assert strict["evidence"]["policy"]["operating_point"] == max(STRICT_POINT, 0.6)
     space_operating_point_set(user=owner, space=space, point=None)
     again = ask(member, "When does the cafeteria open?", provider=provider)
-    assert again["evidence"]["policy"]["operating_point"] == 0.48
+    assert again["evidence"]["policy"]["operating_point"] == AUTO_POINT
 
 
 def test_a_run_over_several_spaces_judges_at_the_strictest(documents, space, owner, member, staff):
@@ -232,7 +235,7 @@ def test_a_run_over_several_spaces_judges_at_the_strictest(documents, space, own
     space_member_set(space=other, username=owner.username, role="curator")
     space_member_set(space=other, username=member.username, role="reader")
     space_operating_point_set(user=owner, space=space, point=0.62)
-    space_operating_point_set(user=owner, space=other, point=0.5)
+    space_operating_point_set(user=owner, space=other, point=round(AUTO_POINT + 0.02, 2))
     body = ask(member, "Which port does the service listen on?", provider=OverlapProvider())
     assert body["evidence"]["policy"]["operating_point"] == 0.62
     only_other = ask(

@@ -99,11 +99,12 @@ SAMPLES = b"sample,weight\nS-1,0.0000001\nS-2,0.00000005\n"
 STARS = b"star,distance\nVega,2.365e14\nDeneb,2.5e16\n"
 # (vector name, question, evidence policy): each seals a real body.
 CASES = [
-    # Strict judges at its own point (0.58): the question names the place, so the quote
-    # scores above it (0.73; without "in Zürich" 0.56, an abstention under strict).
+    # Strict judges at its own point: the question names the place and repeats the
+    # sentence's non-ASCII tail, so the quote scores well above it (0.87; without the tail
+    # 0.70, without the place 0.52).
     (
         "quote-non-ascii-emoji-strict",
-        "Wer verantwortet die Dienstüberprüfungen in Zürich?",
+        "Wer verantwortet die Dienstüberprüfungen in Zürich — «naïve» 東京?",
         "strict",
     ),
     ("value-small-exponent-fraction", "What is the total weight of the samples?", None),

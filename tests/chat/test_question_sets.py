@@ -11,7 +11,15 @@ from answers.models import QuestionSet, QuestionSetRun, SetQuestion
 from answers.pipeline import lifecycle
 from answers.question_sets.services import question_set_run_execute
 from knowledge.services import space_create, space_member_set
-from tests.answers.helpers import BACKUPS, CAFETERIA, PORTS, SET_ROWS, OverlapProvider, ingest
+from tests.answers.helpers import (
+    AUTO_POINT,
+    BACKUPS,
+    CAFETERIA,
+    PORTS,
+    SET_ROWS,
+    OverlapProvider,
+    ingest,
+)
 from tests.helpers import make_user
 
 pytestmark = pytest.mark.django_db
@@ -60,7 +68,7 @@ def test_the_page_shows_the_figures_their_examples_and_the_curve(answered_set, s
         section = html.split(f'data-examples="{outcome}"')[1].split("</section>")[0]
         assert section.count("data-example=") == count
     assert "Sundays at 04:00" in html.split('data-examples="wrong"')[1]
-    assert 'data-threshold="0.48"' in html and 'data-threshold="0.94"' in html
+    assert f'data-threshold="{AUTO_POINT}"' in html and 'data-threshold="0.94"' in html
     assert "<polyline" in html and "<script" not in html.split("<main")[-1]
     at = browser(owner).get(f"/spaces/{space.pk}/questions/{answered_set.pk}/?at=0.56")
     section = at.content.decode().split('data-examples="supported"')[1].split("</section>")[0]
@@ -75,7 +83,7 @@ def test_the_curator_moves_the_spaces_point_along_the_curve_never_below_the_floo
     url = f"/spaces/{space.pk}/operating-point/"
     fields = {"set": answered_set.pk, "run": run.pk}
     refused = client.post(url, {**fields, "point": "0.4"}, follow=True)
-    assert "never judges below 0.48" in refused.content.decode()
+    assert f"never judges below {AUTO_POINT}" in refused.content.decode()
     space.refresh_from_db()
     assert space.operating_point is None
     client.post(url, {**fields, "point": "0.56"})
@@ -112,7 +120,8 @@ def test_the_pages_their_buttons_and_their_refusals_speak_the_curators_language(
     refused = client.post(
         f"/spaces/{space.pk}/operating-point/", {**fields, "point": "0,4"}, follow=True
     )
-    assert "Die Richtlinie auto bewertet nie unter 0,48" in refused.content.decode()
+    floor = f"{AUTO_POINT:.2f}".replace(".", ",")
+    assert f"Die Richtlinie auto bewertet nie unter {floor}" in refused.content.decode()
     done = client.post(
         f"/spaces/{space.pk}/operating-point/", {**fields, "point": "0,56"}, follow=True
     )

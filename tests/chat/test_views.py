@@ -15,7 +15,7 @@ from audit.services import audit_summary
 from audit.signed_note import NoteSigner
 from knowledge.documents.extraction import revision_extract
 from knowledge.documents.upload import document_upload
-from tests.answers.helpers import MIXED_QUESTION, ingest, whole_passage
+from tests.answers.helpers import AUTO_POINT, MIXED_QUESTION, STRICT_POINT, ingest, whole_passage
 from tests.answers.helpers import ask as ask_api
 from tests.answers.providers import ScriptedProvider
 
@@ -100,7 +100,7 @@ def test_the_answer_says_what_was_checked_and_each_quotes_score_from_the_audit(c
     page, run_id = ask(client)
     assert "Quoted word for word · judged to answer" in page
     assert "found word for word in the stored text of its source, checked twice" in page
-    assert "quotes scored under 0.48 are never shown" in page
+    assert f"quotes scored under {AUTO_POINT:.2f} are never shown" in page
     assert "Verified answer" not in page
     (citation,) = AnswerRun.objects.get(pk=run_id).response["answer"]["citations"]
     (generation,) = audit_summary(run_id)["generations"]
@@ -112,7 +112,7 @@ def test_the_answer_says_what_was_checked_and_each_quotes_score_from_the_audit(c
         if v["fact_id"] == citation["fact_id"]
     ]
     score = max(verdict["scores"].values())
-    assert score >= 0.48
+    assert score >= AUTO_POINT
     assert f"judged to answer: {score:.2f}</span>" in page
     receipt = client.get(f"/runs/{run_id}/receipt/1/").content.decode()
     assert "checked twice, and a trained model judged that it answers the question" in receipt
@@ -125,14 +125,14 @@ def test_the_answer_states_the_threshold_its_own_policy_applied(corpus, member):
     plan = Plan(QUESTION, [QUESTION])
     provider = ScriptedProvider([whole_passage], plan=plan, scores=lambda part, quote: 0.9)
     body = ask_api(member, QUESTION, provider=provider, evidence_policy={"mode": "strict"})
-    assert body["evidence"]["policy"]["operating_point"] == 0.58
+    assert body["evidence"]["policy"]["operating_point"] == STRICT_POINT
     run = AnswerRun.objects.get(pk=body["run_id"])
     client = browser(member)
     page = client.get(f"/c/{run.conversation_id}/").content.decode()
-    assert "quotes scored under 0.58 are never shown" in page
-    assert "under 0.48" not in page
+    assert f"quotes scored under {STRICT_POINT:.2f} are never shown" in page
+    assert f"under {AUTO_POINT:.2f}" not in page
     receipt = client.get(f"/runs/{run.pk}/receipt/1/").content.decode()
-    assert re.search(r"data-operating-point>0\.58, saved with the answer’s policy<", receipt)
+    assert f"data-operating-point>{STRICT_POINT:.2f}, saved with the answer’s policy<" in receipt
 
 
 def test_a_quote_the_audit_does_not_score_shows_no_score(corpus, member):

@@ -306,19 +306,23 @@ def train(
     cache_dir: Path | None = None,
     *,
     domains: bool = False,
+    domain_points: bool = False,
     paragraph: bool = True,
 ) -> dict:
     """The regression and the operating points. With `domains` (a cross-encoder trained on
-    the other domains too) both come from every dev slice; without, as for the judge shipped
-    before them, the regression from Wikipedia's three and the points from squad2's alone."""
-    slices = make_pairs(PairConfig(domains=domains))
+    the other domains too) both come from every dev slice; with `domain_points` the
+    regression from Wikipedia's three and the points from every dev slice; with neither, as
+    for the judge shipped before them, the points from squad2's alone."""
+    slices = make_pairs(PairConfig(domains=domains or domain_points))
     fitted_on = DEV_SLICES if domains else WIKI_DEV_SLICES
-    calibrated_on = DEV_SLICES if domains else ("dev_squad2",)
-    fit_pairs = [
+    calibrated_on = DEV_SLICES if domains or domain_points else ("dev_squad2",)
+    scored_on = fitted_on + tuple(name for name in calibrated_on if name not in fitted_on)
+    scored_pairs = [
         Pair(p.question, p.sentence, p.context, bool(p.label), p.question_id, p.before, p.passage)
-        for name in fitted_on
+        for name in scored_on
         for p in slices[name]
     ]
+    fit_pairs = scored_pairs[: sum(len(slices[name]) for name in fitted_on)]
     weights = TermWeights.from_texts(dict.fromkeys(p.sentence for p in fit_pairs).keys())
     records = list(read_records(data))
     heldout = [r for r in records if is_heldout(r.question)]
@@ -344,7 +348,8 @@ def train(
         paragraph_encoder=paragraph_spec,
     )
     judge = LocalJudge(placeholder, encoder, paragraph_judge)
-    x = judge.feature_matrix([p.item for p in fit_pairs], weights)
+    scored = judge.feature_matrix([p.item for p in scored_pairs], weights)
+    x = scored[: len(fit_pairs)]
     y = np.array([p.label for p in fit_pairs], dtype=float)
     mean, scale, coef, intercept = fit_logistic(x, y)
     complete = x[:, features.index("complete")] > 0.5
@@ -353,9 +358,9 @@ def train(
         features, mean, scale, coef, intercept, spec, precision, paragraph_encoder=paragraph_spec
     )
     judge = LocalJudge(fitted, encoder, paragraph_judge)
-    probabilities = judge.probabilities_of(x).tolist()
+    probabilities = judge.probabilities_of(scored).tolist()
     scores, start = {}, 0
-    for name in fitted_on:
+    for name in scored_on:
         scores[name] = probabilities[start : start + len(slices[name])]
         start += len(slices[name])
     curves = dev_curves({name: slices[name] for name in calibrated_on}, scores)
@@ -376,10 +381,15 @@ def train(
         "training_data_sha256": {
             path.name: file_sha256(path)
             for path in (SQUAD11_PATH, SQUAD2_TRAIN_PATH, data)
-            + ((COVIDQA_PATH, EMANUAL_PATH, *RAGBENCH_TRAIN_PATHS) if domains else ())
+            + (
+                (COVIDQA_PATH, EMANUAL_PATH, *RAGBENCH_TRAIN_PATHS)
+                if domains or domain_points
+                else ()
+            )
         },
         "command": "python -m tools.judge.fit"
         + (" --domains" if domains else "")
+        + (" --domain-points" if domain_points and not domains else "")
         + ("" if paragraph else " --no-paragraph"),
         "fitted_on": list(fitted_on),
         "calibrated_on": list(calibrated_on),
@@ -407,6 +417,12 @@ def main(argv: list[str] | None = None) -> None:
         help="fit and calibrate on every dev slice (a cross-encoder trained beyond Wikipedia)",
     )
     parser.add_argument(
+        "--domain-points",
+        action="store_true",
+        help="fit the regression on Wikipedia's dev slices, choose the operating points on "
+        "every dev slice (papers, manuals and web pages too)",
+    )
+    parser.add_argument(
         "--no-paragraph",
         action="store_true",
         help="leave the paragraph judge out even where it is shipped (to compare)",
@@ -415,7 +431,13 @@ def main(argv: list[str] | None = None) -> None:
         "--cache", type=Path, default=None, help="keep cross-encoder logits here between runs"
     )
     args = parser.parse_args(argv)
-    result = train(args.data, args.cache, domains=args.domains, paragraph=not args.no_paragraph)
+    result = train(
+        args.data,
+        args.cache,
+        domains=args.domains,
+        domain_points=args.domain_points,
+        paragraph=not args.no_paragraph,
+    )
     payload = (json.dumps(result, indent=2, sort_keys=True) + "\n").encode()
     args.out.write_bytes(payload)
     print(json.dumps(result["metrics"], indent=2))
