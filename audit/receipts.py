@@ -19,6 +19,12 @@ POLICY_VERSIONS = ("1", "2")
 # JavaScript or Go verifier parses it as.
 _SAFE_INTEGER = 2**53 - 1
 
+type JsonValue = bool | int | float | str | list[JsonValue] | dict[str, JsonValue] | None
+# A published answer body, read by key (docs/releases.md). Bodies are hashed again when read
+# back from storage, unvalidated: a malformed one raises KeyError or TypeError here, which
+# those readers catch. So its values stay `Any` rather than a shape this code cannot promise.
+type AnswerBodyJson = Mapping[str, Any]
+
 
 def canonical_json(value: object) -> bytes:
     """Release policy version 1's serialisation (docs/releases.md): UTF-8 JSON, keys
@@ -35,7 +41,7 @@ def canonical_jcs(value: object) -> bytes:
     return rfc8785.dumps(_as_doubles(decoded))
 
 
-def _as_doubles(value: Any) -> Any:  # noqa: ANN401 — any JSON value
+def _as_doubles(value: JsonValue) -> JsonValue:
     if isinstance(value, dict):
         return {key: _as_doubles(item) for key, item in value.items()}
     if isinstance(value, list):
@@ -62,7 +68,7 @@ def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def body_hashes(body: Mapping[str, Any], *, policy_version: str = POLICY_VERSION) -> dict[str, str]:
+def body_hashes(body: AnswerBodyJson, *, policy_version: str = POLICY_VERSION) -> dict[str, str]:
     """The four release hashes of a body under a release policy version, recomputable by
     a client from the response body (docs/releases.md). ValueError for an unknown
     version or a value JCS cannot represent."""
