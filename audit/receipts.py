@@ -10,6 +10,8 @@ from typing import Any
 
 import rfc8785
 
+from core.json_value import JsonValue
+
 # The release policy version new releases get. Version 1 hashed Python's own JSON
 # serialisation; version 2 hashes RFC 8785 (JCS), which every language can reproduce
 # (docs/releases.md). Releases keep the version they were sealed with.
@@ -19,7 +21,6 @@ POLICY_VERSIONS = ("1", "2")
 # JavaScript or Go verifier parses it as.
 _SAFE_INTEGER = 2**53 - 1
 
-type JsonValue = bool | int | float | str | list[JsonValue] | dict[str, JsonValue] | None
 # A published answer body, read by key (docs/releases.md). Bodies are hashed again when read
 # back from storage, unvalidated: a malformed one raises KeyError or TypeError here, which
 # those readers catch. So its values stay `Any` rather than a shape this code cannot promise.
