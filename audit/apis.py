@@ -1,5 +1,3 @@
-from typing import Any
-
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -7,6 +5,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from audit.log import (
+    CheckpointSummary,
     LogKeyUnavailable,
     log_checkpoint_latest,
     log_checkpoint_summary,
@@ -15,7 +14,7 @@ from audit.log import (
 from core.errors import NotFoundError, ServiceUnavailableError
 
 
-class CheckpointOutput(serializers.Serializer[Any]):
+class CheckpointOutput(serializers.Serializer[CheckpointSummary]):
     size = serializers.IntegerField()
     root_hash = serializers.CharField(help_text="base64, as in the note")
     note = serializers.CharField(help_text="the C2SP signed note (docs/releases.md)")

@@ -18,7 +18,7 @@ from functools import cache, partial, reduce
 from itertools import islice
 from operator import or_
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -60,7 +60,70 @@ class LogKeyUnavailable(Exception):
     """KOINON_LOG_KEY_FILE is unset, unreadable or not one note signer key."""
 
 
-def log_entry(release: OutputRelease) -> dict[str, Any]:
+class LogEntryRecord(TypedDict):
+    """What the log records of one release (`log_entry`)."""
+
+    release: str
+    run: str
+    generation: int | None
+    kind: str
+    reset_context: int
+    publication_sequence: int
+    policy_version: str
+    source_refs: object  # the release's stored JSON, hashed as it is
+    text_sha256: str
+    citations_sha256: str
+    cards_sha256: str
+    policy_sha256: str
+    sealed_at: str
+
+
+class CheckpointSummary(TypedDict):
+    """What is served of a checkpoint (`log_checkpoint_summary`)."""
+
+    size: int
+    root_hash: str
+    note: str
+    verifier_key: str
+
+
+class LogPosition(TypedDict):
+    """Where an integrated release stands in the log (`log_positions`)."""
+
+    index: int
+    tree_size: int | None
+    checkpoint: str | None
+
+
+class InclusionProof(TypedDict):
+    """An entry's inclusion proof (`log_inclusion_proof`); hashes in base64."""
+
+    index: int
+    tree_size: int
+    entry: str
+    leaf_hash: str
+    proof: list[str]
+    checkpoint: str | None
+
+
+# `from` is a keyword, so this one is declared by call.
+ConsistencyProof = TypedDict("ConsistencyProof", {"from": int, "to": int, "proof": list[str]})
+
+
+class ExportedProof(TypedDict):
+    index: int
+    proof: list[str]
+
+
+class ExportProofs(TypedDict):
+    """What an export carries of the log (`log_export_proofs`), keyed by release id."""
+
+    tree_size: int
+    checkpoint: str
+    proofs: dict[str, ExportedProof]
+
+
+def log_entry(release: OutputRelease) -> LogEntryRecord:
     """What the log records of a release: its identifying fields and hashes, never text."""
     return {
         "release": str(release.pk),
@@ -309,7 +372,7 @@ def log_verifier_key() -> str | None:
         return None
 
 
-def log_checkpoint_summary(checkpoint: LogCheckpoint) -> dict[str, Any]:
+def log_checkpoint_summary(checkpoint: LogCheckpoint) -> CheckpointSummary:
     """What is served of a checkpoint: sizes and hashes only, no release ids or text."""
     return {
         "size": checkpoint.size,
@@ -339,7 +402,7 @@ def log_size() -> int:
     return 0 if last is None else last + 1
 
 
-def log_positions(release_ids: Iterable[object]) -> dict[str, dict[str, Any]]:
+def log_positions(release_ids: Iterable[object]) -> dict[str, LogPosition]:
     """Where each integrated release stands in the log, keyed by release id (a release not
     yet integrated has no key): its index, and the first signed checkpoint that covers it
     (`tree_size` and `checkpoint` null while none does). Read beside a sealed body, never
@@ -359,7 +422,7 @@ def log_positions(release_ids: Iterable[object]) -> dict[str, dict[str, Any]]:
     }
 
 
-def log_inclusion_proof(*, entry: LogEntry, tree_size: int | None = None) -> dict[str, Any]:
+def log_inclusion_proof(*, entry: LogEntry, tree_size: int | None = None) -> InclusionProof:
     """The proof that `entry` is in the tree of `tree_size` entries (default: the latest
     checkpoint's, else the whole log), with that size's signed checkpoint when there is one.
     Raises UnprocessableError for a size the entry is not in or the log has not reached.
@@ -387,7 +450,7 @@ def log_inclusion_proof(*, entry: LogEntry, tree_size: int | None = None) -> dic
     }
 
 
-def log_consistency_proof(*, old_size: int, new_size: int) -> dict[str, Any]:
+def log_consistency_proof(*, old_size: int, new_size: int) -> ConsistencyProof:
     """The proof that the log's tree of new_size extends its tree of old_size (sizes and
     hashes only). Raises UnprocessableError unless 1 <= old_size <= new_size <= the log's size."""
     size = log_size()
@@ -401,7 +464,7 @@ def log_consistency_proof(*, old_size: int, new_size: int) -> dict[str, Any]:
     return {"from": old_size, "to": new_size, "proof": [_b64(node) for node in proof]}
 
 
-def log_export_proofs(release_ids: Iterable[object]) -> dict[str, Any] | None:
+def log_export_proofs(release_ids: Iterable[object]) -> ExportProofs | None:
     """What an export carries of the log (conversations.services): the latest signed
     checkpoint and, for each of the releases it covers, its index and inclusion proof
     against it. None before the first checkpoint. Precondition: the caller may read them."""
@@ -418,7 +481,7 @@ def log_export_proofs(release_ids: Iterable[object]) -> dict[str, Any] | None:
     for index in indices.values():
         needed |= subtrees_needed(size, partial(_inclusion, index=index, size=size))
     tree = SubtreeTree(size, log_subtree_hashes(needed))
-    proofs = {
+    proofs: dict[str, ExportedProof] = {
         str(release_id): {
             "index": index,
             "proof": [_b64(node) for node in tree.inclusion_proof(index, size)],

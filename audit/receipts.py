@@ -10,6 +10,8 @@ from typing import Any
 
 import rfc8785
 
+from core.json_value import JsonValue
+
 # The release policy version new releases get. Version 1 hashed Python's own JSON
 # serialisation; version 2 hashes RFC 8785 (JCS), which every language can reproduce
 # (docs/releases.md). Releases keep the version they were sealed with.
@@ -18,6 +20,11 @@ POLICY_VERSIONS = ("1", "2")
 # JCS numbers are IEEE 754 doubles: an integer beyond ±(2**53 - 1) is the double a
 # JavaScript or Go verifier parses it as.
 _SAFE_INTEGER = 2**53 - 1
+
+# A published answer body, read by key (docs/releases.md). Bodies are hashed again when read
+# back from storage, unvalidated: a malformed one raises KeyError or TypeError here, which
+# those readers catch. So its values stay `Any` rather than a shape this code cannot promise.
+type AnswerBodyJson = Mapping[str, Any]
 
 
 def canonical_json(value: object) -> bytes:
@@ -35,7 +42,7 @@ def canonical_jcs(value: object) -> bytes:
     return rfc8785.dumps(_as_doubles(decoded))
 
 
-def _as_doubles(value: Any) -> Any:  # noqa: ANN401 — any JSON value
+def _as_doubles(value: JsonValue) -> JsonValue:
     if isinstance(value, dict):
         return {key: _as_doubles(item) for key, item in value.items()}
     if isinstance(value, list):
@@ -62,7 +69,7 @@ def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def body_hashes(body: Mapping[str, Any], *, policy_version: str = POLICY_VERSION) -> dict[str, str]:
+def body_hashes(body: AnswerBodyJson, *, policy_version: str = POLICY_VERSION) -> dict[str, str]:
     """The four release hashes of a body under a release policy version, recomputable by
     a client from the response body (docs/releases.md). ValueError for an unknown
     version or a value JCS cannot represent."""

@@ -7,14 +7,13 @@ import json
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 from uuid import UUID
 
 from django.conf import settings
 from django.db import connection, transaction
 
 from audit.models import AnswerAudit, AuditStep, OutputRelease, StreamEvent
-from audit.receipts import POLICY_VERSION, body_hashes
+from audit.receipts import POLICY_VERSION, AnswerBodyJson, body_hashes
 from core.fields import column_name, concrete_field
 from core.queue import QueueUnavailable, task_enqueue, task_named
 
@@ -28,7 +27,7 @@ def release_record(
     generation_id: int | None,
     kind: str,
     reset_context: int,
-    body: Mapping[str, Any],
+    body: AnswerBodyJson,
     selected_fact_ids: list[str],
     source_refs: Sequence[Mapping[str, object]],
     result_hashes: dict,
@@ -133,7 +132,7 @@ def _events_append(*, run_id: UUID, generation: int, events: list[tuple[str, dic
 
 
 def stream_events_record(
-    *, run_id: UUID, generation: int, body: Mapping[str, Any], events: list[tuple[str, dict]]
+    *, run_id: UUID, generation: int, body: AnswerBodyJson, events: list[tuple[str, dict]]
 ) -> None:
     """The events a stream will replay after `started`: the run's steps and tool
     activity as they were streamed live, then completed."""
@@ -151,7 +150,7 @@ def stream_events_fail(
 
 
 def audit_record(
-    *, run_id: UUID, plan: dict, generation: dict, memories: Sequence[dict[str, Any]] = ()
+    *, run_id: UUID, plan: dict, generation: dict, memories: Sequence[Mapping[str, object]] = ()
 ) -> bool:
     """The audit of one generation (its steps, retrieval manifest, SQL and the memory
     entries its plan used): a row of its own, in one statement. The row is a record, so a

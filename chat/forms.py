@@ -1,4 +1,4 @@
-from typing import Any, cast
+from typing import cast
 
 from django import forms
 from django.http import QueryDict
@@ -38,7 +38,7 @@ class AskForm(forms.Form):
             (pk, str(pk)) for pk in private_files_of(user=user).values_list("pk", flat=True)
         ]
 
-    def clean(self) -> dict[str, Any]:
+    def clean(self) -> dict[str, object]:
         data = super().clean()
         if data is None:  # Form.clean returns cleaned_data; None only from an override
             data = self.cleaned_data

@@ -9,7 +9,6 @@ message. Forms work without JavaScript; with it, files go up one by one with pro
 """
 
 from collections.abc import Callable
-from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -109,7 +108,7 @@ def space_upload(request: HttpRequest, space_id: int) -> HttpResponse:
             return JsonResponse({"error": {"code": "invalid", "message": message}}, status=422)
         messages.error(request, message)
         return redirect("chat:space", space.pk)
-    outcomes: list[dict[str, Any]] = []
+    outcomes: list[dict[str, object]] = []  # each sent as JSON or shown as a message
     for upload in uploads:
         try:
             result = document_upload(

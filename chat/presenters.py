@@ -5,7 +5,6 @@ release row and the audit written in the same publication transaction. Document 
 stays plain data; the templates auto-escape every value."""
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
@@ -239,7 +238,7 @@ def answer_view(
                 }
             )
         else:
-            card: dict[str, Any] = next(cards, {})
+            card: dict[str, object] = next(cards, {})
             view.values.append({**citation, "lineage": card.get("lineage", [])})
     if view.partial:
         audit = run_audit(run=run)
@@ -358,7 +357,9 @@ def receipt_view(*, user: User, run: AnswerRun, generation: int) -> dict | None:
     if body is None:
         return None
     audit = run_audit(run=run)
-    entry: dict[str, Any] = next((g for g in audit["generations"] if g["number"] == generation), {})
+    entry: dict[str, object] = next(
+        (g for g in audit["generations"] if g["number"] == generation), {}
+    )
     release = None
     if body.get("release"):
         release = run_release(run=run, release_id=body["release"]["id"])

@@ -1,4 +1,4 @@
-from typing import Any
+from collections.abc import Mapping
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
@@ -25,7 +25,7 @@ ROOT_LINKS = {
 }
 
 
-class ApiRootOutput(serializers.Serializer[Any]):
+class ApiRootOutput(serializers.Serializer[Mapping[str, object]]):
     name = serializers.CharField()
     version = serializers.CharField()
     links = serializers.DictField(child=serializers.URLField())
@@ -43,7 +43,7 @@ class ApiRootApi(APIView):
         return Response({"name": "koinon", "version": "1", "links": links})
 
 
-class HealthOutput(serializers.Serializer[Any]):
+class HealthOutput(serializers.Serializer[Mapping[str, object]]):
     status = serializers.ChoiceField(choices=["ok", "failed"])
     components = serializers.DictField(child=serializers.DictField())
 
@@ -52,7 +52,7 @@ class HealthApi(APIView):
     authentication_classes: list[type[BaseAuthentication]] = []
     permission_classes = [AllowAny]
 
-    class Input(serializers.Serializer[Any]):
+    class Input(serializers.Serializer[object]):
         scope = serializers.ChoiceField(
             choices=["all", "host"],
             default="all",

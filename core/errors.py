@@ -1,9 +1,9 @@
 """One error shape for the whole API: {"error": {"code", "message", "fields"}}."""
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
@@ -168,7 +168,7 @@ def _validation_fields(detail: object) -> tuple[str, dict[str, str]]:
     return _flatten(detail), {}
 
 
-def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
+def exception_handler(exc: Exception, context: Mapping[str, object]) -> Response:
     if isinstance(exc, Http404):
         exc = NotFoundError()
     elif isinstance(exc, DjangoPermissionDenied):

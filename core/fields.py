@@ -1,12 +1,10 @@
 """Model fields read by name, for the raw SQL that names their columns."""
 
-from typing import Any
-
 from django.core.exceptions import FieldDoesNotExist
 from django.db.models import Field, Model
 
 
-def concrete_field(model: type[Model], name: str) -> Field[Any, Any]:
+def concrete_field(model: type[Model], name: str) -> Field[object, object]:
     """The model's field `name` that has a column (a foreign key included); a reverse
     relation, which has none, raises FieldDoesNotExist."""
     field = model._meta.get_field(name)

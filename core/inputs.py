@@ -4,12 +4,16 @@ One id parser for every route, so ``²``, ``٣``, a 5000-digit number or a NUL b
 "no such object" (404) and never reach ``int()`` or the database as something they cannot hold.
 """
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypedDict, Unpack
 
 from django.http import QueryDict
 from rest_framework import serializers
 
 from core.errors import UnprocessableError
+
+# A JSON Schema (OpenAPI) fragment: JSON nested to any depth, read and written by key. It is
+# drf-spectacular's own shape, which that library leaves untyped, so its values stay `Any`.
+type JsonSchema = dict[str, Any]
 
 # Ids are PostgreSQL bigints (BigAutoField): 18 digits always fit below 2**63.
 MAX_ID_DIGITS = 18
@@ -64,7 +68,7 @@ class TextField(serializers.CharField):
         "not_storable": "Must be text without NUL characters or unpaired surrogates.",
     }
 
-    def to_internal_value(self, data: Any) -> str:  # noqa: ANN401 - whatever the client sent
+    def to_internal_value(self, data: object) -> str:
         if not isinstance(data, str):
             self.fail("not_text")
         if not text_is_storable(data):
@@ -72,10 +76,20 @@ class TextField(serializers.CharField):
         return super().to_internal_value(data)
 
 
+class ObjectIdFieldOptions(TypedDict, total=False):
+    """The IntegerField options an id field is given (its bounds default to an id's)."""
+
+    required: bool
+    allow_null: bool
+    default: int | None
+    min_value: int
+    max_value: int
+
+
 class ObjectIdField(serializers.IntegerField):
     """An id in a request body: a positive integer that fits the database."""
 
-    def __init__(self, **kwargs: Any) -> None:  # noqa: ANN401 - IntegerField's own options
+    def __init__(self, **kwargs: Unpack[ObjectIdFieldOptions]) -> None:
         kwargs.setdefault("min_value", 1)
         kwargs.setdefault("max_value", MAX_ID)
         super().__init__(**kwargs)
@@ -84,23 +98,24 @@ class ObjectIdField(serializers.IntegerField):
 # In a JSON body a value has the type the schema gives it: DRF's own fields read "5" and 5.0
 # as 5, "yes" and 1 as true, and 0 as "0" (checked in this order: BooleanField is no
 # IntegerField, and a CharField subclass such as TextField is covered by CharField).
-JSON_TYPES: tuple[tuple[type[serializers.Field[Any, Any, Any, Any]], type, str], ...] = (
+# The first of each is the DRF field class, only ever given to isinstance.
+JSON_TYPES: tuple[tuple[type, type, str], ...] = (
     (serializers.BooleanField, bool, "Must be true or false."),
     (serializers.IntegerField, int, "Must be an integer."),
     (serializers.CharField, str, "Must be text."),
 )
 
 
-class StrictSerializer(serializers.Serializer[Any]):
+class StrictSerializer(serializers.Serializer[object]):
     """A request body as its schema describes it (core.schema.StrictSerializerScheme):
     keys it does not know are refused (a saved payload's text cannot ride along), and in a
     JSON body each value must have its field's JSON type. A form's values are all text, so
     those are parsed as DRF does. `schema_extra` is merged into the body's schema: the rules
     a subclass's `validate` checks across fields, in JSON Schema."""
 
-    schema_extra: ClassVar[dict[str, Any]] = {}
+    schema_extra: ClassVar[JsonSchema] = {}
 
-    def to_internal_value(self, data: Any) -> Any:  # noqa: ANN401 - whatever the client sent
+    def to_internal_value(self, data: object) -> dict[str, object]:
         if isinstance(data, dict) and not isinstance(data, QueryDict):
             wrong = {}
             for name, field in self.fields.items():
@@ -109,9 +124,10 @@ class StrictSerializer(serializers.Serializer[Any]):
                     wrong[name] = expected[1]
             if wrong:
                 raise serializers.ValidationError(wrong)
-        return super().to_internal_value(data)
+        values: dict[str, object] = super().to_internal_value(data)  # DRF types it Any
+        return values
 
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+    def validate(self, attrs: dict[str, object]) -> dict[str, object]:
         data = self.initial_data
         unknown = sorted(set(data) - set(self.fields)) if isinstance(data, dict) else []
         if unknown:
@@ -119,7 +135,7 @@ class StrictSerializer(serializers.Serializer[Any]):
         return attrs
 
 
-def _json_type(field: serializers.Field[Any, Any, Any, Any]) -> tuple[type, str] | None:
+def _json_type(field: object) -> tuple[type, str] | None:
     """The Python type a JSON body's value for `field` must have, and the message if not."""
     for kind, python_type, message in JSON_TYPES:
         if isinstance(field, kind):

@@ -12,7 +12,7 @@ class JSONParser(DrfJSONParser):
         self,
         stream: IO[bytes],
         media_type: str | None = None,
-        parser_context: Mapping[str, Any] | None = None,
+        parser_context: Mapping[str, object] | None = None,
     ) -> Any:  # noqa: ANN401 - any JSON value
         try:
             return super().parse(stream, media_type, parser_context)

@@ -8,12 +8,11 @@ settling answer runs — the lower layer owns a port and the upper app fills it 
 """
 
 from collections.abc import Callable, Iterator
-from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 
 
-class Port[F: Callable[..., Any]]:
+class Port[F: Callable[..., object]]:
     """One function a lower layer calls and exactly one upper app provides."""
 
     def __init__(self, name: str) -> None:
@@ -35,7 +34,7 @@ class Port[F: Callable[..., Any]]:
         return self._provided
 
 
-class Hooks[F: Callable[..., Any]]:
+class Hooks[F: Callable[..., object]]:
     """Functions several apps contribute to one lower-layer loop (the worker's sweep, the
     health report), run in the order they name."""
 

@@ -1,7 +1,6 @@
 """Publishing Celery tasks from request threads without ever waiting unboundedly."""
 
 import logging
-from typing import Any
 
 from celery import Task, current_app
 from django.conf import settings
@@ -16,7 +15,7 @@ class QueueUnavailable(Exception):
     """The task could not be handed to the broker within KOINON_ENQUEUE_TIMEOUT."""
 
 
-def task_named(name: str) -> Task[..., Any]:
+def task_named(name: str) -> Task[..., object]:
     """The Celery task registered as `name` (its `@shared_task(name=...)`): how a service
     queues its own app's task without importing the tasks module, which imports the service
     (tasks call services, never the reverse). Every app's `AppConfig.ready()` imports its
@@ -30,7 +29,7 @@ def task_named(name: str) -> Task[..., Any]:
         ) from None
 
 
-def task_enqueue(task: Task[..., Any], *args: object, countdown: float | None = None) -> None:
+def task_enqueue(task: Task[..., object], *args: object, countdown: float | None = None) -> None:
     """Publish task(*args) on a connection of the app's shared broker pool.
 
     Waits at most KOINON_ENQUEUE_TIMEOUT for a pooled connection and retries the

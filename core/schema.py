@@ -1,14 +1,14 @@
 """OpenAPI helpers: the error shape on every operation, and paginated list bodies."""
 
 import copy
-from typing import Any
+from collections.abc import Mapping
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension, OpenApiSerializerExtension
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 from rest_framework import serializers
 
-from core.inputs import StrictSerializer
+from core.inputs import JsonSchema, StrictSerializer
 
 # Every operation may answer these with the one error shape (core.errors).
 ERROR_STATUSES = {
@@ -52,8 +52,8 @@ ONE_LINE = "^[^\\u0000-\\u001f]*[^\\s\\u0000-\\u001f][^\\u0000-\\u001f]*$"
 
 
 def paginated(
-    item: type[serializers.Serializer[Any]], name: str
-) -> type[serializers.Serializer[Any]]:
+    item: type[serializers.Serializer[object]], name: str
+) -> type[serializers.Serializer[Mapping[str, object]]]:
     """The body of a cursor-paginated list: `{"results": [...], "next", "previous"}`."""
     return type(
         name,
@@ -68,8 +68,8 @@ def paginated(
 
 
 def error_responses_hook(
-    result: dict[str, Any], generator: object, request: object, public: bool
-) -> dict[str, Any]:
+    result: JsonSchema, generator: object, request: object, public: bool
+) -> JsonSchema:
     """Add the error shape to every operation for every status it does not document itself."""
     result.setdefault("components", {}).setdefault("schemas", {})["Error"] = ERROR_SCHEMA
     reference = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
@@ -97,11 +97,11 @@ class StrictSerializerScheme(OpenApiSerializerExtension):
     target_class = StrictSerializer
     match_subclasses = True
 
-    def map_serializer(self, auto_schema: AutoSchema, direction: str) -> dict[str, Any]:
+    def map_serializer(self, auto_schema: AutoSchema, direction: str) -> JsonSchema:
         target = self.target
         serializer = target() if isinstance(target, type) else copy.copy(target)
         serializer.partial = False
-        schema: dict[str, Any] = auto_schema._map_serializer(
+        schema: JsonSchema = auto_schema._map_serializer(
             serializer, direction, bypass_extensions=True
         )
         if not type(serializer).__dict__.get("__doc__"):

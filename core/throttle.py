@@ -28,7 +28,7 @@ import hashlib
 import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from django import forms
 from django.contrib.admin.forms import AdminAuthenticationForm
@@ -187,7 +187,7 @@ class ThrottledLoginMixin(_LoginForm):
 
     throttled = ""  # the message shown when refused for too many failures
 
-    def clean(self) -> dict[str, Any]:
+    def clean(self) -> dict[str, object]:
         username = self.data.get("username") or ""
         if not isinstance(username, str) or not text_is_storable(username):
             username = ""

@@ -1,4 +1,4 @@
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from drf_spectacular.utils import extend_schema, extend_schema_serializer
 from rest_framework import serializers, status
@@ -7,7 +7,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.errors import NotFoundError
-from core.inputs import ObjectIdField, StrictSerializer
+from core.inputs import JsonSchema, ObjectIdField, StrictSerializer
 from core.pagination import Pagination
 from core.schema import PAGE_PARAMETERS, TEXT_NOT_BLANK, paginated
 from core.types import request_user
@@ -59,7 +59,7 @@ class ProposalListCreateApi(APIView):
         reason = serializers.CharField(required=False, allow_blank=True, default="")
         entry = ObjectIdField(required=False)
         # proposal_create: the text once normalised is not empty; a new entry needs a title.
-        schema_extra: ClassVar[dict[str, Any]] = {
+        schema_extra: ClassVar[JsonSchema] = {
             "properties": {"body": {"pattern": TEXT_NOT_BLANK}},
             "anyOf": [
                 {"required": ["entry"]},

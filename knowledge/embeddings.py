@@ -11,13 +11,16 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import httpx
 import numpy as np
 from django.conf import settings
+
+if TYPE_CHECKING:
+    from tokenizers import Encoding
 
 logger = logging.getLogger(__name__)
 
@@ -258,7 +261,7 @@ class LocalMiniLMProvider:
             result[row] = self._run(runtime, [encoding])[0]
         return _normalise(result)
 
-    def _run(self, runtime: _LocalRuntime, encodings: list[Any]) -> np.ndarray:
+    def _run(self, runtime: _LocalRuntime, encodings: list["Encoding"]) -> np.ndarray:
         """Mean-pooled (not yet normalised) embeddings of one batch, padded to its longest text."""
         width = max(len(encoding.ids) for encoding in encodings)
         arrays = {
@@ -355,7 +358,7 @@ class OpenAIEmbeddingProvider:
             )
         return _normalise(np.asarray(rows, dtype=np.float64))
 
-    def _post(self, payload: dict[str, Any]) -> Any:  # noqa: ANN401 - the provider's JSON
+    def _post(self, payload: Mapping[str, object]) -> Any:  # noqa: ANN401 - the provider's JSON
         """The decoded JSON answer; connect errors, timeouts, 429 and 5xx are retried."""
         for attempt in range(self.retries + 1):
             if attempt:
@@ -380,7 +383,7 @@ class OpenAIEmbeddingProvider:
 
 # --- selection from settings --------------------------------------------------------
 
-_providers: dict[tuple[Any, ...], EmbeddingProvider] = {}
+_providers: dict[tuple[object, ...], EmbeddingProvider] = {}
 _providers_lock = threading.Lock()
 
 

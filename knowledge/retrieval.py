@@ -10,7 +10,6 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import combinations
-from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import EmptyResultSet
@@ -171,8 +170,8 @@ class _MatchesAny(Func):
         function: str | None = None,
         template: str | None = None,
         arg_joiner: str | None = None,
-        **extra_context: Any,  # noqa: ANN401 - Func's options, which this node does not use
-    ) -> tuple[str, tuple[Any, ...]]:
+        **extra_context: object,  # Func's options, which this node does not use
+    ) -> tuple[str, tuple[str | int, ...]]:
         vector, params = compiler.compile(self.get_source_expressions()[0])
         condition, tsqueries = self.sql(vector)
         return condition, (*params, *tsqueries)

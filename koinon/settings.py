@@ -3,7 +3,7 @@
 import os
 import secrets
 from pathlib import Path
-from typing import Any
+from typing import NotRequired, TypedDict
 from urllib.parse import parse_qs, quote, unquote, urlparse
 
 import django_stubs_ext
@@ -121,7 +121,24 @@ EMBEDDED_POSTGRES = not DATABASE_URL
 EMBEDDED_PG_DIR = DATA_DIR / "pg"
 
 
-def _database_from_url(url: str, variable: str = "DATABASE_URL") -> dict[str, Any]:
+class DatabaseSettings(TypedDict):
+    """One alias of DATABASES, as these settings build it."""
+
+    ENGINE: str
+    NAME: str
+    USER: str
+    PASSWORD: str
+    HOST: str
+    PORT: str
+    # psycopg's connection options (a URL's query, then koinon's own) and the pool's.
+    OPTIONS: dict[str, object]
+    TEST: NotRequired[dict[str, str]]
+    CONN_MAX_AGE: NotRequired[int]
+    CONN_HEALTH_CHECKS: NotRequired[bool]
+    DISABLE_SERVER_SIDE_CURSORS: NotRequired[bool]
+
+
+def _database_from_url(url: str, variable: str = "DATABASE_URL") -> DatabaseSettings:
     parsed = urlparse(url)
     if parsed.scheme not in {"postgres", "postgresql"}:
         raise ImproperlyConfigured(f"{variable} must hold postgresql:// URLs")
@@ -134,7 +151,7 @@ def _database_from_url(url: str, variable: str = "DATABASE_URL") -> dict[str, An
         "PASSWORD": unquote(parsed.password or ""),
         "HOST": host,
         "PORT": str(parsed.port or ""),
-        "OPTIONS": query,
+        "OPTIONS": {**query},
     }
 
 
@@ -163,10 +180,10 @@ if not 0 < KOINON_REPLICA_CHECK_SECONDS <= 60:
     raise ImproperlyConfiguredEnv("KOINON_REPLICA_CHECK_SECONDS must be between 0 and 60")
 
 
-def _database(base: dict[str, Any], *, role: str) -> dict[str, Any]:
+def _database(base: DatabaseSettings, *, role: str) -> DatabaseSettings:
     """One alias's settings: the test database's name and the runtime role as configured,
     the connection options every koinon connection starts with, and the web pool."""
-    database = {**base, "OPTIONS": dict(base.get("OPTIONS", {}))}
+    database: DatabaseSettings = {**base, "OPTIONS": dict(base.get("OPTIONS", {}))}
     # Lets a child process (test Celery worker, test Daphne) join the test database.
     database["NAME"] = env_str("KOINON_DATABASE_NAME", database["NAME"])
     # koinon_up runs Daphne and Celery as a role that owns nothing (docs/releases.md).
@@ -183,7 +200,7 @@ def _database(base: dict[str, Any], *, role: str) -> dict[str, Any]:
         options["options"] = " ".join(
             part
             for part in (
-                options.get("options", ""),
+                str(options.get("options", "")),  # a URL's query holds text
                 f"-c hnsw.ef_search={HNSW_EF_SEARCH} -c hnsw.iterative_scan=relaxed_order",
             )
             if part
@@ -225,7 +242,7 @@ if KOINON_DB_POOL < 0:
 KOINON_DB_POOL_TIMEOUT = env_int("KOINON_DB_POOL_TIMEOUT", 5)
 
 if EMBEDDED_POSTGRES:
-    _default_db: dict[str, Any] = {
+    _default_db: DatabaseSettings = {
         "ENGINE": "django.db.backends.postgresql",
         "NAME": "koinon",
         "USER": "postgres",
@@ -286,7 +303,9 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 KOINON_VISIBILITY_TIMEOUT = env_int("KOINON_VISIBILITY_TIMEOUT", CELERY_TASK_TIME_LIMIT + 300)
 if KOINON_VISIBILITY_TIMEOUT <= CELERY_TASK_TIME_LIMIT:
     raise ImproperlyConfiguredEnv("KOINON_VISIBILITY_TIMEOUT must exceed KOINON_TASK_TIME_LIMIT")
-CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, Any] = {"visibility_timeout": KOINON_VISIBILITY_TIMEOUT}
+CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {
+    "visibility_timeout": KOINON_VISIBILITY_TIMEOUT
+}
 if REDIS_SENTINELS:
     CELERY_BROKER_TRANSPORT_OPTIONS["master_name"] = REDIS_SENTINEL_MASTER
     CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = {"master_name": REDIS_SENTINEL_MASTER}

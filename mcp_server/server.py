@@ -15,7 +15,6 @@ import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
 from urllib.parse import urlsplit
 
 import mcp_types as types
@@ -29,6 +28,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
+from starlette.requests import Request
 
 from core.services import api_key_authenticate
 from mcp_server.selectors import user_active_get
@@ -46,7 +46,8 @@ INSTRUCTIONS = (
     "koinon answer."
 )
 
-ResolveCaller = Callable[[Any], Caller | None]
+# The transport's request: Starlette's over HTTP, None on stdio.
+ResolveCaller = Callable[[Request | None], Caller | None]
 
 
 def _tool_list() -> list[types.Tool]:
@@ -69,7 +70,11 @@ def _tool_list() -> list[types.Tool]:
 
 
 def _call_sync(
-    resolve: ResolveCaller, request: object, name: str, arguments: object, transport: str
+    resolve: ResolveCaller,
+    request: Request | None,
+    name: str,
+    arguments: object,
+    transport: str,
 ) -> tuple[dict, bool]:
     """One call in a worker thread, framed as Django frames a request (old connections
     dropped before, this thread's connections closed after)."""
@@ -97,12 +102,13 @@ def build_server(*, resolve: ResolveCaller, transport: str) -> Server:
     """
 
     async def list_tools(
-        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+        ctx: ServerRequestContext[object, Request],
+        params: types.PaginatedRequestParams | None,
     ) -> types.ListToolsResult:
         return types.ListToolsResult(tools=_tool_list())
 
     async def call_tool(
-        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+        ctx: ServerRequestContext[object, Request], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         run = sync_to_async(_call_sync, thread_sensitive=False)
         payload, is_error = await run(
@@ -129,7 +135,7 @@ def build_server(*, resolve: ResolveCaller, transport: str) -> Server:
 CALLER_SCOPE_KEY = "koinon.mcp_caller"
 
 
-def _http_caller(request: Any) -> Caller | None:  # noqa: ANN401 - the transport's request
+def _http_caller(request: Request | None) -> Caller | None:
     return request.scope.get(CALLER_SCOPE_KEY) if request is not None else None
 
 

@@ -2,7 +2,7 @@
 project memory of their spaces); `/v1/spaces/<id>/project-memory` turns project memory
 on or off."""
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from drf_spectacular.utils import extend_schema, extend_schema_serializer
 from rest_framework import serializers, status
@@ -11,7 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from answers.selectors import run_get_for_user
-from core.inputs import ObjectIdField, StrictSerializer, TextField
+from core.inputs import JsonSchema, ObjectIdField, StrictSerializer, TextField
 from core.pagination import Pagination
 from core.schema import CONFLICT, PAGE_PARAMETERS, paginated
 from core.types import request_user
@@ -63,7 +63,7 @@ class MemoryListCreateApi(APIView):
         space_id = ObjectIdField(required=False, allow_null=True, default=None)
         text = TextField(required=False, max_length=2000, help_text="A correction, in your words.")
         run_id = serializers.UUIDField(required=False, help_text="A fact: the sealed answer.")
-        schema_extra: ClassVar[dict[str, Any]] = {
+        schema_extra: ClassVar[JsonSchema] = {
             # `not` keeps drf-spectacular's enum hook from merging the two kinds into one enum.
             "oneOf": [
                 {"properties": {"kind": {"not": {"enum": ["fact"]}}}, "required": ["text"]},

@@ -26,17 +26,14 @@ from datetime import time as time_of_day
 from decimal import Decimal
 from functools import cache, lru_cache
 from pathlib import Path
-from typing import Any
 
 import duckdb
 import sqlglot
 from sqlglot import exp
 
+from core.json_value import JsonValue
 from datasets.governed.lineage import OutputColumn, analyse
 from datasets.governed.parse import GovernedSqlError
-
-# What json_safe returns: a value json.dumps writes as it is.
-type JsonValue = bool | int | float | str | list[JsonValue] | dict[str, JsonValue] | None
 
 _TABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 # Types a reader can compare against the source file; nested, binary and enum types are not.
@@ -96,7 +93,7 @@ class ExecutionProof:
 @dataclass(frozen=True)
 class GovernedResult:
     columns: list[OutputColumn]
-    rows: list[list[Any]]
+    rows: list[list[JsonValue]]  # each value as json_safe gives it
     truncated: bool
     proof: ExecutionProof
 
@@ -437,7 +434,7 @@ def json_safe(value: object) -> JsonValue:
     return str(value)
 
 
-def result_digest(names: list[str], rows: list[list[Any]]) -> str:
+def result_digest(names: list[str], rows: list[list[JsonValue]]) -> str:
     """``result_sha256``: the SHA-256 hex of the UTF-8 bytes of
 
     ``json.dumps([names, rows], sort_keys=True, separators=(",", ":"), default=str)``

@@ -7,8 +7,8 @@ parser repairs and interprets the markup, which is what the comparison is for.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Protocol
 
 import lxml.html
 from bs4 import BeautifulSoup
@@ -161,32 +161,39 @@ class BlockCollector:
         return locator
 
 
-# (kind, tag name or text, node): kind is "text" or "tag".
-_Item = tuple[str, str, Any]
+# A child as the walk sees it: its text, or (tag name, node) for an element.
+type _Child[N] = str | tuple[str, N]
 
 
-def _soup_children(node: Tag) -> Iterator[_Item]:
+def _soup_children(node: Tag) -> Iterator[_Child[Tag]]:
     for child in node.children:
         if isinstance(child, PreformattedString):
             continue  # comments, CDATA, doctype, processing instructions
         if isinstance(child, NavigableString):
-            yield "text", str(child), None
+            yield str(child)
         elif isinstance(child, Tag):
-            yield "tag", child.name.lower(), child
+            yield child.name.lower(), child
 
 
-def _lxml_children(element: HtmlElement) -> Iterator[_Item]:
+def _lxml_children(element: HtmlElement) -> Iterator[_Child[HtmlElement]]:
     if element.text:
-        yield "text", element.text, None
+        yield element.text
     for child in element.iterchildren():
         # Comments and processing instructions have a non-string tag; their tail is still text.
         if isinstance(child.tag, str):
-            yield "tag", child.tag.lower(), child
+            yield child.tag.lower(), child
         if child.tail:
-            yield "text", child.tail, None
+            yield child.tail
 
 
-def _hidden(attributes: Mapping[str, object] | None) -> bool:
+class _Attributes(Protocol):
+    """An element's attributes as both parsers give them (bs4's dict, lxml's attrib)."""
+
+    def __contains__(self, key: object, /) -> bool: ...
+    def get(self, key: str, default: str, /) -> object: ...
+
+
+def _hidden(attributes: _Attributes | None) -> bool:
     """Markup a reader never sees (`hidden`, `aria-hidden="true"`, an inline
     `display:none` or `visibility:hidden`): its text is not the document's visible text,
     so it is never quoted (a hidden instruction or a hidden "fact")."""
@@ -199,19 +206,19 @@ def _hidden(attributes: Mapping[str, object] | None) -> bool:
     return bool(_HIDDEN_STYLE.search(str(attributes.get("style", ""))))
 
 
-def _attributes(node: Any) -> Mapping[str, object] | None:  # noqa: ANN401 - bs4 or lxml
-    return getattr(node, "attrs", None) if hasattr(node, "attrs") else node.attrib
+def _attributes(node: Tag | HtmlElement) -> _Attributes:
+    return node.attrs if isinstance(node, Tag) else node.attrib
 
 
-def _walk(
-    root: object, collector: BlockCollector, children: Callable[[Any], Iterator[_Item]]
+def _walk[N: (Tag, HtmlElement)](
+    root: N, collector: BlockCollector, children: Callable[[N], Iterator[_Child[N]]]
 ) -> None:
     """Depth-first walk with an explicit stack: hostile nesting must not hit the recursion limit.
 
     The children iterators are lazy, so a tail text is only produced after the
     subtree before it has been walked.
     """
-    stack: list[tuple[Iterator[_Item], str | None]] = [(children(root), None)]
+    stack: list[tuple[Iterator[_Child[N]], str | None]] = [(children(root), None)]
     while stack:
         item = next(stack[-1][0], None)
         if item is None:
@@ -219,10 +226,11 @@ def _walk(
             if closing is not None:
                 collector.leave(closing)
             continue
-        kind, value, node = item
-        if kind == "text":
-            collector.text(value)
-        elif value == "br":
+        if isinstance(item, str):
+            collector.text(item)
+            continue
+        value, node = item
+        if value == "br":
             collector.line_break()
         elif value not in DROPPED_TAGS and not _hidden(_attributes(node)):
             block = value in BLOCK_TAGS or value in HEADING_TAGS

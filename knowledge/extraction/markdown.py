@@ -8,10 +8,10 @@ dropped in both, since their tags are markup and their text is rarely prose.
 from __future__ import annotations
 
 import html
-from typing import Any
 
 import mistune
 from markdown_it import MarkdownIt
+from markdown_it.token import Token
 
 from .base import ExtractionResult, Limits, TextBuilder, dist_version
 from .text import decode_or_raise
@@ -53,7 +53,7 @@ class _HeadingPath:
         self.row = 0
 
 
-def _render_it_inline(children: list[Any]) -> str:
+def _render_it_inline(children: list[Token]) -> str:
     parts: list[str] = []
     for token in children:
         if token.type in ("text", "text_special", "code_inline"):

@@ -1,6 +1,5 @@
 from argparse import ArgumentParser
 from pathlib import Path
-from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
@@ -41,15 +40,23 @@ class Command(BaseCommand):
             help="a signed checkpoint kept outside the database (repeatable)",
         )
 
-    def handle(self, *args: object, **options: Any) -> None:  # noqa: ANN401 - argparse values
-        if options["action"] == "witness":
-            self.witness(options["directory"])
+    def handle(
+        self,
+        *args: object,
+        action: str,
+        directory: str | None,
+        origin: str,
+        checkpoint: list[str],
+        **options: object,
+    ) -> None:
+        if action == "witness":
+            self.witness(directory)
             return
-        if options["action"] == "key":
-            self.key(options["directory"], origin=options["origin"])
+        if action == "key":
+            self.key(directory, origin=origin)
             return
         try:
-            supplied = [Path(name).read_text(encoding="utf-8") for name in options["checkpoint"]]
+            supplied = [Path(name).read_text(encoding="utf-8") for name in checkpoint]
         except OSError as error:
             raise CommandError(f"a checkpoint file cannot be read: {error.strerror}") from None
         try:

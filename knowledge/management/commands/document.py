@@ -1,5 +1,3 @@
-from typing import Any
-
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from core.errors import ApiError
@@ -37,7 +35,9 @@ class Command(BaseCommand):
         action: str,
         document: int,
         user: str,
-        **options: Any,  # noqa: ANN401 - argparse's values: --reason str, --revision int
+        reason: str = "",  # withdraw's and erase's (erase requires it)
+        revision: int | None = None,  # erase's, required there
+        **options: object,
     ) -> None:
         actor = user_get_by_username(username=user)
         if actor is None:
@@ -45,15 +45,14 @@ class Command(BaseCommand):
         try:
             target = document_get_for_user(user=actor, document_id=document)
             if action == "withdraw":
-                reason = options.get("reason", "")
                 if len(reason) > WITHDRAW_REASON_MAX:
                     raise CommandError(f"A reason has at most {WITHDRAW_REASON_MAX} characters.")
                 target = document_withdraw(user=actor, document=target, reason=reason)
                 self.stdout.write(f"document {target.pk} “{target.title}” withdrawn")
             elif action == "erase":
-                revision = revision_of_document(document=target, revision_id=options["revision"])
+                erased = revision_of_document(document=target, revision_id=revision)
                 erasure = revision_erase(
-                    user=actor, document=target, revision=revision, reason=options["reason"]
+                    user=actor, document=target, revision=erased, reason=reason
                 )
                 counts = ", ".join(
                     f"{table} {n}"
@@ -61,7 +60,7 @@ class Command(BaseCommand):
                     if n and table not in ("strings", "refused")
                 )
                 self.stdout.write(
-                    f"revision {revision.pk} (r{revision.number}) of document {target.pk}: text "
+                    f"revision {erased.pk} (r{erased.number}) of document {target.pk}: text "
                     f"erased; copies replaced: {counts or 'none'}"
                 )
             else:
