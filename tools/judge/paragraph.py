@@ -218,7 +218,7 @@ def train(config: ParagraphConfig, tag: str) -> Path:
     import torch
     from transformers import BertForSequenceClassification
 
-    from tools.judge.common import base_model_dir, load_tokenizer
+    from tools.judge.common import base_model_dir
     from tools.judge.train_cross_encoder import (
         Config,
         encode,
@@ -226,17 +226,11 @@ def train(config: ParagraphConfig, tag: str) -> Path:
         quick_slice,
         run_stage,
         torch_logits,
+        training_start,
     )
 
     started = time.perf_counter()
-    random.seed(config.seed)
-    np.random.seed(config.seed)
-    torch.manual_seed(config.seed)
-    torch.set_num_threads(2)
-    out_dir = BUILD_DIR / tag
-    out_dir.mkdir(parents=True, exist_ok=True)
-    tokenizer = load_tokenizer()
-    tokenizer.enable_truncation(config.max_length, strategy="longest_first")
+    out_dir, tokenizer = training_start(config.seed, tag, config.max_length)
     slices = make_paragraph_pairs(config)
     if config.quick:
         slices = {n: quick_slice(p, config.quick, config.seed) for n, p in slices.items()}

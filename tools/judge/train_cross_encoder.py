@@ -344,17 +344,23 @@ def stage_key(config: dict, number: int) -> dict:
     return config if number == 2 else {k: v for k, v in config.items() if "stage2" not in k}
 
 
-def train(config: Config, tag: str, *, every: int = CHECKPOINT_STEPS, stop_after: int = 0) -> Path:
-    started = time.perf_counter()
-    random.seed(config.seed)
-    np.random.seed(config.seed)
-    torch.manual_seed(config.seed)
+def training_start(seed: int, tag: str, max_length: int):
+    """Every random generator seeded, two torch threads, the run's build folder and the
+    tokenizer truncating at `max_length`: how each of the judge's trainings begins."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
     torch.set_num_threads(2)
-
     out_dir = BUILD_DIR / tag
     out_dir.mkdir(parents=True, exist_ok=True)
     tokenizer = load_tokenizer()
-    tokenizer.enable_truncation(config.max_length, strategy="longest_first")
+    tokenizer.enable_truncation(max_length, strategy="longest_first")
+    return out_dir, tokenizer
+
+
+def train(config: Config, tag: str, *, every: int = CHECKPOINT_STEPS, stop_after: int = 0) -> Path:
+    started = time.perf_counter()
+    out_dir, tokenizer = training_start(config.seed, tag, config.max_length)
 
     pair_config = PairConfig(
         seed=config.seed,
