@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from answers.models import AnswerRun, CandidateFact, Generation
-from answers.pipeline.events import EventSink, tool_event
+from answers.pipeline.events import EventSink, StreamEvent, tool_event
 from answers.pipeline.validation import SelectedFact
 from answers.pipeline.vocabulary import (
     AnswerRequest,
@@ -120,10 +120,10 @@ class RunContext:
 class Trace:
     """The record of a generation so far: timed steps and tool outcomes."""
 
-    steps: list[dict[str, Any]] = field(default_factory=list)
+    steps: list[dict[str, object]] = field(default_factory=list)
     outcomes: list[Outcome] = field(default_factory=list)
     # The stream events after `started`, in the order they were sent live.
-    events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    events: list[StreamEvent] = field(default_factory=list)
     # The support judge's threshold this generation judged at (judgement.operating_point),
     # once selection has begun; sealed into an answer's `evidence.policy`.
     operating_point: float | None = None
@@ -140,7 +140,7 @@ class Trace:
     def emit(
         self,
         ctx: "RunContext",
-        event: tuple[str, dict[str, Any]],
+        event: StreamEvent,
         outcome: Outcome | None = None,
     ) -> None:
         """Send one event live, numbered as it will be stored."""
@@ -156,7 +156,7 @@ class Trace:
             data=data,
         )
 
-    def stream_events(self) -> list[tuple[str, dict[str, Any]]]:
+    def stream_events(self) -> list[StreamEvent]:
         """What a replay shows after `started`: the events as sent live, then the tool
         outcomes that were never sent (a recheck's, a failure's)."""
         unsent = [o for o in self.outcomes if id(o) not in self._sent_outcomes]
