@@ -31,8 +31,10 @@ from core.types import User
 from knowledge.scope import AccessScope
 
 if TYPE_CHECKING:
-    # Only named in fields: the provider is chosen by the lifecycle and the support built by
-    # the judgement; the steps that use them import them.
+    # Only named in fields: the provider is chosen by the lifecycle, the support built by
+    # the judgement and the world claims recorded through the port; the steps that use
+    # them import them.
+    from answers.pipeline.hooks import WorldClaimRecord
     from answers.pipeline.judgement import Support
     from answers.pipeline.providers.base import ModelProvider
 
@@ -79,8 +81,8 @@ class AnswerBody(_Body, total=False):
 
     release: dict[str, Any] | None
     label: str
-    plan: dict[str, Any]
-    results: list[dict[str, Any]]
+    plan: dict[str, object]
+    results: list[dict[str, object]]
     trace: dict[str, Any]
 
 
@@ -191,8 +193,8 @@ class Gathered:
 class Inspected:
     """What the plan mode (`plan`) or the raw mode (`results`) shows instead of an answer."""
 
-    plan: dict[str, Any] | None = None
-    results: list[dict[str, Any]] | None = None
+    plan: dict[str, object] | None = None
+    results: list[dict[str, object]] | None = None
 
 
 @dataclass(frozen=True)
@@ -209,7 +211,7 @@ class Ending:
     selected: tuple[SelectedFact, ...] = ()
     inspected: "Inspected | None" = None  # inspection output: the plan, or the candidates
     # A comparison's claims, for the asker's world model.
-    world_claims: tuple[dict[str, Any], ...] = ()
+    world_claims: tuple["WorldClaimRecord", ...] = ()
 
 
 @dataclass(frozen=True)
