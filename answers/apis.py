@@ -1,5 +1,4 @@
 from collections.abc import Iterable
-from typing import Any
 from uuid import UUID
 
 from django.db import connection
@@ -29,37 +28,53 @@ from answers.streaming import (
 )
 from audit.log import log_inclusion_proof
 from core.errors import NotFoundError, UnprocessableError
+from core.json_value import JsonValue
 from core.models import ApiKey
 from core.types import request_user
 
-_TOOL: dict[str, Any] = {
+# Each event's properties apart, so the legacy `status` event can merge them.
+_TOOL_PROPERTIES: dict[str, JsonValue] = {
+    "tool": {"type": "string"},
+    "state": {"type": "string"},
+    "code": {"type": "string"},
+    "result_count": {"type": "integer", "minimum": 0},
+}
+_STARTED_PROPERTIES: dict[str, JsonValue] = {
+    "run_id": {"type": "string"},
+    "generation": {"type": "integer"},
+}
+_FAILED_PROPERTIES: dict[str, JsonValue] = {"code": {"type": "string"}}
+_STEP_PROPERTIES: dict[str, JsonValue] = {"step": {"type": "string", "enum": list(STEPS)}}
+_STATUS_PROPERTIES: dict[str, JsonValue] = {
+    "status": {"type": "string", "enum": ["started", "tool", "step", "failed"]},
+    **_STARTED_PROPERTIES,
+    **_TOOL_PROPERTIES,
+    **_STEP_PROPERTIES,
+    **_FAILED_PROPERTIES,
+}
+_TOOL: dict[str, JsonValue] = {
     "type": "object",
     "required": ["tool", "state", "code", "result_count"],
     "additionalProperties": False,
-    "properties": {
-        "tool": {"type": "string"},
-        "state": {"type": "string"},
-        "code": {"type": "string"},
-        "result_count": {"type": "integer", "minimum": 0},
-    },
+    "properties": _TOOL_PROPERTIES,
 }
-_STARTED: dict[str, Any] = {
+_STARTED: dict[str, JsonValue] = {
     "type": "object",
     "required": ["run_id", "generation"],
     "additionalProperties": False,
-    "properties": {"run_id": {"type": "string"}, "generation": {"type": "integer"}},
+    "properties": _STARTED_PROPERTIES,
 }
-_FAILED: dict[str, Any] = {
+_FAILED: dict[str, JsonValue] = {
     "type": "object",
     "required": ["code"],
     "additionalProperties": False,
-    "properties": {"code": {"type": "string"}},
+    "properties": _FAILED_PROPERTIES,
 }
-_STEP: dict[str, Any] = {
+_STEP: dict[str, JsonValue] = {
     "type": "object",
     "required": ["step"],
     "additionalProperties": False,
-    "properties": {"step": {"type": "string", "enum": list(STEPS)}},
+    "properties": _STEP_PROPERTIES,
     "description": "The run enters a step: `model` (waiting for the model provider), "
     "`verify` (checking quotes against the source), `judge` (judging whether they answer).",
 }
@@ -88,13 +103,7 @@ EVENT_DATA = {
         "status": {
             "type": "object",
             "required": ["status"],
-            "properties": {
-                "status": {"type": "string", "enum": ["started", "tool", "step", "failed"]},
-                **_STARTED["properties"],
-                **_TOOL["properties"],
-                **_STEP["properties"],
-                **_FAILED["properties"],
-            },
+            "properties": _STATUS_PROPERTIES,
         },
         "complete": {"type": "object", "required": ["payload"], "properties": {"payload": _BODY}},
     },
@@ -290,11 +299,11 @@ class RunAuditApi(APIView):
         return Response(run_audit(run=run))
 
 
-class ReleaseProofInput(serializers.Serializer[Any]):
+class ReleaseProofInput(serializers.Serializer[object]):
     tree_size = serializers.IntegerField(min_value=1, required=False)
 
 
-class ReleaseProofOutput(serializers.Serializer[Any]):
+class ReleaseProofOutput(serializers.Serializer[object]):
     index = serializers.IntegerField(help_text="the release's index in the answer log")
     tree_size = serializers.IntegerField()
     entry = serializers.CharField(help_text="the RFC 8785 JSON the leaf hash is taken over")

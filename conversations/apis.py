@@ -2,7 +2,7 @@
 intents. Owners only, except a share's recipient, who reads (detail) and nothing more;
 anything else is 404 without revealing that it exists."""
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
@@ -38,7 +38,7 @@ from conversations.services import (
     share_create,
     share_delete,
 )
-from core.inputs import ObjectIdField, StrictSerializer, TextField
+from core.inputs import JsonSchema, ObjectIdField, StrictSerializer, TextField
 from core.pagination import Pagination
 from core.schema import CONFLICT, ONE_LINE, PAGE_PARAMETERS, paginated
 from core.types import UserOrAnonymous, request_user
@@ -117,7 +117,7 @@ class IntentOutput(serializers.Serializer):
     created_at = serializers.DateTimeField()
 
 
-def _conversation_data(conversation: Conversation, user: UserOrAnonymous) -> dict[str, Any]:
+def _conversation_data(conversation: Conversation, user: UserOrAnonymous) -> dict[str, object]:
     return {
         "id": conversation.pk,
         "title": conversation.title,
@@ -169,7 +169,7 @@ class ConversationDetailApi(APIView):
     class RenameSerializer(StrictSerializer):
         title = TextField(max_length=200)
         # conversation_rename: one line, 1 to 200 characters once stripped.
-        schema_extra: ClassVar[dict[str, Any]] = {"properties": {"title": {"pattern": ONE_LINE}}}
+        schema_extra: ClassVar[JsonSchema] = {"properties": {"title": {"pattern": ONE_LINE}}}
 
     @extend_schema(
         operation_id="conversations_rename",

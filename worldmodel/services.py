@@ -1,12 +1,13 @@
 from django.db import transaction
 
 from answers.models import AnswerRun
+from answers.pipeline.hooks import WorldClaimRecord
 from core.types import User
 from worldmodel.models import WorldClaim, WorldStance
 
 
 def world_claims_record(
-    *, user: User, run: AnswerRun, generation: int, claims: list[dict]
+    *, user: User, run: AnswerRun, generation: int, claims: list[WorldClaimRecord]
 ) -> list[WorldClaim]:
     """Record a released comparison's claims in the user's world model.
 

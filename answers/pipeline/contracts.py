@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from answers.models import AnswerRun, CandidateFact, Generation
-from answers.pipeline.events import EventSink, tool_event
+from answers.pipeline.events import EventSink, StreamEvent, tool_event
 from answers.pipeline.validation import SelectedFact
 from answers.pipeline.vocabulary import (
     AnswerRequest,
@@ -31,8 +31,10 @@ from core.types import User
 from knowledge.scope import AccessScope
 
 if TYPE_CHECKING:
-    # Only named in fields: the provider is chosen by the lifecycle and the support built by
-    # the judgement; the steps that use them import them.
+    # Only named in fields: the provider is chosen by the lifecycle, the support built by
+    # the judgement and the world claims recorded through the port; the steps that use
+    # them import them.
+    from answers.pipeline.hooks import WorldClaimRecord
     from answers.pipeline.judgement import Support
     from answers.pipeline.providers.base import ModelProvider
 
@@ -79,8 +81,8 @@ class AnswerBody(_Body, total=False):
 
     release: dict[str, Any] | None
     label: str
-    plan: dict[str, Any]
-    results: list[dict[str, Any]]
+    plan: dict[str, object]
+    results: list[dict[str, object]]
     trace: dict[str, Any]
 
 
@@ -120,10 +122,10 @@ class RunContext:
 class Trace:
     """The record of a generation so far: timed steps and tool outcomes."""
 
-    steps: list[dict[str, Any]] = field(default_factory=list)
+    steps: list[dict[str, object]] = field(default_factory=list)
     outcomes: list[Outcome] = field(default_factory=list)
     # The stream events after `started`, in the order they were sent live.
-    events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    events: list[StreamEvent] = field(default_factory=list)
     # The support judge's threshold this generation judged at (judgement.operating_point),
     # once selection has begun; sealed into an answer's `evidence.policy`.
     operating_point: float | None = None
@@ -140,7 +142,7 @@ class Trace:
     def emit(
         self,
         ctx: "RunContext",
-        event: tuple[str, dict[str, Any]],
+        event: StreamEvent,
         outcome: Outcome | None = None,
     ) -> None:
         """Send one event live, numbered as it will be stored."""
@@ -156,7 +158,7 @@ class Trace:
             data=data,
         )
 
-    def stream_events(self) -> list[tuple[str, dict[str, Any]]]:
+    def stream_events(self) -> list[StreamEvent]:
         """What a replay shows after `started`: the events as sent live, then the tool
         outcomes that were never sent (a recheck's, a failure's)."""
         unsent = [o for o in self.outcomes if id(o) not in self._sent_outcomes]
@@ -191,8 +193,8 @@ class Gathered:
 class Inspected:
     """What the plan mode (`plan`) or the raw mode (`results`) shows instead of an answer."""
 
-    plan: dict[str, Any] | None = None
-    results: list[dict[str, Any]] | None = None
+    plan: dict[str, object] | None = None
+    results: list[dict[str, object]] | None = None
 
 
 @dataclass(frozen=True)
@@ -209,7 +211,7 @@ class Ending:
     selected: tuple[SelectedFact, ...] = ()
     inspected: "Inspected | None" = None  # inspection output: the plan, or the candidates
     # A comparison's claims, for the asker's world model.
-    world_claims: tuple[dict[str, Any], ...] = ()
+    world_claims: tuple["WorldClaimRecord", ...] = ()
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,6 @@ plan and raw modes (`inspection`); and the `Decision` that what was gathered and
 to under the evidence policy (`gathered_decision`, for the grounded and comparison strategies)."""
 
 import time
-from typing import Any
 
 from answers.models import CandidateFact
 from answers.pipeline import texts
@@ -92,8 +91,8 @@ def abstention(
 def inspection(
     trace: Trace,
     *,
-    plan: dict[str, Any] | None = None,
-    results: list[dict[str, Any]] | None = None,
+    plan: dict[str, object] | None = None,
+    results: list[dict[str, object]] | None = None,
 ) -> Ending:
     """plan and raw modes: inspection output (the plan, or the candidate facts), labelled
     unverified, no prose."""
@@ -155,7 +154,7 @@ def _tool_status(outcomes: list[Outcome]) -> EvidenceStatus:
     return "available" if any(o["code"] == "matched" for o in outcomes) else "absent"
 
 
-def raw_fact(fact: CandidateFact) -> dict[str, Any]:
+def raw_fact(fact: CandidateFact) -> dict[str, object]:
     return {
         "fact_id": fact.fact_id,
         "kind": fact.kind,

@@ -11,11 +11,13 @@ only, never the answer.
 """
 
 import logging
-from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Protocol
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
+
+from core.json_value import JsonValue
+from core.outcomes import OutcomeRecord
 
 logger = logging.getLogger(__name__)
 
@@ -23,11 +25,21 @@ TOOL_FIELDS = ("tool", "state", "code", "result_count")
 STEPS = ("model", "verify", "judge")
 
 
-def tool_event(outcome: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
-    return "tool", {key: outcome[key] for key in TOOL_FIELDS}
+# An event as named in the stream (`tool`, `step`, …) with the JSON of its `data:`.
+type StreamEvent = tuple[str, dict[str, JsonValue]]
 
 
-def step_event(step: str) -> tuple[str, dict[str, Any]]:
+def tool_event(outcome: OutcomeRecord) -> StreamEvent:
+    # The fields of TOOL_FIELDS, in that order.
+    return "tool", {
+        "tool": outcome["tool"],
+        "state": outcome["state"],
+        "code": outcome["code"],
+        "result_count": outcome["result_count"],
+    }
+
+
+def step_event(step: str) -> StreamEvent:
     if step not in STEPS:
         raise ValueError(f"unknown step {step!r}")
     return "step", {"step": step}
@@ -41,7 +53,7 @@ class EventSink(Protocol):
     def started(self, *, run_id: object, generation: int) -> None: ...
 
     def event(
-        self, *, run_id: object, generation: int, seq: int, name: str, data: dict[str, Any]
+        self, *, run_id: object, generation: int, seq: int, name: str, data: dict[str, JsonValue]
     ) -> None:
         """A `tool` or `step` event, numbered as it will be stored (`started` is 1)."""
         ...
@@ -54,7 +66,7 @@ class NullSink:
         return None
 
     def event(
-        self, *, run_id: object, generation: int, seq: int, name: str, data: dict[str, Any]
+        self, *, run_id: object, generation: int, seq: int, name: str, data: dict[str, JsonValue]
     ) -> None:
         return None
 
@@ -65,7 +77,7 @@ class NullSink:
 class ChannelsSink:
     """Sends to the run's group on the configured channel layer."""
 
-    def _send(self, run_id: object, message: dict[str, Any]) -> None:
+    def _send(self, run_id: object, message: dict[str, object]) -> None:
         layer = get_channel_layer()
         if layer is None:
             return
@@ -87,7 +99,7 @@ class ChannelsSink:
         )
 
     def event(
-        self, *, run_id: object, generation: int, seq: int, name: str, data: dict[str, Any]
+        self, *, run_id: object, generation: int, seq: int, name: str, data: dict[str, JsonValue]
     ) -> None:
         self._send(
             run_id,

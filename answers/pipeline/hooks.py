@@ -5,13 +5,13 @@ and rechecks the entries it used before sealing; the world model records a relea
 comparison's claims inside the publication transaction.
 """
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol, TypedDict
 
-from answers.pipeline.vocabulary import Plan
+from answers.pipeline.vocabulary import Plan, SourceStance
 from core.ports import Port
 
 if TYPE_CHECKING:
-    from answers.models import AnswerRun
+    from answers.models import AnswerRun, CandidateFact
     from core.types import User
     from knowledge.scope import AccessScope
 
@@ -24,9 +24,24 @@ class MemoryRecheck(Protocol):
     def __call__(self, *, run: "AnswerRun", user: "User", scope: "AccessScope") -> str | None: ...
 
 
+class WorldStanceRecord(TypedDict):
+    """One source's stance on a claim: the fact quoted, its stance and the verified quote."""
+
+    fact: "CandidateFact"
+    stance: SourceStance
+    quote: str
+
+
+class WorldClaimRecord(TypedDict):
+    """A released comparison's claim with every source's stance on it."""
+
+    claim: str
+    stances: list[WorldStanceRecord]
+
+
 class WorldClaimsRecord(Protocol):
     def __call__(
-        self, *, user: "User", run: "AnswerRun", generation: int, claims: list[dict[str, Any]]
+        self, *, user: "User", run: "AnswerRun", generation: int, claims: list[WorldClaimRecord]
     ) -> object: ...
 
 

@@ -14,7 +14,7 @@ reach answer text.
 """
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 
@@ -45,7 +45,7 @@ class QuoteVerdict:
     def supported(self) -> bool:
         return bool(self.parts)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {
             "fact_id": self.fact_id,
             "start": self.start,

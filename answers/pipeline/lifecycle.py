@@ -6,7 +6,6 @@ every failure ends the run `failed` with a typed reason."""
 
 import logging
 from collections.abc import Sequence
-from typing import Any
 from uuid import UUID
 
 from django.db import Error, transaction
@@ -15,7 +14,7 @@ from django.utils import timezone
 
 from answers.models import AnswerRun, Conversation, Generation, Message
 from answers.pipeline.contracts import AnswerBody, ProviderFailed, RunContext, Trace
-from answers.pipeline.events import EventSink, NullSink
+from answers.pipeline.events import EventSink, NullSink, StreamEvent
 from answers.pipeline.providers import get_model_provider
 from answers.pipeline.providers.base import ModelProvider
 from answers.pipeline.request import response_language
@@ -269,7 +268,7 @@ def run_fail(
     run_id: UUID,
     generation: int,
     reason: str,
-    events: Sequence[tuple[str, dict[str, Any]]] = (),
+    events: Sequence[StreamEvent] = (),
 ) -> None:
     """End a generation `failed`: status on run and generation, and the events a replay
     shows (started, the steps and tool activity so far, failed). No text, no release.

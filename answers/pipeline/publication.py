@@ -5,12 +5,12 @@ the audit and the run's final body — or nothing at all."""
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from django.db import transaction
 
 from answers.models import AnswerRun, CandidateFact, Card, Citation, Generation, Message
 from answers.pipeline.contracts import AnswerBody
+from answers.pipeline.events import StreamEvent
 from answers.pipeline.vocabulary import Card as CardValue
 from answers.pipeline.vocabulary import Citation as CitationValue
 from answers.pipeline.vocabulary import EndingKind, Outcome
@@ -40,11 +40,11 @@ class Publication:
     selected_fact_ids: tuple[str, ...] = ()
     outcomes: tuple[Outcome, ...] = ()
     # The stream's, after started.
-    events: tuple[tuple[str, dict[str, Any]], ...] = ()
-    steps: tuple[dict[str, Any], ...] = ()
-    sql: tuple[dict[str, Any], ...] = ()
+    events: tuple[StreamEvent, ...] = ()
+    steps: tuple[dict[str, object], ...] = ()
+    sql: tuple[dict[str, object], ...] = ()
     # Every round's plan (agent mode broadens the first, which the run stores).
-    plans: tuple[dict[str, Any], ...] = ()
+    plans: tuple[dict[str, object], ...] = ()
     # The selection attempts of this execution, added to the generation's count here.
     attempts: int = 0
     # The permission recheck, run first inside the publication transaction: None to go
@@ -62,7 +62,7 @@ class Sealed:
 
     message: Message
     body: AnswerBody
-    steps: tuple[dict[str, Any], ...]
+    steps: tuple[dict[str, object], ...]
 
 
 class PublicationDenied(Exception):
@@ -79,7 +79,9 @@ def _ms_since(started: float) -> float:
     return round((time.perf_counter() - started) * 1000, 2)
 
 
-def _result_hashes(facts: dict[str, CandidateFact], fact_ids: Sequence[str]) -> dict[str, Any]:
+def _result_hashes(
+    facts: dict[str, CandidateFact], fact_ids: Sequence[str]
+) -> dict[str, dict[str, str]]:
     selected = [facts[fact_id] for fact_id in fact_ids if fact_id in facts]
     return {
         "facts": {fact.fact_id: fact.sha256 for fact in selected},

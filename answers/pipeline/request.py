@@ -1,6 +1,6 @@
 """The answer request (SPEC §5), validated into typed values or a 422 naming the field."""
 
-from typing import Any
+from collections.abc import Mapping
 
 from django.conf import settings
 
@@ -28,7 +28,7 @@ def _invalid(field: str, message: str, code: str = "invalid") -> UnprocessableEr
     return UnprocessableError(message, code=code, fields={field: message})
 
 
-def _ids(data: dict[str, Any], field: str) -> list[int]:
+def _ids(data: Mapping[str, object], field: str) -> list[int]:
     value = data.get(field)
     if value is None:
         return []

@@ -4,7 +4,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import TypedDict
 
 from django.db.models import QuerySet
 
@@ -27,7 +27,7 @@ from datasets.models import Dataset, DatasetSnapshot
 from datasets.selectors import datasets_in_scope, snapshot_in_scope
 from datasets.services import governed_query_facts, governed_query_run, snapshot_dictionary
 from knowledge.models import Document, Extraction, ExtractionStatus
-from knowledge.retrieval import RETRIEVAL_TOOLS, retrieve
+from knowledge.retrieval import RETRIEVAL_TOOLS, Candidate, retrieve
 from knowledge.scope import AccessScope
 from knowledge.units import candidates_widen
 
@@ -36,6 +36,15 @@ DATASET_QUERY = "dataset_query"
 DEPTH: Mapping[Mode, int] = MappingProxyType(
     {"quick": 3, "ask": 5, "agent": 5, "pro": 8, "deep": 12, "debug": 5, "raw": 10, "plan": 0}
 )
+
+
+class _Found(TypedDict):
+    """A passage the searches found: the best candidate for it, the indexes of the searches
+    that found it, and its best score."""
+
+    candidate: Candidate
+    searches: list[int]
+    score: float
 
 
 def _queryable_datasets(*, scope: AccessScope) -> QuerySet[Dataset]:
@@ -79,7 +88,7 @@ def run_tools(
     """
     outcomes: list[Outcome] = []
     retrieval_tools = tuple(t for t in RETRIEVAL_TOOLS if t in policy.allowed_tools)
-    passages: dict[int, dict[str, Any]] = {}
+    passages: dict[int, _Found] = {}
     if retrieval_tools:
         for index, search, _ in plan.queries():
             result = retrieve(scope=scope, query=search, tools=retrieval_tools, limit=DEPTH[mode])
@@ -153,12 +162,12 @@ def run_tools(
     return facts, outcomes
 
 
-def _widened(scope: AccessScope, passages: dict[int, dict[str, Any]]) -> dict[int, dict[str, Any]]:
+def _widened(scope: AccessScope, passages: dict[int, _Found]) -> dict[int, _Found]:
     """Each found passage widened to the structured units it is part of (knowledge.units);
     passages widened to the same span are one candidate, found by all their searches."""
     widened = candidates_widen(scope=scope, candidates=[e["candidate"] for e in passages.values()])
-    merged: dict[tuple[int, int, int], dict[str, Any]] = {}
-    result: dict[int, dict[str, Any]] = {}
+    merged: dict[tuple[int, int, int], _Found] = {}
+    result: dict[int, _Found] = {}
     for (passage_id, entry), candidate in zip(passages.items(), widened, strict=True):
         key = (candidate.extraction_id, candidate.char_start, candidate.char_end)
         first = merged.get(key)

@@ -3,7 +3,6 @@ selection: a valid half of a mixed selection is never published."""
 
 import json
 from dataclasses import dataclass
-from typing import Any
 
 from django.conf import settings
 from django.db import connection
@@ -50,7 +49,7 @@ def selection_parse(raw: object, candidates: list[CandidateFact]) -> list[Select
     return selected
 
 
-def _selection_items(raw: object) -> list[Any]:
+def _selection_items(raw: object) -> list[object]:
     """The list under "facts" (1 to MAX_ITEMS items), from JSON text or a decoded object."""
     if isinstance(raw, str | bytes):
         try:
@@ -133,7 +132,7 @@ def quotes_secondary_failures(selected: list[SelectedFact]) -> set[int]:
     one SQL statement. A comparison judges its stances one by one with it."""
     if not selected:
         return set()
-    parameters: list[list[Any] | float] = [
+    parameters: list[list[object] | float] = [
         [s.fact.source["revision_id"] for s in selected],
         [s.fact.source["extraction_id"] for s in selected],
         [normalised_key(s.quote) for s in selected],

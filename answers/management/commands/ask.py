@@ -1,6 +1,5 @@
 import json
 from collections.abc import Mapping
-from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -62,5 +61,5 @@ class Command(BaseCommand):
         )
 
 
-def _dumps(body: Mapping[str, Any]) -> str:
+def _dumps(body: Mapping[str, object]) -> str:
     return json.dumps(body, indent=2, ensure_ascii=False, default=str)

@@ -15,7 +15,6 @@ import logging
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 import httpx
 
@@ -44,7 +43,7 @@ class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
-    def add(self, usage: dict[str, Any] | None) -> None:
+    def add(self, usage: object) -> None:
         self.calls += 1
         if isinstance(usage, dict):
             self.prompt_tokens += _count(usage.get("prompt_tokens"))
@@ -77,9 +76,9 @@ class ChatClient:
     def complete(
         self,
         *,
-        messages: list[dict[str, Any]],
+        messages: list[dict[str, object]],
         schema_name: str,
-        schema: dict[str, Any],
+        schema: dict[str, object],
         max_tokens: int,
     ) -> Completion:
         """One structured completion. Raises ProviderError."""
@@ -121,7 +120,7 @@ class ChatClient:
             headers["Authorization"] = f"Bearer {self.api_key}"
         return headers
 
-    def _call(self, body: dict[str, Any]) -> Completion:
+    def _call(self, body: dict[str, object]) -> Completion:
         deadline = time.monotonic() + self.timeout
         url = self.base_url.rstrip("/") + "/chat/completions"
         try:
@@ -167,7 +166,7 @@ class ChatClient:
         parts: list[str] = []
         size = 0
         finish: str | None = None
-        usage: dict[str, Any] | None = None
+        usage: object = None
         done = False
         for line in lines:
             if time.monotonic() > deadline:

@@ -29,8 +29,9 @@ import json
 import logging
 import time
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import cast
 
 from django.conf import settings
 
@@ -127,7 +128,7 @@ def _mostly_from(text: str, allowed: set[str]) -> bool:
     return bool(words) and 2 * sum(word in allowed for word in words) >= len(words)
 
 
-def data_message(payload: dict[str, Any]) -> dict[str, Any]:
+def data_message(payload: Mapping[str, object]) -> dict[str, object]:
     """The user message: one JSON object between the markers. JSON escapes quotes and line
     breaks; `<` and `>` are escaped too, so no text inside can spell a closing marker."""
     encoded = json.dumps(payload, ensure_ascii=False).replace("<", "\\u003c")
@@ -150,7 +151,12 @@ class OpenAIProvider:
         return self.client.model[:100]
 
     def _complete(
-        self, step: str, system: str, payload: dict[str, Any], schema: dict[str, Any], tokens: int
+        self,
+        step: str,
+        system: str,
+        payload: Mapping[str, object],
+        schema: dict[str, object],
+        tokens: int,
     ) -> Completion:
         started = time.perf_counter()
         try:
@@ -251,7 +257,7 @@ class OpenAIProvider:
         return shown
 
     @staticmethod
-    def candidate_data(candidate: CandidateView) -> dict[str, Any]:
+    def candidate_data(candidate: CandidateView) -> dict[str, object]:
         if candidate.kind == "value":
             return {
                 "fact_id": candidate.fact_id,

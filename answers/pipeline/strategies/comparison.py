@@ -21,6 +21,7 @@ from answers.pipeline.candidates import candidate_views
 from answers.pipeline.contracts import Decision, Gathered, RunContext, Trace
 from answers.pipeline.endings import abstention, answered, gathered_decision, unsupported
 from answers.pipeline.gathering import tools_step
+from answers.pipeline.hooks import WorldClaimRecord
 from answers.pipeline.judgement import _quote_parts, judge_item, operating_point
 from answers.pipeline.planner import COMPARISON
 from answers.pipeline.policy import policy_judge
@@ -224,7 +225,7 @@ def decide(ctx: RunContext, trace: Trace, plan: Plan) -> Decision:
         return Decision(ending, tuple(found), 1, issues)
     ending = answered(ctx, trace, selected, judgement, issues)
     card = comparison_card(comparison, list(ending.citations))
-    claims = tuple(
+    claims: tuple[WorldClaimRecord, ...] = tuple(
         {
             "claim": claim.claim,
             "stances": [
