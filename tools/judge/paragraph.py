@@ -325,34 +325,10 @@ def ship(tag: str) -> None:
     print(f"shipped {tag}: {PARAGRAPH_ONNX.name} ({PARAGRAPH_ONNX.stat().st_size / 1e6:.1f} MB)")
 
 
-QUICK_COMMAND = "tools/judge/paragraph.py --quick 150 --tag ci-paragraph"
-
-
-def record_quick(out_dir: Path) -> None:
-    """Write a quick run's pairs and dev figures into the manifest: the small fixed slice
-    CI retrains (tests/answers/test_judge_training.py) and must reproduce."""
-    report = json.loads((out_dir / "report.json").read_text(encoding="utf-8"))
-    manifest = json.loads(PARAGRAPH_MANIFEST.read_text(encoding="utf-8"))
-    manifest["quick_check"] = {
-        "command": QUICK_COMMAND,
-        "config": report["config"],
-        "pairs": report["pairs"],
-        "pairs_sha256": report["pairs_sha256"],
-        "dev": report["dev"],
-    }
-    PARAGRAPH_MANIFEST.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-    print(f"quick check recorded in {PARAGRAPH_MANIFEST.name}")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tag", default="paragraph")
     parser.add_argument("--ship-only", metavar="TAG", help="ship an already trained variant")
-    parser.add_argument(
-        "--record-quick",
-        action="store_true",
-        help="with --quick: record its figures in the manifest (what CI's rerun must match)",
-    )
     defaults = ParagraphConfig()
     for field, value in asdict(defaults).items():
         parser.add_argument(f"--{field.replace('_', '-')}", type=type(value), default=value)
@@ -361,9 +337,7 @@ def main() -> None:
         ship(args.ship_only)
         return
     config = ParagraphConfig(**{f: getattr(args, f) for f in asdict(defaults)})
-    out_dir = train(config, args.tag)
-    if config.quick and args.record_quick:
-        record_quick(out_dir)
+    train(config, args.tag)
 
 
 if __name__ == "__main__":
