@@ -56,14 +56,19 @@ def test_the_shipped_judge_file_is_the_pinned_one():
 def test_retraining_from_the_shared_data_reproduces_the_shipped_judge(nq_data):
     shipped = json.loads(judge_model.JUDGE_FILE.read_text())
     # Fitted as its own command says: on Wikipedia's dev slices, or (`--domains`) on every
-    # dev slice, papers, manuals and web pages too, with the operating points across them.
-    domains = "--domains" in shipped["command"].split()
+    # dev slice, papers, manuals and web pages too; its operating points chosen across every
+    # dev slice with either `--domains` or `--domain-points`.
+    command = shipped["command"].split()
+    domains = "--domains" in command
+    domain_points = "--domain-points" in command
     paths = (SQUAD11_PATH, SQUAD2_TRAIN_PATH, NQ_PATH)
-    if domains:
+    if domains or domain_points:
         paths += (data.COVIDQA_PATH, data.EMANUAL_PATH, *data.RAGBENCH_TRAIN_PATHS)
     assert shipped["training_data_sha256"] == data_hashes(paths)
-    retrained = train(nq_data, domains=domains)
+    retrained = train(nq_data, domains=domains, domain_points=domain_points)
     assert retrained["threshold"] == shipped["threshold"]
+    assert retrained["operating_points"] == shipped["operating_points"]
+    assert retrained["calibrated_on"] == shipped["calibrated_on"]
     for part in ("train", "heldout"):
         for name, value in shipped["metrics"][part].items():
             assert retrained["metrics"][part][name] == pytest.approx(value, abs=TOLERANCE), (
