@@ -1,5 +1,6 @@
 """koinon settings, read entirely from the environment (see README, "Configuration")."""
 
+import base64
 import os
 import secrets
 from pathlib import Path
@@ -47,8 +48,42 @@ def _secret_key() -> str:
     return key
 
 
+def _credentials_key() -> str:
+    """The key outside channels' credentials are encrypted with (a Fernet key: 32 bytes in
+    URL-safe base64). KOINON_CREDENTIALS_KEY; in development generated once into the data
+    directory like the secret key. One value for every host: a credential stored by one must
+    open on the others."""
+    configured = env_str("KOINON_CREDENTIALS_KEY")
+    if not configured:
+        key_file = DATA_DIR / "credentials.key"
+        if not key_file.exists():
+            # Written whole, then linked into place: of processes starting together on one
+            # data directory, the first link wins and every one reads the winner's key.
+            DATA_DIR.mkdir(parents=True, exist_ok=True)
+            draft = DATA_DIR / f".credentials.key.{os.getpid()}.{secrets.token_hex(4)}"
+            draft.write_text(base64.urlsafe_b64encode(secrets.token_bytes(32)).decode())
+            draft.chmod(0o600)
+            try:
+                os.link(draft, key_file)
+            except FileExistsError:
+                pass
+            finally:
+                draft.unlink()
+        configured = key_file.read_text().strip()
+    try:
+        valid = len(base64.urlsafe_b64decode(configured.encode())) == 32
+    except ValueError:
+        valid = False
+    if not valid:
+        raise ImproperlyConfigured(
+            "KOINON_CREDENTIALS_KEY must be 32 bytes in URL-safe base64 (a Fernet key)"
+        )
+    return configured
+
+
 DEBUG = env_bool("DEBUG", False)
 SECRET_KEY = _secret_key()
+KOINON_CREDENTIALS_KEY = _credentials_key()
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
@@ -76,6 +111,7 @@ INSTALLED_APPS = [
     "chat",
     "mcp_server",
     "worldmodel",
+    "outside",
 ]
 
 MIDDLEWARE = [

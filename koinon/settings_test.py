@@ -37,3 +37,8 @@ KOINON_LOG_INTEGRATE_AFTER_COMMIT = False
 KOINON_LOG_KEY_FILE = os.environ.get("KOINON_LOG_KEY_FILE", "")
 # A checkpoint per integration: the log's tests count them (the interval has its own tests).
 KOINON_LOG_CHECKPOINT_SECONDS = 0
+# Outside channels' credentials: one fixed key for the suite's every process (a test key, not
+# a secret), unless the environment sets one.
+KOINON_CREDENTIALS_KEY = (
+    os.environ.get("KOINON_CREDENTIALS_KEY") or "a29pbm9uLXRlc3QtY3JlZGVudGlhbHMta2V5LTMyYiE="
+)

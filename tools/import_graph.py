@@ -35,6 +35,7 @@ APPS = (
     "conversations",
     "chat",
     "mcp_server",
+    "outside",
     "koinon",
 )
 CLIENT_ROOT = ROOT / "clients" / "python"
