@@ -125,6 +125,12 @@ def space_can_manage(*, user: User, space: Space) -> bool:
     )
 
 
+def space_can_create(*, user: UserOrAnonymous) -> bool:
+    """Create a space (and become its first curator): active staff and superusers, as
+    SPEC §3 has it ("staff manage spaces"); a role in a space grants no creation."""
+    return bool(user.is_authenticated and user.is_active and (user.is_staff or user.is_superuser))
+
+
 def space_can_curate(*, user: UserOrAnonymous, space: Space) -> bool:
     """Review proposals: curators of the space only (staff alone is not enough)."""
     return bool(user.is_active and user.is_superuser) or user.has_perm(
