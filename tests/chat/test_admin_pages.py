@@ -362,3 +362,26 @@ def test_a_superuser_adds_a_space_in_admin_and_curates_it(people):
     duplicate = client.post("/admin/knowledge/space/add/", {"name": "Archive"})
     assert duplicate.status_code == 200 and Space.objects.filter(name="Archive").count() == 1
     assert browser(people["curator"]).get("/admin/knowledge/space/add/").status_code == 403
+
+
+def test_the_list_pages_cost_the_same_queries_for_one_row_or_many(people):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def queries(client: Client, url: str) -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get(url).status_code == 200
+        return len(captured)
+
+    reader, superuser = browser(people["reader"]), browser(people["superuser"])
+    members = f"/spaces/{people['ours'].pk}/members/"
+    api_key_create(user=people["reader"], name="first")
+    before = {url: queries(superuser, url) for url in ("/users/", members)}
+    keys_before = queries(reader, "/keys/")
+    for number in range(5):
+        make_user(f"extra-{number}")
+        space_member_set(space=people["ours"], username=f"extra-{number}", role="reader")
+        api_key_create(user=people["reader"], name=f"key-{number}")
+        space_create(name=f"Extra {number}", created_by=people["staff"])
+    assert {url: queries(superuser, url) for url in ("/users/", members)} == before
+    assert queries(reader, "/keys/") == keys_before
