@@ -6,7 +6,7 @@ from django.utils.translation import gettext_lazy as _
 
 from answers.pipeline.request import MAX_QUERY_CHARS
 from core.types import User
-from knowledge.selectors import private_files_of, spaces_visible_to
+from knowledge.selectors import ROLE_CURATOR, ROLE_READER, private_files_of, spaces_visible_to
 
 
 class AskForm(forms.Form):
@@ -76,3 +76,49 @@ class CorrectionForm(forms.Form):
         cast(forms.ChoiceField, self.fields["space"]).choices = [
             ("", _("questions over every space"))
         ] + [(space.pk, space.name) for space in spaces_visible_to(user=user).order_by("name")]
+
+
+ROLE_CHOICES = [(ROLE_READER, _("reader")), (ROLE_CURATOR, _("curator"))]
+
+
+class UserCreateForm(forms.Form):
+    """A new person; their first password is generated and shown once."""
+
+    username = forms.CharField(label=_("Username"), max_length=150)
+    email = forms.EmailField(label=_("Email (optional)"), required=False)
+    staff = forms.BooleanField(
+        label=_("Staff"),
+        required=False,
+        help_text=_("May create spaces (and curate them) and open admin."),
+    )
+    superuser = forms.BooleanField(
+        label=_("Superuser"), required=False, help_text=_("Every permission, every space.")
+    )
+
+
+class SpaceCreateForm(forms.Form):
+    name = forms.CharField(label=_("Name"), max_length=200)
+    description = forms.CharField(
+        label=_("Description (optional)"),
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+    )
+
+
+class MemberForm(forms.Form):
+    """A role for a person in a space: reader, or curator (who also reads)."""
+
+    username = forms.CharField(label=_("Username"), max_length=150)
+    role = forms.ChoiceField(
+        label=_("Role"),
+        choices=ROLE_CHOICES,
+        initial=ROLE_READER,
+    )
+
+
+class ApiKeyForm(forms.Form):
+    name = forms.CharField(
+        label=_("Name"),
+        max_length=100,
+        help_text=_("Where the key is used, for example “laptop” or “nightly import”."),
+    )

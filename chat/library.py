@@ -31,6 +31,7 @@ from knowledge.selectors import (
     document_get_for_user,
     documents_of_space,
     revision_of_document,
+    space_can_create,
     space_can_manage,
     space_get_for_user,
     space_role_of,
@@ -67,7 +68,8 @@ def spaces(request: HttpRequest) -> HttpResponse:
         {"space": space, "role": space_role_of(user=request_user(request), space=space)}
         for space in spaces_visible_to(user=request.user).order_by("name")
     ]
-    return _page(request, "chat/spaces.html", {"rows": rows})
+    context = {"rows": rows, "can_create": space_can_create(user=request.user)}
+    return _page(request, "chat/spaces.html", context)
 
 
 @login_required

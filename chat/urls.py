@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from chat import library, question_sets, views
+from chat import administration, library, question_sets, views
 from core.throttle import ThrottledAuthenticationForm
 
 app_name = "chat"
@@ -36,6 +36,22 @@ urlpatterns = [
     path("files/", views.file_upload, name="file-upload"),
     path("files/<int:document_id>/status/", views.file_status, name="file-status"),
     path("spaces/", library.spaces, name="spaces"),
+    path("spaces/new/", administration.space_new, name="space-new"),
+    path(
+        "spaces/<int:space_id>/members/",
+        administration.space_members_view,
+        name="space-members",
+    ),
+    path(
+        "spaces/<int:space_id>/members/remove/",
+        administration.space_member_remove_view,
+        name="space-member-remove",
+    ),
+    path("users/", administration.users, name="users"),
+    path("users/<int:user_id>/active/", administration.user_active, name="user-active"),
+    path("users/<int:user_id>/password/", administration.user_password, name="user-password"),
+    path("keys/", administration.api_keys, name="api-keys"),
+    path("keys/<int:api_key_id>/revoke/", administration.api_key_revoke, name="api-key-revoke"),
     path("spaces/<int:space_id>/", library.space, name="space"),
     path("spaces/<int:space_id>/documents/", library.space_upload, name="space-upload"),
     path(

@@ -85,6 +85,40 @@ def user_create(
     return user
 
 
+def password_generate() -> str:
+    """A fresh password for a person to type once and change: 16 URL-safe characters."""
+    return secrets.token_urlsafe(12)
+
+
+@transaction.atomic
+def user_password_reset(*, user: User) -> str:
+    """Give user a new generated password and return it: the only copy in plain text (only
+    its hash is stored). Their sessions end (Django checks the password hash on each
+    request); their API keys keep working."""
+    password = password_generate()
+    user.set_password(password)
+    user.save(update_fields=["password"])
+    return password
+
+
+@transaction.atomic
+def user_active_set(*, user: User, active: bool, acting: User) -> User:
+    """Deactivate or reactivate user. A deactivated user can neither sign in nor use an API
+    key (both check `is_active`); their roles and keys stay for a reactivation.
+
+    Raises UnprocessableError when acting would deactivate themselves: the last way in of
+    the one person who can undo it.
+    """
+    if not active and user.pk == acting.pk:
+        raise UnprocessableError(
+            "You cannot deactivate yourself.", code="deactivate_self", fields={"user": "Yourself."}
+        )
+    if user.is_active != active:
+        user.is_active = active
+        user.save(update_fields=["is_active"])
+    return user
+
+
 def api_key_hash(raw_key: str) -> str:
     return hashlib.sha256(raw_key.encode()).hexdigest()
 

@@ -36,6 +36,7 @@ from knowledge.selectors import (
     space_can_curate,
     spaces_curated_by,
 )
+from knowledge.services import space_create
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -145,6 +146,21 @@ class SpaceAdmin(GuardedModelAdmin):
             .get_queryset(request)
             .filter(pk__in=spaces_curated_by(user=request.user).values("pk"))
         )
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        # Staff create spaces in the chat (/spaces/new/); admin's add is for superusers.
+        return request.user.is_active and request.user.is_superuser
+
+    def save_model(self, request: HttpRequest, obj: Space, form: object, change: bool) -> None:
+        if change:
+            super().save_model(request, obj, form, change)
+            return
+        # A new space goes through the service, so its creator becomes its first curator.
+        space = space_create(
+            name=obj.name, description=obj.description, created_by=request_user(request)
+        )
+        obj.pk = space.pk
+        obj.refresh_from_db()
 
 
 class ExtractionInline(admin.TabularInline):

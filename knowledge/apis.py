@@ -11,6 +11,7 @@ from core.schema import PAGE_PARAMETERS, paginated
 from core.types import request_user
 from knowledge.models import Space
 from knowledge.selectors import (
+    space_can_create,
     space_can_manage,
     space_get_for_user,
     space_members,
@@ -51,11 +52,11 @@ class SpaceListCreateApi(APIView):
 
     @extend_schema(request={"application/json": InputSerializer}, responses={201: SpaceOutput})
     def post(self, request: Request) -> Response:
-        if not request.user.is_staff:
+        if not space_can_create(user=request.user):
             raise PermissionDenied("Only staff create spaces.")
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        space = space_create(**data.validated_data, created_by=request.user)
+        space = space_create(**data.validated_data, created_by=request_user(request))
         return Response(SpaceOutput(space).data, status=status.HTTP_201_CREATED)
 
 

@@ -1,13 +1,14 @@
 """Reads of knowledge objects, always scoped to what the user may see."""
 
 from datetime import datetime, timedelta
-from typing import cast
 
 from django.conf import settings
+from django.contrib.contenttypes.models import ContentType
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
-from guardian.shortcuts import get_objects_for_user, get_users_with_perms
+from guardian.models import UserObjectPermission
+from guardian.shortcuts import get_objects_for_user
 
 from core.errors import NotFoundError
 from core.inputs import object_id_parse
@@ -125,6 +126,12 @@ def space_can_manage(*, user: User, space: Space) -> bool:
     )
 
 
+def space_can_create(*, user: UserOrAnonymous) -> bool:
+    """Create a space (and become its first curator): active staff and superusers, as
+    SPEC §3 has it ("staff manage spaces"); a role in a space grants no creation."""
+    return bool(user.is_authenticated and user.is_active and (user.is_staff or user.is_superuser))
+
+
 def space_can_curate(*, user: UserOrAnonymous, space: Space) -> bool:
     """Review proposals: curators of the space only (staff alone is not enough)."""
     return bool(user.is_active and user.is_superuser) or user.has_perm(
@@ -133,21 +140,22 @@ def space_can_curate(*, user: UserOrAnonymous, space: Space) -> bool:
 
 
 def space_members(*, space: Space) -> list[dict]:
-    """Members with their role, sorted by username."""
-    # attach_perms=True: a dict of user → the names of their permissions on the space
-    # (guardian annotates the return as `Any | list[str]`).
-    members = cast(
-        "dict[User, list[str]]",
-        get_users_with_perms(
-            space, attach_perms=True, with_superusers=False, with_group_users=False
-        ),
-    )
-    rows = []
-    for user, perms in members.items():
-        role = ROLE_CURATOR if "curate_space" in perms else ROLE_READER
-        if "view_space" in perms or "curate_space" in perms:
-            rows.append({"username": user.get_username(), "role": role})
-    return sorted(rows, key=lambda row: row["username"])
+    """Members with their role, sorted by username: the users holding view_space or
+    curate_space on the space itself (not through a group, superusers only where given a
+    role). One query, however many members (guardian's get_users_with_perms asks once per
+    user)."""
+    granted = UserObjectPermission.objects.filter(
+        content_type=ContentType.objects.get_for_model(Space),
+        object_pk=str(space.pk),
+        permission__codename__in=["view_space", "curate_space"],
+    ).values_list("user__username", "permission__codename")
+    roles: dict[str, str] = {}
+    for username, codename in granted:
+        if codename == "curate_space":
+            roles[username] = ROLE_CURATOR
+        else:
+            roles.setdefault(username, ROLE_READER)
+    return [{"username": username, "role": roles[username]} for username in sorted(roles)]
 
 
 def documents_visible_to(*, user: UserOrAnonymous) -> QuerySet[Document]:
