@@ -103,6 +103,26 @@ def address_check(
     in it, a malformed host or port) and for a host any of whose addresses is refused;
     `provider_unavailable` (retryable) when a name does not resolve. The resolver is called
     at most once, and only for a name."""
+    scheme, written, port = _url_parts(url)
+    if ":" in written:
+        ip = _connectable(_ipv6_literal(written))
+        _refuse_unless_allowed(ip, allowed_networks)
+        return CheckedAddress(url, scheme, str(ip), port, ip)
+    # Read as an address after IDNA mapping, which turns full-width digits and dots into ASCII.
+    name = _host_name(written)
+    literal = _ipv4_literal(name)
+    if literal is not None:
+        _refuse_unless_allowed(literal, allowed_networks)
+        return CheckedAddress(url, scheme, str(literal), port, literal)
+    addresses = _resolved(name, port, resolver)
+    # Every address, not only the one used: a name that also points inside is refused whole.
+    for ip in addresses:
+        _refuse_unless_allowed(ip, allowed_networks)
+    return CheckedAddress(url, scheme, name, port, addresses[0])
+
+
+def _url_parts(url: str) -> tuple[Scheme, str, int]:
+    """The scheme, the host as written (lower case, IPv6 without brackets) and the port."""
     if _UNSAFE_IN_URL.search(url):
         raise OutsideError("refused_address", "whitespace, control character or backslash")
     try:
@@ -119,28 +139,21 @@ def address_check(
     port = port_written if port_written is not None else DEFAULT_PORTS[scheme]
     if not 0 < port < 65536:
         raise OutsideError("refused_address", "port out of range")
-    literal = _ip_literal(written)
-    if literal is not None:
-        ip = _connectable(literal)
-        _refuse_unless_allowed(ip, allowed_networks)
-        return CheckedAddress(url, scheme, str(ip), port, ip)
-    name = _host_name(written)
+    return scheme, written, port
+
+
+def _resolved(name: str, port: int, resolver: Resolver) -> list[IPAddress]:
+    """The addresses `name` resolves to, asked once; a resolver's error text is dropped."""
     try:
         found = list(resolver(name, port))
     except OSError:
         raise OutsideError("provider_unavailable", "name did not resolve", retryable=True) from None
     if not found:
         raise OutsideError("provider_unavailable", "name did not resolve", retryable=True)
-    addresses = []
-    for text in found:
-        try:
-            addresses.append(_connectable(ipaddress.ip_address(text)))
-        except ValueError:
-            raise OutsideError("refused_address", "resolver gave a malformed address") from None
-    # Every address, not only the one used: a name that also points inside is refused whole.
-    for ip in addresses:
-        _refuse_unless_allowed(ip, allowed_networks)
-    return CheckedAddress(url, scheme, name, port, addresses[0])
+    try:
+        return [_connectable(ipaddress.ip_address(text)) for text in found]
+    except ValueError:
+        raise OutsideError("refused_address", "resolver gave a malformed address") from None
 
 
 def refusal_reason(ip: IPAddress) -> str | None:
@@ -203,17 +216,19 @@ def _connectable(ip: IPAddress) -> IPAddress:
     return ip
 
 
-def _ip_literal(host: str) -> IPAddress | None:
-    """The address `host` spells, read as a resolver would (`inet_aton`: decimal, octal with a
-    leading 0, hex with 0x, one to four parts, the last filling the remaining bytes), an IPv6
-    literal, or None for a name. A host whose last label is numeric is an address or refused,
-    never sent to the resolver (WHATWG URL's rule)."""
-    if ":" in host:
-        try:
-            return ipaddress.IPv6Address(host)
-        except ValueError:
-            raise OutsideError("refused_address", "malformed IPv6 literal") from None
-    labels = host.removesuffix(".").split(".")
+def _ipv6_literal(host: str) -> ipaddress.IPv6Address:
+    try:
+        return ipaddress.IPv6Address(host)
+    except ValueError:
+        raise OutsideError("refused_address", "malformed IPv6 literal") from None
+
+
+def _ipv4_literal(name: str) -> ipaddress.IPv4Address | None:
+    """The IPv4 address `name` spells, read as a resolver would (`inet_aton`: decimal, octal
+    with a leading 0, hex with 0x, one to four parts, the last filling the remaining bytes),
+    or None for a DNS name. A name whose last label is numeric is an address or refused, never
+    sent to the resolver (WHATWG URL's rule)."""
+    labels = name.split(".")
     if not _is_number(labels[-1]):
         return None
     if len(labels) > 4 or not all(_is_number(label) for label in labels):

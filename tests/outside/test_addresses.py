@@ -47,6 +47,7 @@ REFUSED_ADDRESSES = [
     "http://127.1/",
     "http://127.0.1/",
     "http://127.0.0.1./",
+    "http://１２７．０．０．１/",  # full-width digits and dots, which IDNA maps to ASCII
     # IPv6 spellings of IPv4 loopback and private addresses.
     "http://[::ffff:127.0.0.1]/",
     "http://[::ffff:7f00:1]/",
@@ -167,6 +168,8 @@ def test_an_international_name_is_asked_in_its_ascii_form():
         ("http://user@example.com/", "credentials in the URL"),
         ("http://example.com@127.0.0.1/", "credentials in the URL"),
         ("http://example.com:99999/", "malformed URL"),
+        ("http://example.com:0/", "port out of range"),
+        ("http://１２７．０．０．１/", "loopback address"),
         ("http://[::1/", "malformed URL"),
         ("http://exa mple.com/", "whitespace, control character or backslash"),
         ("http://example.com\\@127.0.0.1/", "whitespace, control character or backslash"),
@@ -183,10 +186,11 @@ def test_an_international_name_is_asked_in_its_ascii_form():
 )
 def test_it_refuses_a_url_it_does_not_fetch_without_resolving_it(url, detail):
     resolver = Resolver([PUBLIC])
-    with pytest.raises(OutsideError) as refused:
+    with no_connections() as attempts, pytest.raises(OutsideError) as refused:
         address_check(url, resolver=resolver)
     assert (refused.value.code, refused.value.detail) == ("refused_address", detail)
     assert resolver.asked == []
+    assert attempts == []
 
 
 def test_an_allowlisted_network_opens_its_addresses_and_no_others():
