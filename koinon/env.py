@@ -1,5 +1,6 @@
 """Environment readers that fail loudly on a bad value."""
 
+import ipaddress
 import os
 from pathlib import Path
 
@@ -95,3 +96,18 @@ def env_host_ports(name: str) -> list[tuple[str, int]]:
             raise ImproperlyConfiguredEnv(f"{name} must list host:port pairs, got {item!r}")
         pairs.append((host.strip("[]"), int(port)))
     return pairs
+
+
+def env_networks(name: str) -> list[str]:
+    """A comma-separated list of networks in CIDR notation (`10.1.0.0/16`, `fd12::/64`; a bare
+    address is one host), each written back canonically; empty when unset. A malformed one or
+    one with host bits set (`10.1.2.3/16`, most likely a typo) fails loudly."""
+    networks = []
+    for item in env_list(name, []):
+        try:
+            networks.append(str(ipaddress.ip_network(item, strict=True)))
+        except ValueError:
+            raise ImproperlyConfiguredEnv(
+                f"{name} must list networks in CIDR notation, got {item!r}"
+            ) from None
+    return networks

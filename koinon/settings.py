@@ -20,6 +20,7 @@ from koinon.env import (
     env_int,
     env_int_between,
     env_list,
+    env_networks,
     env_path,
     env_str,
     judge_threads,
@@ -471,6 +472,9 @@ def _llm_source_check() -> None:
 
 
 _llm_settings_check()
+# Outside evidence (SPEC §5, docs/channels.md): networks `fetch_url` may reach although they are
+# loopback, private, link-local or otherwise refused. Empty: only public addresses.
+KOINON_OUTSIDE_ALLOWED_NETWORKS = env_networks("KOINON_OUTSIDE_ALLOWED_NETWORKS")
 KOINON_EMBEDDING_BASE_URL = env_str("KOINON_EMBEDDING_BASE_URL")
 KOINON_EMBEDDING_MODEL = env_str("KOINON_EMBEDDING_MODEL")
 KOINON_EMBEDDING_API_KEY = env_str("KOINON_EMBEDDING_API_KEY")

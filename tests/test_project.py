@@ -106,6 +106,7 @@ def test_the_dockerfile_ships_what_the_code_reads_and_the_makefile_installs():
         "conversations",
         "mcp_server",
         "worldmodel",
+        "outside",
         "manage.py",
         "templates",
         "static",
@@ -143,6 +144,7 @@ def test_every_environment_variable_the_code_reads_is_in_the_readme():
         "conversations",
         "mcp_server",
         "worldmodel",
+        "outside",
     ):
         for path in (ROOT / package).rglob("*.py"):
             names.update(readers.findall(path.read_text()))

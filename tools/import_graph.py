@@ -35,8 +35,8 @@ APPS = (
     "conversations",
     "chat",
     "mcp_server",
-    "outside",
     "koinon",
+    "outside",
 )
 CLIENT_ROOT = ROOT / "clients" / "python"
 CLIENT_PACKAGES = ("koinon_client",)
