@@ -9,12 +9,18 @@ or log of koinon's may repeat.
 """
 
 import json
+import logging
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from outside.errors import OutsideError
+from tests.guards import no_hang
 
 SECRET = "SECRET-PROVIDER-DETAIL sk-live-51Habc0123456789 /srv/index/private.db"
 KEY = "test-key-0123456789"
@@ -315,3 +321,14 @@ def wait_until(condition: Callable[[], bool], seconds: float = 30) -> None:
         if time.monotonic() > deadline:
             raise TimeoutError("the server did not start")
         time.sleep(0.02)
+
+
+def outside_error(call: Callable[[], object], caplog: pytest.LogCaptureFixture) -> OutsideError:
+    """The `OutsideError` that `call` raises, checked to repeat nothing the server sent: not
+    in its text, its repr, its detail, nor in any log line written meanwhile."""
+    with caplog.at_level(logging.DEBUG), pytest.raises(OutsideError) as raised, no_hang():
+        call()
+    error = raised.value
+    for text in (str(error), repr(error), error.detail, caplog.text):
+        assert "SECRET" not in text and "sk-live" not in text
+    return error
