@@ -62,7 +62,7 @@ def search(
     hits = [_hit(item) for item in as_list(body.get("results")) if isinstance(item, dict)]
     hits = [hit for hit in hits if hit.text][: bounds.max_results]
     if not hits:
-        _raise_if_peer_failed(as_list(body.get("outcomes")))
+        koinon_outcomes_check(as_list(body.get("outcomes")))
     return hits
 
 
@@ -80,7 +80,10 @@ def _hit(item: dict[str, object]) -> RemoteHit:
     )
 
 
-def _raise_if_peer_failed(outcomes: list[object]) -> None:
+def koinon_outcomes_check(outcomes: list[object]) -> None:
+    """For a koinon search that found nothing (REST or its MCP `search` tool): raise when
+    every retrieval tool of the peer failed — `timeout` when one timed out, else
+    `provider_unavailable` — for that is no answer, not an empty one."""
     records = [outcome for outcome in outcomes if isinstance(outcome, dict)]
     if not records or any(record.get("state") == "succeeded" for record in records):
         return

@@ -27,6 +27,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from outside.bounded import bearer, id_field, run_bounded, score_field, status_error, text_field
 from outside.errors import OutsideError
+from outside.federated import koinon_outcomes_check
 from outside.hits import Bounds, RemoteHit, text_hash
 
 logger = logging.getLogger(__name__)
@@ -201,9 +202,14 @@ def _size(result: types.CallToolResult) -> int:
 
 def _hits(result: types.CallToolResult) -> list[RemoteHit]:
     structured = result.structured_content
-    rows = structured.get("results") if isinstance(structured, dict) else None
-    if isinstance(rows, list) and all(isinstance(row, dict) and "text" in row for row in rows):
-        return [hit for row in rows if (hit := _structured_hit(row)).text]
+    if isinstance(structured, dict):
+        rows = structured.get("results")
+        if isinstance(rows, list) and all(isinstance(row, dict) and "text" in row for row in rows):
+            hits = [hit for row in rows if (hit := _structured_hit(row)).text]
+            outcomes = structured.get("outcomes")
+            if not hits and isinstance(outcomes, list):
+                koinon_outcomes_check(outcomes)  # koinon's own server: did its retrieval fail?
+            return hits
     return [
         RemoteHit(channel="mcp_search", text=item.text, text_sha256=text_hash(item.text))
         for item in result.content

@@ -3,7 +3,8 @@
 HTTP in a test's thread. What the `search` tool does depends on the query: `nothing` finds
 nothing, `fail` raises (the SDK returns an isError result quoting the exception), `slow`
 never finishes, `big` returns a large text; anything else finds two passages.
-`library_search` answers as koinon's own MCP `search` tool does (structured `results`)."""
+`library_search` answers as koinon's own MCP `search` tool does (structured `results`;
+`broken`: every retrieval tool failed)."""
 
 import anyio
 from mcp.server.mcpserver import MCPServer
@@ -67,6 +68,10 @@ def build() -> MCPServer:
                 "contributions": {},
             },
         ]
+        if query == "broken":  # every retrieval tool of that koinon failed
+            failed = {"state": "failed", "code": "embedding_unavailable", "retryable": True}
+            outcomes = [{"tool": "vector_search", "result_count": 0, **failed}]
+            return {"label": "unverified", "note": "data", "results": [], "outcomes": outcomes}
         return {"label": "unverified", "note": "data", "results": rows[:limit], "outcomes": []}
 
     return server

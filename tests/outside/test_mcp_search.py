@@ -121,6 +121,11 @@ def test_koinons_result_shape_keeps_the_remote_ids(mcp_url):
     ]
 
 
+def test_koinons_failed_retrieval_is_provider_unavailable_not_empty(mcp_url, caplog):
+    error = failure(http(mcp_url, tool="library_search"), "broken", caplog)
+    assert (error.code, error.retryable) == ("provider_unavailable", True)
+
+
 def test_no_text_is_an_empty_list_over_http(mcp_url):
     assert mcp_search.search(http(mcp_url), "nothing", bounds=BOUNDS) == []
 
