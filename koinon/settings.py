@@ -635,11 +635,13 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("KOINON_LOG_LEVEL", "INFO")},
-    # httpx logs every request URL at INFO (model and embedding endpoints); the MCP SDK every
-    # stateless request ("Terminating session: None"): warnings only.
+    # httpx logs every request URL at INFO (model and embedding endpoints, outside channels;
+    # httpx2 under the MCP SDK's client); the MCP SDK every stateless request ("Terminating
+    # session: None"): warnings only.
     "loggers": {
         "django.request": {"level": "ERROR"},
         "httpx": {"level": "WARNING"},
+        "httpx2": {"level": "WARNING"},
         "mcp": {"level": "WARNING"},
     },
 }

@@ -28,6 +28,7 @@ APPS = (
     "core",
     "knowledge",
     "datasets",
+    "outside",
     "answers",
     "audit",
     "memory",
