@@ -41,6 +41,7 @@ RECORD_TABLES = (
     "audit_logentry",
     "audit_logcheckpoint",
     "audit_logsubtree",
+    "outside_snapshot",
 )
 # What ensure_runtime_role grants and revokes ({database} and {role} are identifiers): the
 # app's tables, records only SELECT and INSERT; no temporary schema and no CREATE in

@@ -57,6 +57,13 @@ class DocumentKind(models.TextChoices):
     KNOWLEDGE = "knowledge", "Curated knowledge"
 
 
+class DocumentOrigin(models.TextChoices):
+    UPLOAD = "upload", "Uploaded"
+    # Text an outside channel fetched for one asker (outside.models.Snapshot): a private
+    # document of theirs that is never one of their files and never searched as one.
+    OUTSIDE = "outside", "Outside snapshot"
+
+
 class Document(models.Model):
     """A document in a space, or a private file of one owner (exactly one of the two)."""
 
@@ -89,6 +96,9 @@ class Document(models.Model):
         related_name="+",
     )
     withdrawn_reason = models.CharField(max_length=500, blank=True, default="")
+    origin = models.CharField(
+        max_length=16, choices=DocumentOrigin.choices, default=DocumentOrigin.UPLOAD
+    )
 
     class Meta:
         ordering = ["-id"]
@@ -99,7 +109,11 @@ class Document(models.Model):
                     | models.Q(space__isnull=True, owner__isnull=False)
                 ),
                 name="document_in_space_xor_private",
-            )
+            ),
+            models.CheckConstraint(
+                condition=models.Q(origin="upload") | models.Q(owner__isnull=False),
+                name="document_outside_snapshot_is_private",
+            ),
         ]
 
     def __str__(self) -> str:

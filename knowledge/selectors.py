@@ -15,6 +15,7 @@ from core.inputs import object_id_parse
 from core.types import User, UserOrAnonymous
 from knowledge.models import (
     Document,
+    DocumentOrigin,
     DocumentRevision,
     EmbeddingStatus,
     Erasure,
@@ -183,7 +184,9 @@ def private_files_of(*, user: UserOrAnonymous) -> QuerySet[Document]:
     """The user's own private files, newest first (nobody else's, superusers included)."""
     if not user.is_authenticated or not user.is_active:
         return Document.objects.none()
-    return Document.objects.filter(owner=user, space__isnull=True).order_by("-id")
+    return Document.objects.filter(
+        owner=user, space__isnull=True, origin=DocumentOrigin.UPLOAD
+    ).order_by("-id")
 
 
 def document_get_for_user(*, user: UserOrAnonymous, document_id: object) -> Document:

@@ -143,3 +143,45 @@ class SpaceChannel(models.Model):
 
     def __str__(self) -> str:
         return f"{self.channel.name} in {self.space.name}"
+
+
+class Snapshot(models.Model):
+    """What an outside channel returned, kept as evidence can be checked: the stored bytes
+    are a revision of a private document of the asker (`origin` outside), extracted by the
+    same extractors with the same damage checks (a second extraction where the format has
+    one), so a quote from it is verified twice against stored text like any other. This row
+    says where the bytes came from and when. Append-only (PostgreSQL refuses UPDATE, DELETE
+    and TRUNCATE); the text is erased by the document's erasure path, and this row, which
+    holds no text of the source, stays as the record that something was fetched."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    document = models.ForeignKey(
+        "knowledge.Document", on_delete=models.PROTECT, related_name="outside_snapshots"
+    )
+    revision = models.ForeignKey(
+        "knowledge.DocumentRevision", on_delete=models.PROTECT, related_name="outside_snapshots"
+    )
+    channel = models.ForeignKey(Channel, on_delete=models.PROTECT, related_name="snapshots")
+    # As configured when fetched: a later rename or change of kind does not rewrite history.
+    channel_kind = models.CharField(max_length=32, choices=ChannelKind.choices)
+    channel_name = models.CharField(max_length=100)
+    # The remote identity: the URL after redirects, the remote document, revision and
+    # passage, the hash of the text as the remote reported it, the MCP tool.
+    url = models.CharField(max_length=2000, blank=True)
+    remote_document_id = models.CharField(max_length=200, blank=True)
+    remote_revision_id = models.CharField(max_length=200, blank=True)
+    remote_passage_id = models.CharField(max_length=200, blank=True)
+    remote_text_sha256 = models.CharField(max_length=64, blank=True)
+    tool = models.CharField(max_length=200, blank=True)
+    content_type = models.CharField(max_length=200, blank=True)
+    sha256 = models.CharField(max_length=64)  # of the stored bytes (the revision's)
+    size = models.PositiveBigIntegerField()
+    fetched_at = models.DateTimeField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-id"]
+        indexes = [models.Index(fields=["owner", "-fetched_at"], name="snapshot_owner_fetched")]
+
+    def __str__(self) -> str:
+        return f"{self.channel_name}: {self.url or self.remote_document_id or self.sha256[:12]}"

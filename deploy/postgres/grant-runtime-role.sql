@@ -27,5 +27,6 @@ REVOKE UPDATE, DELETE, TRUNCATE ON
     knowledge_erasure,
     audit_logentry,
     audit_logcheckpoint,
-    audit_logsubtree
+    audit_logsubtree,
+    outside_snapshot
 FROM koinon_app;

@@ -25,7 +25,15 @@ from core.types import User
 from knowledge.display import title_clean
 from knowledge.documents.extraction import revision_queue_extraction
 from knowledge.extraction import ExtractionError, detect_format
-from knowledge.models import Document, DocumentRevision, Erasure, Extraction, ExtractionRole, Space
+from knowledge.models import (
+    Document,
+    DocumentOrigin,
+    DocumentRevision,
+    Erasure,
+    Extraction,
+    ExtractionRole,
+    Space,
+)
 from knowledge.selectors import space_can_manage, spaces_visible_to
 
 
@@ -80,6 +88,7 @@ def document_upload(
     private: bool = False,
     title: str = "",
     document: Document | None = None,
+    origin: str = DocumentOrigin.UPLOAD,
 ) -> UploadResult:
     """Store the bytes as a revision and queue its extraction.
 
@@ -91,7 +100,9 @@ def document_upload(
     Raises NotFoundError (the space or document is not visible to user), ForbiddenError
     (visible, not theirs to change), PayloadTooLargeError (nothing stored) and
     UnprocessableError with code `unsupported_type` when the name or content is not a
-    supported format. The database lost before the commit: WriteNotSaved naming the file,
+    supported format. `origin` `outside`: an outside channel's snapshot, a private document
+    of the asker kept apart from their files (the same bytes uploaded as a file are another
+    document). The database lost before the commit: WriteNotSaved naming the file,
     nothing written, and the bytes already stored for it deleted again (a retry stores
     them anew; no copy is left that an erasure would not find).
     """
@@ -107,6 +118,7 @@ def document_upload(
                 private=private,
                 title=title,
                 document=document,
+                origin=origin,
                 stored=stored,
             )
             # Past this point a lost connection may have lost the COMMIT or not; the file
@@ -129,6 +141,7 @@ def _upload(
     private: bool,
     title: str,
     document: Document | None,
+    origin: str,
     stored: list[str],
 ) -> UploadResult:
     document_change_check(user=user, space=space, private=private, document=document)
@@ -148,7 +161,7 @@ def _upload(
         # The same bytes already uploaded to the same place are the same document.
         existing = (
             DocumentRevision.objects.select_related("document")
-            .filter(sha256=sha256, document__space=space)
+            .filter(sha256=sha256, document__space=space, document__origin=origin)
             .filter(document__owner=user if private else None)
             .first()
         )
@@ -161,6 +174,7 @@ def _upload(
             title=title_clean(title) or _title_from(filename),
             kind=kind,
             created_by=user,
+            origin=origin,
         )
     else:
         document = Document.objects.select_for_update().get(pk=document.pk)

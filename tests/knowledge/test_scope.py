@@ -26,6 +26,7 @@ def test_a_scope_reads_the_permission_rows_once_and_its_queries_never_again(staf
     other = space_create(name="Finance", created_by=staff)
     space_create(name="Hidden", created_by=staff)
     space_member_set(space=other, username=member.username, role="reader")
+    access_scope_build(user=member)  # Django's content-type cache, warm as in a process
     with CaptureQueriesContext(connection) as built:
         scope = access_scope_build(user=member)
     assert len(built) == 1 and len(_permission_reads(built)) == 1
