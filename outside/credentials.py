@@ -21,7 +21,7 @@ def credential_seal(plain: str) -> bytes:
     return _fernet().encrypt(plain.encode())
 
 
-def credential_open(token: bytes) -> str:
+def credential_open(token: bytes | memoryview) -> str:
     """The credential a stored token holds; CredentialUnreadable when this key cannot."""
     try:
         return _fernet().decrypt(bytes(token)).decode()

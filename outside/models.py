@@ -53,7 +53,8 @@ class Channel(models.Model):
         max_length=8, choices=McpTransport.choices, default=McpTransport.HTTP
     )
     # What the kind needs beyond the endpoint: `store_id` (retrieval_endpoint), `tool`
-    # (mcp_search; default "search").
+    # (mcp_search; default "search"), `urls` (fetch_url: the pages a space lists as sources,
+    # fetched for each question; the address rules apply to each, and to every redirect).
     options = models.JSONField(default=dict, blank=True)
     credential = models.BinaryField(null=True, blank=True, editable=False)
     timeout_seconds = models.FloatField(default=10.0)
@@ -114,6 +115,17 @@ class Channel(models.Model):
             and not str(self.options.get("store_id", "")).strip()
         ):
             errors["options"] = 'A retrieval endpoint needs {"store_id": "…"}: the vector store.'
+        elif self.kind == ChannelKind.FETCH_URL:
+            urls = self.options.get("urls", [])
+            if not (
+                isinstance(urls, list)
+                and len(urls) <= RESULTS_RANGE[1]
+                and all(isinstance(url, str) and _is_http_url(url) for url in urls)
+            ):
+                errors["options"] = (
+                    f'Pages to fetch are {{"urls": ["https://…"]}}: at most {RESULTS_RANGE[1]} '
+                    "http:// or https:// URLs, without passwords."
+                )
         for field, (low, high), value in (
             ("timeout_seconds", TIMEOUT_RANGE, self.timeout_seconds),
             ("max_results", RESULTS_RANGE, self.max_results),

@@ -23,6 +23,7 @@ from knowledge.erasure import revision_erase
 from knowledge.models import DocumentOrigin, Erasure, Passage
 from outside.errors import OutsideError
 from outside.models import Channel, Snapshot
+from outside.references import SnapshotReference
 
 # The stored file's name tells the extractors the format (knowledge.extraction.formats).
 _SUFFIXES = {
@@ -106,6 +107,22 @@ def snapshot_store(
             size=upload.revision.size,
             fetched_at=fetched_at,
         )
+
+
+def snapshot_reference(snapshot: Snapshot) -> SnapshotReference:
+    return {
+        "snapshot_id": snapshot.pk,
+        "channel": snapshot.channel_name,
+        "channel_kind": snapshot.channel_kind,
+        "url": snapshot.url,
+        "remote_document_id": snapshot.remote_document_id,
+        "remote_revision_id": snapshot.remote_revision_id,
+        "remote_passage_id": snapshot.remote_passage_id,
+        "remote_text_sha256": snapshot.remote_text_sha256,
+        "tool": snapshot.tool,
+        "sha256": snapshot.sha256,
+        "fetched_at": snapshot.fetched_at.isoformat(),
+    }
 
 
 def snapshots_of(*, user: UserOrAnonymous) -> QuerySet[Snapshot]:

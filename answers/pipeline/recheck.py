@@ -15,10 +15,12 @@ from core.models import ApiKey
 from core.types import User
 from datasets.models import Dataset
 from datasets.selectors import datasets_in_scope
-from knowledge.models import Document, Erasure, Space
+from knowledge.models import Document, DocumentOrigin, Erasure, Space
 from knowledge.scope import access_scope_build
+from outside.selectors import snapshots_still_usable
 
 logger = logging.getLogger(__name__)
+OUTSIDE = DocumentOrigin.OUTSIDE
 
 
 def _lock_access_rows(
@@ -132,8 +134,10 @@ def publication_recheck(
         with transaction.atomic():
             documents = {s.fact.source["document_id"] for s in selected if s.fact.kind == "quote"}
             datasets = {s.fact.source["dataset_id"] for s in selected if s.fact.kind == "value"}
-            quoted = list(Document.objects.filter(pk__in=documents).values_list("pk", "space_id"))
-            spaces = {space for _, space in quoted if space is not None}
+            quoted = list(
+                Document.objects.filter(pk__in=documents).values_list("pk", "space_id", "origin")
+            )
+            spaces = {space for _, space, _ in quoted if space is not None}
             current, key_valid = _lock_access_rows(
                 user=user, api_key=api_key, spaces=spaces, datasets=datasets
             )
@@ -141,10 +145,25 @@ def publication_recheck(
                 return "access_denied"
             # A fresh scope, read after the locks: every space the user may read now, and
             # which of the quoted private files are the user's own.
-            private = {pk for pk, space in quoted if space is None}
+            private = {pk for pk, space, origin in quoted if space is None and origin != OUTSIDE}
             scope = access_scope_build(user=current, selected_sources=sorted(private))
-            in_scope = {pk for pk, space in quoted if space in scope.space_ids}
-            if in_scope | scope.file_ids != documents:
+            in_scope = {pk for pk, space, _ in quoted if space in scope.space_ids}
+            # An outside snapshot: still the asker's, unchanged, and its channel still
+            # enabled for a space the asker may read now.
+            fetched = snapshots_still_usable(
+                user_id=current.pk,
+                quoted=[
+                    (
+                        s.fact.source["outside"]["snapshot_id"],
+                        s.fact.source["document_id"],
+                        s.fact.source["revision_id"],
+                    )
+                    for s in selected
+                    if s.fact.kind == "quote" and s.fact.source.get("outside")
+                ],
+                space_ids=scope.space_ids,
+            )
+            if in_scope | scope.file_ids | fetched != documents:
                 return "access_denied"
             unfit = _quoted_revisions_fit(selected)
             if unfit:

@@ -7,10 +7,11 @@ from django.utils import formats, translation
 
 from answers.pipeline import texts
 from answers.pipeline.validation import SelectedFact
-from answers.pipeline.vocabulary import Card, Citation, SourceRef
+from answers.pipeline.vocabulary import Card, Citation, QuoteCitation, RevisionSource, SourceRef
 from datasets.models import DatasetSnapshot
 from knowledge.display import quote_display, title_cited
 from knowledge.models import Document, DocumentRevision
+from outside.references import SnapshotReference, snapshot_origin
 
 
 @dataclass
@@ -56,17 +57,23 @@ def render_answer(*, selected: list[SelectedFact], language: str) -> Rendered:
             revision = revisions[fact.source["revision_id"]]
             document = documents[revision.document_id]
             date = revision.created_at.date().isoformat()
+            outside: SnapshotReference | None = fact.source.get("outside")
+            label = (
+                texts.fetched_label(language, snapshot_origin(outside), outside["fetched_at"][:10])
+                if outside
+                else texts.revision_label(language, revision.number, date)
+            )
             where = ", ".join(
                 part
                 for part in (
                     title_cited(document.title),
-                    texts.revision_label(language, revision.number, date),
+                    label,
                     _locator(fact.source.get("locator") or {}),
                 )
                 if part
             )
             lines.append(f"[{number}] “{quote_display(item.quote)}” — {where}")
-            citation: Citation = {
+            quoted: QuoteCitation = {
                 "number": number,
                 "fact_id": fact.fact_id,
                 "kind": "quote",
@@ -81,11 +88,17 @@ def render_answer(*, selected: list[SelectedFact], language: str) -> Rendered:
                 else "superseded",
                 "quote": item.quote,
             }
-            sources[("revision", revision.pk)] = {
+            source: RevisionSource = {
                 "type": "revision",
                 "id": revision.pk,
                 "document_id": document.pk,
             }
+            if outside:
+                quoted["outside"] = outside
+                source["snapshot_id"] = outside["snapshot_id"]
+                source["snapshot_sha256"] = outside["sha256"]
+            citation: Citation = quoted
+            sources[("revision", revision.pk)] = source
         else:
             snapshot = snapshots[fact.source["snapshot_id"]]
             label = texts.snapshot_label(language, snapshot.dataset.name, snapshot.version)

@@ -102,6 +102,14 @@ def revision_label(language: str, number: int, date: str) -> str:
     )
 
 
+def fetched_label(language: str, origin: str, date: str) -> str:
+    """Where an outside snapshot's text came from and when it was fetched."""
+    return _in(
+        language,
+        lambda: _("fetched from %(origin)s on %(date)s") % {"origin": origin, "date": date},
+    )
+
+
 def snapshot_label(language: str, dataset: str, version: int) -> str:
     return _in(
         language,

@@ -30,6 +30,9 @@ from knowledge.models import Document, Extraction, ExtractionStatus
 from knowledge.retrieval import RETRIEVAL_TOOLS, Candidate, retrieve
 from knowledge.scope import AccessScope
 from knowledge.units import candidates_widen
+from outside.channels import OUTSIDE_TOOLS, outside_gather
+from outside.models import Snapshot
+from outside.snapshots import snapshot_reference
 
 DATASET_QUERY = "dataset_query"
 # How many candidates each search retrieves, per mode (plan: none, it only plans).
@@ -104,6 +107,8 @@ def run_tools(
                     entry["candidate"].contributions.setdefault(tool, contribution)
 
     passages = _widened(scope, passages)
+    snapshots, outside_outcomes = _outside_step(run, scope, plan, policy, mode, passages)
+    outcomes += outside_outcomes
     facts: list[CandidateFact] = []
     admitted = set(
         Extraction.objects.filter(
@@ -137,6 +142,8 @@ def run_tools(
             "score": entry["score"],
             "units": candidate.units,
         }
+        if candidate.passage_id in snapshots:
+            source["outside"] = snapshot_reference(snapshots[candidate.passage_id])
         facts.append(
             CandidateFact(
                 run=run,
@@ -156,10 +163,47 @@ def run_tools(
         facts += value_facts
         outcomes += dataset_outcomes
     for tool in policy.allowed_tools:
-        if tool not in IMPLEMENTED_TOOLS:
+        if tool not in IMPLEMENTED_TOOLS and tool not in OUTSIDE_TOOLS:
             outcomes.append(outcome(tool, "failed", "not_configured"))
     CandidateFact.objects.bulk_create(facts)
     return facts, outcomes
+
+
+def _outside_step(
+    run: AnswerRun,
+    scope: AccessScope,
+    plan: Plan,
+    policy: EvidencePolicy,
+    mode: Mode,
+    passages: dict[int, _Found],
+) -> tuple[dict[int, Snapshot], list[Outcome]]:
+    """The outside channels the policy allows (outside.channels): their candidates are
+    passages of the asker's snapshots, added to `passages` to be recorded like the
+    library's; returns the snapshot of each (by passage) and the channels' outcomes."""
+    tools = [tool for tool in policy.allowed_tools if tool in OUTSIDE_TOOLS]
+    if not tools:
+        return {}, []
+    queries = plan.queries()
+    gathered = outside_gather(
+        user=run.user,
+        scope=scope,
+        tools=tools,
+        searches=[search for _, search, _ in queries],
+        limit=DEPTH[mode],
+    )
+    snapshots: dict[int, Snapshot] = {}
+    for index, candidate, snapshot in gathered.candidates:
+        part = queries[index][0]
+        entry = passages.setdefault(
+            candidate.passage_id, {"candidate": candidate, "searches": [], "score": 0.0}
+        )
+        if part not in entry["searches"]:
+            entry["searches"].append(part)
+        entry["score"] = max(entry["score"], candidate.score)
+        for tool, contribution in candidate.contributions.items():
+            entry["candidate"].contributions.setdefault(tool, contribution)
+        snapshots[candidate.passage_id] = snapshot
+    return snapshots, [o.as_dict() for o in gathered.outcomes]
 
 
 def _widened(scope: AccessScope, passages: dict[int, _Found]) -> dict[int, _Found]:

@@ -14,6 +14,7 @@ from typing import Literal, NotRequired, TypedDict, get_args
 from answers.judge.lexical import PLAN_STOPWORDS, content_words
 from core.outcomes import OutcomeRecord, ToolOutcome
 from core.outcomes import OutcomeState as OutcomeState
+from outside.references import SnapshotReference
 
 # What is asked: how hard to look (quick … deep), an agent, or inspection output.
 Mode = Literal["ask", "quick", "pro", "deep", "agent", "plan", "debug", "raw"]
@@ -301,6 +302,9 @@ class QuoteCitation(TypedDict):
     locator: dict[str, object]
     availability: Literal["current", "superseded"]
     quote: str
+    # A quote from an outside channel's snapshot: the channel, the remote identity, when it
+    # was fetched and the stored bytes' SHA-256.
+    outside: NotRequired[SnapshotReference]
 
 
 class ValueCitation(TypedDict):
@@ -329,6 +333,10 @@ class RevisionSource(TypedDict):
     type: Literal["revision"]
     id: int
     document_id: int
+    # The revision is an outside snapshot's: which one, and the stored bytes' SHA-256 (the
+    # receipt's source references carry it).
+    snapshot_id: NotRequired[int]
+    snapshot_sha256: NotRequired[str]
 
 
 class SnapshotSource(TypedDict):

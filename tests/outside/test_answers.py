@@ -1,0 +1,214 @@
+"""Outside evidence in answers (issue 50): a channel's text is stored as the asker's snapshot
+and quoted from that stored text with both quote checks; the citation and the receipt's
+source say which snapshot; the recheck at sealing refuses a snapshot whose channel was
+disabled meanwhile; the asker reaches a channel only through a space that enables it."""
+
+import json
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from answers.models import CandidateFact
+from answers.pipeline.vocabulary import Plan
+from outside.models import Channel, ChannelKind, Snapshot
+from outside.services import channel_save, space_channel_disable, space_channel_enable
+from tests.answers.helpers import ask
+from tests.answers.providers import ScriptedProvider
+from tests.knowledge.helpers import kerned_pdf
+from tests.outside.helpers import SECRET, LocalServer
+
+pytestmark = pytest.mark.django_db
+
+QUESTION = "How long are invoices kept?"
+FETCH_ONLY = {"mode": "strict", "allowed_tools": ["fetch_url"], "required_tools": ["fetch_url"]}
+
+
+@pytest.fixture
+def server(settings):
+    settings.KOINON_OUTSIDE_ALLOWED_NETWORKS = ["127.0.0.1/32"]
+    with LocalServer(kerned_pdf(["A page."], gap=0)) as running:
+        yield running
+
+
+@pytest.fixture
+def root(db):
+    return get_user_model().objects.create_superuser(username="root", password="x-1", email="")
+
+
+@pytest.fixture
+def pages(root, server, space, owner) -> Channel:
+    channel = channel_save(
+        user=root,
+        channel=Channel(
+            name="Policy pages",
+            kind=ChannelKind.FETCH_URL,
+            options={"urls": [server.url("/page.html")]},
+            timeout_seconds=5,
+        ),
+    )
+    space_channel_enable(user=owner, space=space, channel=channel)
+    return channel
+
+
+def plan() -> Plan:
+    return Plan(standalone=QUESTION, searches=[QUESTION])
+
+
+def select_kept(candidates):
+    return {"facts": [{"fact_id": next(c.fact_id for c in candidates if "seven years" in c.text)}]}
+
+
+def outcome(body, tool):
+    return [(o["state"], o["code"]) for o in body["evidence"]["outcomes"] if o["tool"] == tool]
+
+
+def test_a_fetched_page_is_quoted_from_its_stored_snapshot(pages, member, server):
+    body = ask(
+        member,
+        QUESTION,
+        provider=ScriptedProvider([select_kept], plan=plan()),
+        evidence_policy=FETCH_ONLY,
+    )
+    assert body["evidence"]["answer_status"] == "evidence_backed", body["evidence"]
+    assert outcome(body, "fetch_url") == [("succeeded", "matched")]
+    [citation] = body["answer"]["citations"]
+    assert citation["quote"] == "Invoices are kept for seven years."
+    snapshot = Snapshot.objects.get(owner=member)
+    assert citation["document_id"] == snapshot.document_id
+    assert citation["revision_id"] == snapshot.revision_id
+    outside = citation["outside"]
+    assert outside["snapshot_id"] == snapshot.pk
+    assert outside["channel_kind"] == "fetch_url" and outside["channel"] == "Policy pages"
+    assert outside["url"] == server.url("/page.html")
+    assert outside["sha256"] == snapshot.sha256
+    assert outside["fetched_at"] == snapshot.fetched_at.isoformat()
+    assert "fetched from 127.0.0.1 on" in body["answer"]["text"]
+    [source] = body["evidence"]["sources"]
+    assert (source["snapshot_id"], source["snapshot_sha256"]) == (snapshot.pk, snapshot.sha256)
+
+
+def test_the_extractive_pipeline_answers_from_a_fetched_page(pages, member):
+    body = ask(member, QUESTION, evidence_policy={"allowed_tools": ["fetch_url"]})
+    assert body["evidence"]["answer_status"] == "evidence_backed", body["evidence"]
+    assert "seven years" in body["answer"]["citations"][0]["quote"]
+
+
+def test_a_channel_disabled_between_gathering_and_sealing_is_refused_at_the_seal(
+    pages, member, owner, space
+):
+    def disable(attempt: int) -> None:
+        space_channel_disable(user=owner, space=space, channel=pages)
+
+    body = ask(
+        member,
+        QUESTION,
+        provider=ScriptedProvider([select_kept], plan=plan(), on_select=disable),
+        evidence_policy=FETCH_ONLY,
+    )
+    assert body["evidence"]["answer_status"] == "abstained"
+    assert body["answer"]["citations"] == []
+    assert "seven years" not in json.dumps(body["answer"])
+    assert ("failed", "access_denied") in outcome(body, "recheck")
+
+
+def test_a_channel_deactivated_between_gathering_and_sealing_is_refused_too(pages, member, root):
+    def deactivate(attempt: int) -> None:
+        pages.active = False
+        channel_save(user=root, channel=pages)
+
+    body = ask(
+        member,
+        QUESTION,
+        provider=ScriptedProvider([select_kept], plan=plan(), on_select=deactivate),
+        evidence_policy=FETCH_ONLY,
+    )
+    assert body["evidence"]["answer_status"] == "abstained"
+
+
+def test_a_channel_no_space_of_the_asker_enables_is_not_configured(pages, outsider):
+    body = ask(
+        outsider,
+        QUESTION,
+        provider=ScriptedProvider([select_kept], plan=plan()),
+        evidence_policy=FETCH_ONLY,
+    )
+    assert outcome(body, "fetch_url") == [("failed", "not_configured")]
+    assert body["evidence"]["answer_status"] == "abstained"
+    assert not Snapshot.objects.exists()  # nothing was fetched for them
+
+
+@pytest.mark.parametrize(
+    ("path", "code", "retryable"),
+    [
+        ("/status/404", "provider_unavailable", False),
+        ("/status/401", "access_denied", False),
+        ("/status/403", "access_denied", False),
+        ("/status/500", "provider_unavailable", True),
+        ("/huge", "provider_unavailable", False),
+        ("/slow-headers", "timeout", True),
+    ],
+)
+def test_a_failing_page_is_the_channels_outcome_and_its_text_is_never_shown(
+    root, server, space, owner, member, path, code, retryable
+):
+    channel = channel_save(
+        user=root,
+        channel=Channel(
+            name="Broken",
+            kind=ChannelKind.FETCH_URL,
+            options={"urls": [server.url(path)]},
+            timeout_seconds=1,
+            max_bytes=64 * 1024,
+        ),
+    )
+    space_channel_enable(user=owner, space=space, channel=channel)
+    body = ask(
+        member,
+        QUESTION,
+        provider=ScriptedProvider([select_kept], plan=plan()),
+        evidence_policy=FETCH_ONLY,
+    )
+    [found] = [o for o in body["evidence"]["outcomes"] if o["tool"] == "fetch_url"]
+    assert (found["state"], found["code"], found["retryable"]) == ("failed", code, retryable)
+    assert body["evidence"]["answer_status"] == "abstained"
+    assert SECRET not in json.dumps(body)
+
+
+def test_a_page_at_a_refused_address_is_never_fetched(root, space, owner, member, settings):
+    settings.KOINON_OUTSIDE_ALLOWED_NETWORKS = []
+    channel = channel_save(
+        user=root,
+        channel=Channel(
+            name="Internal", kind=ChannelKind.FETCH_URL, options={"urls": ["http://10.0.0.7/"]}
+        ),
+    )
+    space_channel_enable(user=owner, space=space, channel=channel)
+    body = ask(
+        member,
+        QUESTION,
+        provider=ScriptedProvider([select_kept], plan=plan()),
+        evidence_policy=FETCH_ONLY,
+    )
+    assert outcome(body, "fetch_url") == [("failed", "access_denied")]
+
+
+def test_snapshots_of_one_asker_are_never_another_askers_evidence(pages, member, owner):
+    ask(
+        member,
+        QUESTION,
+        provider=ScriptedProvider([select_kept], plan=plan()),
+        evidence_policy=FETCH_ONLY,
+    )
+    theirs = ask(
+        owner,
+        QUESTION,
+        provider=ScriptedProvider([select_kept], plan=plan()),
+        evidence_policy=FETCH_ONLY,
+    )
+    own = set(Snapshot.objects.filter(owner=owner).values_list("document_id", flat=True))
+    found = {
+        fact.source["document_id"]
+        for fact in CandidateFact.objects.filter(run_id=theirs["run_id"], kind="quote")
+    }
+    assert found and found <= own
+    assert Snapshot.objects.filter(owner=member).count() == 1
