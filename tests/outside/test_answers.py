@@ -3,6 +3,7 @@ and quoted from that stored text with both quote checks; the citation and the re
 source say which snapshot; the recheck at sealing refuses a snapshot whose channel was
 disabled meanwhile; the asker reaches a channel only through a space that enables it."""
 
+import hashlib
 import json
 
 import pytest
@@ -15,6 +16,17 @@ from outside.services import channel_save, space_channel_disable, space_channel_
 from tests.answers.helpers import ask
 from tests.answers.providers import ScriptedProvider
 from tests.knowledge.helpers import kerned_pdf
+from tests.outside.client_servers import (
+    KEY,
+    FakeKoinon,
+    FakeSearxng,
+    FakeVectorStore,
+    Reply,
+    koinon_candidate,
+    searxng_result,
+    vector_store_item,
+)
+from tests.outside.client_servers import SECRET as CLIENT_SECRET
 from tests.outside.helpers import SECRET, LocalServer
 
 pytestmark = pytest.mark.django_db
@@ -212,3 +224,124 @@ def test_snapshots_of_one_asker_are_never_another_askers_evidence(pages, member,
     }
     assert found and found <= own
     assert Snapshot.objects.filter(owner=member).count() == 1
+
+
+# --- the other four channels, each through a server speaking its API on loopback ------------
+
+
+def enabled(root, owner, space, **fields) -> Channel:
+    channel = channel_save(user=root, channel=Channel(timeout_seconds=5, **fields), credential=KEY)
+    space_channel_enable(user=owner, space=space, channel=channel)
+    return channel
+
+
+def ask_with(member, tool):
+    return ask(
+        member,
+        QUESTION,
+        provider=ScriptedProvider([select_kept], plan=plan()),
+        evidence_policy={"mode": "strict", "allowed_tools": [tool], "required_tools": [tool]},
+    )
+
+
+def test_web_search_results_are_fetched_and_quoted_from_their_snapshots(
+    root, owner, space, member, server, serve
+):
+    page = server.url("/page.html")
+    searx = serve(FakeSearxng(results=[searxng_result(page, "Retention", "kept", 1)]))
+    enabled(root, owner, space, name="Search", kind=ChannelKind.WEB_SEARCH, endpoint=searx.url)
+    body = ask_with(member, "web_search")
+    assert body["evidence"]["answer_status"] == "evidence_backed", body["evidence"]
+    [citation] = body["answer"]["citations"]
+    assert citation["outside"]["url"] == page
+    assert citation["outside"]["channel_kind"] == "web_search"
+    # The search service's own snippet is never evidence: only the fetched page is.
+    assert Snapshot.objects.get(owner=member).url == page
+
+
+def test_a_retrieval_endpoints_chunks_become_snapshots_with_their_remote_identity(
+    root, owner, space, member, serve
+):
+    store = serve(
+        FakeVectorStore(
+            data=[
+                vector_store_item(
+                    "file-7", "retention.pdf", 0.9, "Invoices are kept for seven years."
+                )
+            ]
+        )
+    )
+    enabled(
+        root,
+        owner,
+        space,
+        name="Vectors",
+        kind=ChannelKind.RETRIEVAL_ENDPOINT,
+        endpoint=store.url + "/v1",
+        options={"store_id": "vs_abc123"},
+    )
+    body = ask_with(member, "retrieval_endpoint")
+    assert body["evidence"]["answer_status"] == "evidence_backed", body["evidence"]
+    outside = body["answer"]["citations"][0]["outside"]
+    assert outside["remote_document_id"] == "file-7"
+    assert outside["remote_text_sha256"]
+
+
+def test_a_peer_koinons_passages_keep_the_peers_ids_and_hash(root, owner, space, member, serve):
+    text = "Invoices are kept for seven years."
+    peer = serve(FakeKoinon(by_space={3: [koinon_candidate(41, 12, 13, text, 0.8)]}))
+    enabled(root, owner, space, name="Legal", kind=ChannelKind.FEDERATED_RAG, endpoint=peer.url)
+    body = ask_with(member, "federated_rag")
+    assert body["evidence"]["answer_status"] == "evidence_backed", body["evidence"]
+    outside = body["answer"]["citations"][0]["outside"]
+    assert (outside["remote_document_id"], outside["remote_revision_id"]) == ("12", "13")
+    assert outside["remote_passage_id"] == "41"
+    assert outside["remote_text_sha256"] == hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_a_peer_that_refuses_the_key_is_access_denied_and_abstains(
+    root, owner, space, member, serve
+):
+    peer = serve(FakeKoinon(by_space={3: []}))
+    channel = enabled(
+        root, owner, space, name="Legal", kind=ChannelKind.FEDERATED_RAG, endpoint=peer.url
+    )
+    channel_save(user=root, channel=channel, credential="a-key-the-peer-never-issued")
+    body = ask_with(member, "federated_rag")
+    assert outcome(body, "federated_rag") == [("failed", "access_denied")]
+    assert body["evidence"]["answer_status"] == "abstained"
+    assert CLIENT_SECRET not in json.dumps(body)
+
+
+@pytest.mark.parametrize("status", [404, 500])
+def test_an_outside_services_404_or_500_is_provider_unavailable(
+    root, owner, space, member, serve, status
+):
+    store = serve(FakeVectorStore(override=Reply.error(status)))
+    enabled(
+        root,
+        owner,
+        space,
+        name="Vectors",
+        kind=ChannelKind.RETRIEVAL_ENDPOINT,
+        endpoint=store.url + "/v1",
+        options={"store_id": "vs_abc123"},
+    )
+    body = ask_with(member, "retrieval_endpoint")
+    assert outcome(body, "retrieval_endpoint") == [("failed", "provider_unavailable")]
+    assert body["evidence"]["answer_status"] == "abstained"
+
+
+def test_an_empty_outside_search_is_no_relevant_hit(root, owner, space, member, serve):
+    store = serve(FakeVectorStore(data=[]))
+    enabled(
+        root,
+        owner,
+        space,
+        name="Vectors",
+        kind=ChannelKind.RETRIEVAL_ENDPOINT,
+        endpoint=store.url + "/v1",
+        options={"store_id": "vs_abc123"},
+    )
+    body = ask_with(member, "retrieval_endpoint")
+    assert outcome(body, "retrieval_endpoint") == [("succeeded", "no_relevant_hit")]
