@@ -2,6 +2,7 @@
 suites, and running such a suite as a child process against the suite's live server."""
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -14,6 +15,8 @@ from tests.knowledge.test_documents import wait_for_extraction
 
 TEXT = "The platform operations team owns service reviews."
 QUESTION = "Who owns service reviews?"
+# A README's runnable example: the fenced block right after a `<!-- quickstart: … -->` line.
+QUICKSTART = re.compile(r"^<!-- quickstart: [^\n]*-->\n```(\w+)\n(.*?)^```$", re.M | re.S)
 
 
 def toolchain(name: str, install: str) -> str:
@@ -47,3 +50,11 @@ def suite_run(command: list[str], *, cwd: Path, env: dict[str, str]) -> str:
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
     return output
+
+
+def readme_quickstart(readme: Path, language: str) -> str:
+    """The one quickstart block of `language` in a README: the tests run what the docs
+    show, so the docs cannot drift from a working program."""
+    blocks = [code for info, code in QUICKSTART.findall(readme.read_text()) if info == language]
+    assert len(blocks) == 1, f"{readme}: {len(blocks)} quickstart blocks of {language}"
+    return blocks[0]
