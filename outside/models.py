@@ -96,6 +96,15 @@ class Channel(models.Model):
         return bool(self.credential)
 
     def clean(self) -> None:
+        errors = {
+            **self._endpoint_errors(),
+            **self._options_errors(),
+            **self._bounds_errors(),
+        }
+        if errors:
+            raise ValidationError(errors)
+
+    def _endpoint_errors(self) -> dict[str, str]:
         errors: dict[str, str] = {}
         stdio = self.kind == ChannelKind.MCP_SEARCH and self.transport == McpTransport.STDIO
         if self.kind == ChannelKind.FETCH_URL:
@@ -108,33 +117,39 @@ class Channel(models.Model):
             errors["endpoint"] = "Give the service's http:// or https:// URL, without a password."
         if self.transport == McpTransport.STDIO and self.kind != ChannelKind.MCP_SEARCH:
             errors["transport"] = "Only an MCP server runs over standard input and output."
+        return errors
+
+    def _options_errors(self) -> dict[str, str]:
         if not isinstance(self.options, dict):
-            errors["options"] = "Options are a JSON object."
-        elif (
+            return {"options": "Options are a JSON object."}
+        if (
             self.kind == ChannelKind.RETRIEVAL_ENDPOINT
             and not str(self.options.get("store_id", "")).strip()
         ):
-            errors["options"] = 'A retrieval endpoint needs {"store_id": "…"}: the vector store.'
-        elif self.kind == ChannelKind.FETCH_URL:
+            return {"options": 'A retrieval endpoint needs {"store_id": "…"}: the vector store.'}
+        if self.kind == ChannelKind.FETCH_URL:
             urls = self.options.get("urls", [])
             if not (
                 isinstance(urls, list)
                 and len(urls) <= RESULTS_RANGE[1]
                 and all(isinstance(url, str) and _is_http_url(url) for url in urls)
             ):
-                errors["options"] = (
-                    f'Pages to fetch are {{"urls": ["https://…"]}}: at most {RESULTS_RANGE[1]} '
-                    "http:// or https:// URLs, without passwords."
-                )
-        for field, (low, high), value in (
-            ("timeout_seconds", TIMEOUT_RANGE, self.timeout_seconds),
-            ("max_results", RESULTS_RANGE, self.max_results),
-            ("max_bytes", BYTES_RANGE, self.max_bytes),
-        ):
-            if value is None or not low <= value <= high:
-                errors[field] = f"Between {low} and {high}."
-        if errors:
-            raise ValidationError(errors)
+                return {
+                    "options": f'Pages to fetch are {{"urls": ["https://…"]}}: at most '
+                    f"{RESULTS_RANGE[1]} http:// or https:// URLs, without passwords."
+                }
+        return {}
+
+    def _bounds_errors(self) -> dict[str, str]:
+        return {
+            field: f"Between {low} and {high}."
+            for field, (low, high), value in (
+                ("timeout_seconds", TIMEOUT_RANGE, self.timeout_seconds),
+                ("max_results", RESULTS_RANGE, self.max_results),
+                ("max_bytes", BYTES_RANGE, self.max_bytes),
+            )
+            if value is None or not low <= value <= high
+        }
 
 
 class SpaceChannel(models.Model):

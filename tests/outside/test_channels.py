@@ -94,6 +94,23 @@ def test_saving_without_a_credential_keeps_it_and_an_empty_one_removes_it(root):
         ({"max_bytes": 10}, "max_bytes"),
         ({"max_bytes": 10**10}, "max_bytes"),
         ({"name": ""}, "name"),
+        (
+            {"kind": ChannelKind.FETCH_URL, "endpoint": "", "options": {"urls": "http://a/"}},
+            "options",
+        ),
+        (
+            {"kind": ChannelKind.FETCH_URL, "endpoint": "", "options": {"urls": ["file:///x"]}},
+            "options",
+        ),
+        ({"kind": ChannelKind.FETCH_URL, "endpoint": "", "options": {"urls": [7]}}, "options"),
+        (
+            {
+                "kind": ChannelKind.FETCH_URL,
+                "endpoint": "",
+                "options": {"urls": ["http://a/"] * 51},
+            },
+            "options",
+        ),
     ],
 )
 def test_a_bad_configuration_is_refused_naming_its_field_and_nothing_is_stored(root, fields, field):
