@@ -5,13 +5,16 @@ disabled meanwhile; the asker reaches a channel only through a space that enable
 
 import hashlib
 import json
+import shlex
+import sys
+from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
 
 from answers.models import CandidateFact
 from answers.pipeline.vocabulary import Plan
-from outside.models import Channel, ChannelKind, Snapshot
+from outside.models import Channel, ChannelKind, McpTransport, Snapshot
 from outside.services import channel_save, space_channel_disable, space_channel_enable
 from tests.answers.helpers import ask
 from tests.answers.providers import ScriptedProvider
@@ -345,3 +348,24 @@ def test_an_empty_outside_search_is_no_relevant_hit(root, owner, space, member, 
     )
     body = ask_with(member, "retrieval_endpoint")
     assert outcome(body, "retrieval_endpoint") == [("succeeded", "no_relevant_hit")]
+
+
+def test_an_mcp_servers_search_results_are_quoted_from_their_snapshots(root, owner, space, member):
+    script = Path(__file__).with_name("mcp_fixture_server.py")
+    channel = channel_save(
+        user=root,
+        channel=Channel(
+            name="Wiki",
+            kind=ChannelKind.MCP_SEARCH,
+            transport=McpTransport.STDIO,
+            endpoint=f"{shlex.quote(sys.executable)} {shlex.quote(str(script))}",
+            timeout_seconds=30,
+        ),
+    )
+    space_channel_enable(user=owner, space=space, channel=channel)
+    body = ask_with(member, "mcp_search")
+    assert body["evidence"]["answer_status"] == "evidence_backed", body["evidence"]
+    outside = body["answer"]["citations"][0]["outside"]
+    assert (outside["channel_kind"], outside["channel"]) == ("mcp_search", "Wiki")
+    # Both passages the tool returned were stored, each a snapshot of its own.
+    assert Snapshot.objects.filter(owner=member, channel=channel).count() == 2
