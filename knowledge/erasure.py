@@ -55,12 +55,7 @@ def revision_erase(
     document_change_check(
         user=user, space=document.space, private=document.is_private, document=document
     )
-    try:
-        reason = text_field_parse(reason, field="reason", limit=ERASE_REASON_MAX, required=True)
-    except UnprocessableError as error:  # no text, a number, a NUL: it cannot be undone
-        raise UnprocessableError(
-            "Say why the text is erased.", code="invalid", fields=error.fields
-        ) from None
+    reason = erase_reason_parse(reason)
     if revision.document_id != document.pk:
         raise UnprocessableError(
             "That revision is not one of this document's.",
@@ -85,6 +80,17 @@ def revision_erase(
             erasure_id = cursor.fetchone()[0]
         transaction.on_commit(lambda: _erase_outside(stored_file, runs, strings))
     return Erasure.objects.select_related("revision", "erased_by").get(pk=erasure_id)
+
+
+def erase_reason_parse(reason: object) -> str:
+    """The erasure log's reason as stored; UnprocessableError for none, a number or a NUL
+    (asked before the library's confirmation page too, so that it never confirms a refusal)."""
+    try:
+        return text_field_parse(reason, field="reason", limit=ERASE_REASON_MAX, required=True)
+    except UnprocessableError as error:  # it cannot be undone: a reason is required
+        raise UnprocessableError(
+            "Say why the text is erased.", code="invalid", fields=error.fields
+        ) from None
 
 
 def erased_strings(*, revision: DocumentRevision) -> list[str]:
