@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from answers.boundary import sealed_answer_read, sealed_answers_read
+from answers.boundary import NOTICE_ISSUES, sealed_answer_read, sealed_answers_read
 from answers.judge.model import JudgeUnavailable
 from answers.models import AnswerRun
 from answers.pipeline import texts
@@ -134,6 +134,9 @@ class AnswerView:
     failed_tools: list[str] = field(default_factory=list)
     indexing: bool = False  # semantic search was still waiting for vectors
     released: bool = False
+    # Which fixed notice stands in for the sealed answer (a kind of NOTICE_ISSUES: a source
+    # withdrawn or erased since, or not accessible), so the badge names it; "" for none.
+    notice: str = ""
     searched_as: str = ""  # the question as searched, when rewritten from the conversation
     total: int = 1  # the run's generations: "Answer 2 of 2" once there was a regenerate
     # The support judge's threshold that applied to this answer (`answer_threshold`), said
@@ -172,6 +175,13 @@ def answer_threshold(body: dict) -> float | None:
         return None
 
 
+def _notice_of(body: dict) -> str:
+    if body.get("release") is not None:
+        return ""
+    issues = (body.get("quality") or {}).get("issues") or []
+    return next((kind for kind, issue in NOTICE_ISSUES.items() if issue in issues), "")
+
+
 def answer_view(
     *,
     user: User,
@@ -206,6 +216,7 @@ def answer_view(
         outcomes=evidence.get("outcomes", []),
         released=body.get("release") is not None,
         searched_as=((body.get("release") or {}).get("searched") or {}).get("searched_as") or "",
+        notice=_notice_of(body),
     )
     citations = answer.get("citations", [])
     if not citations:

@@ -10,6 +10,7 @@ import pytest
 from django.test import Client
 
 from answers.models import AnswerRun
+from knowledge.erasure import revision_erase
 from knowledge.lifecycle import document_withdraw
 from knowledge.services import space_member_remove
 from tests.answers.helpers import ask, ingest
@@ -88,6 +89,24 @@ def test_whoever_may_not_read_it_gets_the_same_404_as_a_made_up_id(
 def test_a_withdrawn_source_is_not_opened(answered, owner, member):
     document_withdraw(user=owner, document=answered["document"], reason="outdated")
     assert browser(member).get(answered["url"]).status_code == 404
+
+
+def test_an_answer_whose_source_was_withdrawn_says_so_not_no_answer_found(answered, owner, member):
+    conversation = f"/c/{answered['run'].conversation_id}/"
+    document_withdraw(user=owner, document=answered["document"], reason="outdated")
+    page = browser(member).get(conversation).content.decode()
+    assert 'data-notice="source_withdrawn"' in page and "Source withdrawn" in page
+    assert "No answer found" not in page
+    fragment = browser(member).get(f"/runs/{answered['run'].pk}/answer/").content.decode()
+    assert "Source withdrawn" in fragment and "No answer found" not in fragment
+
+
+def test_an_answer_whose_source_was_erased_says_so(answered, owner, member):
+    revision = answered["document"].revisions.get()
+    revision_erase(user=owner, document=answered["document"], revision=revision, reason="leak")
+    page = browser(member).get(f"/c/{answered['run'].conversation_id}/").content.decode()
+    assert 'data-notice="source_erased"' in page and "Source erased" in page
+    assert "No answer found" not in page
 
 
 def shared_with(run: AnswerRun, owner_user, username: str) -> None:
