@@ -55,7 +55,9 @@ TOOL_LABELS = {
     "recheck": gettext_lazy("Checking your access again"),
 }
 STEP_LABELS = {
-    "model": gettext_lazy("Waiting for the model"),
+    "model": gettext_lazy("Waiting for the model"),  # only a provider with a model
+    "plan": gettext_lazy("Planning the searches"),
+    "select": gettext_lazy("Choosing the quotes"),
     "verify": gettext_lazy("Checking quotes against the source"),
     "judge": gettext_lazy("Judging whether the quotes answer"),
 }
@@ -97,7 +99,9 @@ def activity_row(name: str, data: dict) -> dict:
 def runs_activity(runs: list[AnswerRun]) -> dict[tuple[object, int], list[dict]]:
     """(run id, generation) → its activity read back from the stored stream events, for
     every run at once (one query). The events carry no answer content: tool, state, code,
-    count, and the steps the run went through."""
+    count, and the steps the run went through, each named once: a step entered again (the
+    model planning and then selecting, a second selection attempt) moves to where it was
+    last entered, as the live list does."""
     activity: dict[tuple[object, int], list[dict]] = {}
     events = StreamEvent.objects.filter(run__in=runs, event__in=("tool", "step")).order_by(
         "run_id", "generation", "sequence"
@@ -105,7 +109,11 @@ def runs_activity(runs: list[AnswerRun]) -> dict[tuple[object, int], list[dict]]
     for run_id, generation, name, data in events.values_list(
         "run_id", "generation", "event", "data"
     ):
-        activity.setdefault((run_id, generation), []).append(activity_row(name, data))
+        rows = activity.setdefault((run_id, generation), [])
+        row = activity_row(name, data)
+        if row["kind"] == "step":
+            rows[:] = [r for r in rows if not (r["kind"] == "step" and r["key"] == row["key"])]
+        rows.append(row)
     return activity
 
 

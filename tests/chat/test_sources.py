@@ -101,6 +101,13 @@ def test_an_answer_whose_source_was_withdrawn_says_so_not_no_answer_found(answer
     assert "Source withdrawn" in fragment and "No answer found" not in fragment
 
 
+def test_a_model_planning_then_selecting_is_one_activity_row(answered, member):
+    page = browser(member).get(f"/c/{answered['run'].conversation_id}/").content.decode()
+    log = page.split("data-activity-log", 1)[1].split("</details>", 1)[0]
+    assert log.count('data-step="model"') == 1  # the provider here stands in for a model
+    assert log.index('data-step="model"') > log.index("data-tool=")  # where last entered
+
+
 def test_an_answer_whose_source_was_erased_says_so(answered, owner, member):
     revision = answered["document"].revisions.get()
     revision_erase(user=owner, document=answered["document"], revision=revision, reason="leak")
