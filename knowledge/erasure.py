@@ -22,6 +22,7 @@ from typing import overload
 from django.conf import settings
 from django.core.files.storage import default_storage
 from django.db import connection, transaction
+from django.utils.translation import gettext as _
 
 from core.errors import ConflictError, UnprocessableError, writing
 from core.inputs import text_field_parse
@@ -62,7 +63,10 @@ def revision_erase(
             code="invalid",
             fields={"revision": "Not a revision of this document."},
         )
-    action = f"the erasure of revision {revision.number} of “{document.title}”"
+    action = _("the erasure of revision %(number)s of “%(title)s”") % {
+        "number": revision.number,
+        "title": document.title,
+    }
     with writing(action), transaction.atomic():
         locked = Document.objects.select_for_update().get(pk=document.pk)
         if Erasure.objects.filter(revision=revision).exists():
