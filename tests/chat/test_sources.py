@@ -116,6 +116,28 @@ def test_an_answer_whose_source_was_erased_says_so(answered, owner, member):
     assert "No answer found" not in page
 
 
+def test_a_context_cut_inside_a_long_paragraph_starts_and_ends_on_whole_words():
+    from chat.sources import CONTEXT_CHARS, _paragraphs_back, _paragraphs_forward
+
+    words = " ".join(f"word{n:04d}" for n in range(2000))  # no paragraph break to stop at
+    quote = "The platform operations team owns service reviews."
+    text = f"{words} {quote} {words}"
+    start = text.index(quote)
+    end = start + len(quote)
+    for shift in range(9):  # wherever the limit falls, in a word or on a space
+        cut = text[shift:]
+        at, was_cut = _paragraphs_back(cut, start - shift)
+        assert was_cut and cut[at - 1] == " " and cut[at : at + 4] == "word", shift
+        assert start - shift - at <= CONTEXT_CHARS
+        until, was_cut = _paragraphs_forward(cut, end - shift)
+        assert was_cut and cut[until] == " " and cut[until - 8 : until - 4] == "word", shift
+        assert until - (end - shift) <= CONTEXT_CHARS
+    # A paragraph break within reach is where the context stops, without an ellipsis.
+    short = f"First paragraph.\n\n{quote}\n\nLast paragraph."
+    assert _paragraphs_back(short, short.index(quote)) == (0, False)
+    assert _paragraphs_forward(short, short.index(quote) + len(quote)) == (len(short), False)
+
+
 def shared_with(run: AnswerRun, owner_user, username: str) -> None:
     from conversations.services import share_create
 
