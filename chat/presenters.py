@@ -4,6 +4,7 @@ Nothing here reads a draft: answers come from `sealed_answer_read`, receipts fro
 release row and the audit written in the same publication transaction. Document text
 stays plain data; the templates auto-escape every value."""
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from django.utils.translation import gettext as _
@@ -14,7 +15,13 @@ from answers.judge.model import JudgeUnavailable
 from answers.models import AnswerRun
 from answers.pipeline import texts
 from answers.pipeline.judgement import policy_floor
-from answers.selectors import audited_generations, judge_scores, run_audit, run_release
+from answers.selectors import (
+    audited_generations,
+    citation_lines,
+    judge_scores,
+    run_audit,
+    run_release,
+)
 from audit.log import log_positions, log_verifier_key
 from audit.models import StreamEvent
 from audit.receipts import body_hashes
@@ -127,6 +134,35 @@ def locator_text(locator: dict) -> str:
     return ""
 
 
+def lines_text(lines: tuple[int, int]) -> str:
+    first, last = lines
+    if first == last:
+        return _("line %(line)s") % {"line": first}
+    return _("lines %(first)s–%(last)s") % {"first": first, "last": last}
+
+
+def citation_where(citation: dict, lines: tuple[int, int] | None) -> str:
+    """Where a quote stands: its locator (page, cue times, headings) and, for plain text
+    and Markdown, its line range (`citation_lines`)."""
+    parts = (locator_text(citation.get("locator") or {}), lines_text(lines) if lines else "")
+    return ", ".join(part for part in parts if part)
+
+
+Lines = dict[tuple[str, str, str], tuple[int, int]]  # (run id, fact id, quote) → range
+
+
+def bodies_lines(bodies: Iterable[dict]) -> Lines:
+    """The line range of every plain-text or Markdown quote of these sealed bodies, read at
+    once."""
+    cited = [
+        (str(body["run_id"]), c["fact_id"], c["quote"])
+        for body in bodies
+        for c in body["answer"].get("citations", [])
+        if c["kind"] == "quote"
+    ]
+    return citation_lines(cited=cited)
+
+
 @dataclass
 class AnswerView:
     run_id: str
@@ -198,12 +234,13 @@ def answer_view(
     body: dict | object | None = None,
     current: dict[int, int] | None = None,
     audited: list[dict] | None = None,
+    lines: Lines | None = None,
 ) -> AnswerView:
     """One generation of the run as the user may read it now; never an unsealed draft.
 
-    `body` (from `sealed_answers_read`), `current` (document id → current revision) and
-    `audited` (the run's audited generations, for the judge's scores) may be given by a
-    caller that read them for many runs at once.
+    `body` (from `sealed_answers_read`), `current` (document id → current revision),
+    `audited` (the run's audited generations, for the judge's scores) and `lines` (from
+    `bodies_lines`) may be given by a caller that read them for many runs at once.
     """
     if body is None:
         body = sealed_answer_read(user=user, run=run, generation=generation)
@@ -239,6 +276,8 @@ def answer_view(
     if audited is None:
         audited = audited_generations([run]).get(run.pk, [])
     scores = judge_scores(audited, generation, citations)
+    if lines is None:
+        lines = bodies_lines([body])
     for citation in citations:
         if citation["kind"] == "quote":
             superseded = citation.get("availability") == "superseded" or (
@@ -252,7 +291,9 @@ def answer_view(
                     "superseded": superseded,
                     "quote": single_line(citation["quote"]),
                     "title": single_line(citation.get("title", "")),
-                    "where": locator_text(citation.get("locator") or {}),
+                    "where": citation_where(
+                        citation, lines.get((str(run.pk), citation["fact_id"], citation["quote"]))
+                    ),
                     "score": scores.get(citation["number"]),
                 }
             )
@@ -313,6 +354,7 @@ def run_views(*, user: User, runs: list[AnswerRun]) -> list[RunView]:
     current = current_revisions(user=user, bodies=list(bodies.values()))
     activity = runs_activity(runs)
     audited = audited_generations(runs)
+    lines = bodies_lines(bodies.values())
     views = []
     for run in runs:
         numbers = sorted((g.number, g.status) for g in run.generations.all())
@@ -328,6 +370,7 @@ def run_views(*, user: User, runs: list[AnswerRun]) -> list[RunView]:
                 body=body,
                 current=current,
                 audited=audited.get(run.pk, []),
+                lines=lines,
             )
             shown.total = total
             return shown
@@ -398,11 +441,12 @@ def receipt_view(*, user: User, run: AnswerRun, generation: int) -> dict | None:
         ]
     citations = body["answer"].get("citations", [])
     scores = judge_scores(audit["generations"], generation, citations)
+    lines = bodies_lines([body])
     quotes = [
         {
             **c,
             "title": single_line(c.get("title", "")),
-            "where": locator_text(c.get("locator") or {}),
+            "where": citation_where(c, lines.get((str(run.pk), c["fact_id"], c["quote"]))),
             "score": scores.get(c["number"]),
         }
         for c in citations

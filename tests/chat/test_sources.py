@@ -66,6 +66,39 @@ def test_a_citation_opens_its_quote_marked_inside_the_text(answered, member):
     assert "handbook" in content and "current" in content
 
 
+def lines_of(text: str, quote: str) -> str:
+    start = text.index(quote)
+    first = text.count("\n", 0, start) + 1
+    last = text.count("\n", 0, start + len(quote) - 1) + 1
+    return f"line {first}" if first == last else f"lines {first}–{last}"
+
+
+def caption(page: str) -> str:
+    return re.sub(r"\s+", " ", page.split("<figcaption>", 1)[1].split("</figcaption>", 1)[0])
+
+
+def test_a_plain_text_citation_shows_its_line_range_in_the_chat_and_the_receipt(answered, member):
+    expected = lines_of(TEXT, answered["citation"]["quote"])
+    run = answered["run"]
+    conversation = browser(member).get(f"/c/{run.conversation_id}/").content.decode()
+    assert f", {expected}" in caption(conversation)
+    receipt = browser(member).get(f"/runs/{run.pk}/receipt/1/").content.decode()
+    assert expected in receipt
+
+
+def test_a_markdown_citation_shows_its_headings_and_line_range(space, owner, member):
+    text = "# Handbook\n\nRead it once a year.\n\n## Reviews\n\n" + TEXT.split("\n\n")[2]
+    ingest(owner, space, "handbook.md", text)
+    body = ask(
+        member, "Who owns service reviews?", provider=ScriptedProvider([select_first], plan=plan())
+    )
+    citation = body["answer"]["citations"][0]
+    run = AnswerRun.objects.get(pk=body["run_id"])
+    page = browser(member).get(f"/c/{run.conversation_id}/").content.decode()
+    shown = html.unescape(caption(page))
+    assert f"Handbook › Reviews, {lines_of(text, citation['quote'])}" in shown
+
+
 def test_whoever_may_not_read_it_gets_the_same_404_as_a_made_up_id(
     answered, space, owner, member, outsider
 ):
