@@ -18,7 +18,7 @@ from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
-from chat.presenters import file_state
+from chat.presenters import file_state, text_damage_warning
 from chat.views import _not_found_is_404, _page
 from core.errors import ApiError, ForbiddenError, NotFoundError, WriteNotSaved
 from core.types import request_user
@@ -44,7 +44,7 @@ def _wants_json(request: HttpRequest) -> bool:
 
 def _space_page(request: HttpRequest, space: Space, status: int = 200) -> HttpResponse:
     documents = [
-        {"document": document, **file_state(document)}
+        {"document": document, "warning": text_damage_warning(document), **file_state(document)}
         for document in documents_of_space(user=request.user, space=space)
     ]
     context = {

@@ -413,6 +413,29 @@ def file_state(document: Document) -> dict:
     return {"state": "failed", "message": str(message), "progress": 100}
 
 
+def text_damage_warning(document: Document) -> str:
+    """What the library says of the current revision's text when it is damaged, in the
+    reader's language ("" when there is nothing to say; DocumentRevision.text_damage).
+    Reads the prefetched `revisions__extractions`."""
+    revision = next(
+        (r for r in document.revisions.all() if r.pk == document.current_revision_id), None
+    )
+    damage = revision.text_damage if revision is not None else None
+    if revision is None or damage is None:
+        return ""
+    share = f"{damage.share:.0%}"
+    if damage.serving_damaged:
+        return _(
+            "The text of revision %(number)s looks damaged (%(share)s of its words glued) "
+            "and no clean reading of the file serves instead: passages and quotes may show "
+            "words run together."
+        ) % {"number": revision.number, "share": share}
+    return _(
+        "The first reading of revision %(number)s looks damaged (%(share)s of its words "
+        "glued): passages and quotes come from a second, clean reading (%(extractor)s)."
+    ) % {"number": revision.number, "share": share, "extractor": damage.extractor}
+
+
 def receipt_view(*, user: User, run: AnswerRun, generation: int) -> dict | None:
     """The receipt of one sealed generation, or None when the user may read none."""
     body = sealed_answer_read(user=user, run=run, generation=generation)
