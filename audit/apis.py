@@ -45,15 +45,16 @@ class LogKeyOutput(serializers.Serializer[dict[str, str]]):
 
 class LogKeyApi(APIView):
     """`GET /v1/log/key`: the public key that verifies the answer log's checkpoints, also
-    before the first one is signed. Keep it where the server cannot change it: a client
-    verifies with the key it kept, never with one a response brings along."""
+    before the first one is signed; 404 `no_log_key` where none is configured (releases are
+    then logged, and no checkpoint is signed). Keep it where the server cannot change it: a
+    client verifies with the key it kept, never with one a response brings along."""
 
     @extend_schema(summary="The answer log's public key", responses=LogKeyOutput)
     def get(self, request: Request) -> Response:
         key = log_verifier_key()
         if key is None:
-            raise ServiceUnavailableError(
-                "The answer log's key is not configured.", code="log_key_unavailable"
+            raise NotFoundError(
+                "The answer log has no key: no checkpoint is signed.", code="no_log_key"
             )
         return Response({"verifier_key": key})
 

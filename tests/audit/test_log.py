@@ -666,5 +666,5 @@ def test_the_log_key_is_served_before_any_checkpoint_and_only_the_public_half(
     assert APIClient().get("/v1/log/key").status_code in {401, 403}
     settings.KOINON_LOG_KEY_FILE = ""
     unavailable = client_for(member).get("/v1/log/key")
-    assert unavailable.status_code == 503
-    assert unavailable.json()["error"]["code"] == "log_key_unavailable"
+    assert unavailable.status_code == 404
+    assert unavailable.json()["error"]["code"] == "no_log_key"
