@@ -244,11 +244,22 @@ def receipt_with_log(body: Mapping[str, Any]) -> dict[str, Any]:
     it (null until one is signed). Absent before integration, so a body read then is the
     response and the replayed `completed` payload exactly. Added on reading, never stored:
     the sealed body, and every hash of the receipt, stay as sealed."""
-    release: dict[str, Any] = body.get("release") or {}
-    position = log_positions([release["id"]]).get(str(release["id"])) if release else None
-    if position is None:
-        return dict(body)
-    return {**body, "release": {**release, "log": position}}
+    return bodies_with_log({0: body})[0]
+
+
+def bodies_with_log[K](bodies: Mapping[K, Mapping[str, Any]]) -> dict[K, dict[str, Any]]:
+    """`receipt_with_log` for many bodies (a conversation's, an export's) in one read of
+    the log: wherever a release is returned, its place in the log is returned with it."""
+    ids = [str(body["release"]["id"]) for body in bodies.values() if body.get("release")]
+    positions = log_positions(ids) if ids else {}
+    read: dict[K, dict[str, Any]] = {}
+    for key, body in bodies.items():
+        release: dict[str, Any] = body.get("release") or {}
+        position = positions.get(str(release["id"])) if release else None
+        read[key] = (
+            dict(body) if position is None else {**body, "release": {**release, "log": position}}
+        )
+    return read
 
 
 def capture_sources_fit(*, user: User, capture: dict, space_id: int) -> str | None:

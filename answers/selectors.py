@@ -2,6 +2,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from django.db import connection
 from django.db.models import Max, Q, QuerySet
 
 from answers.boundary import notice_of, sealed_answer_read
@@ -147,6 +148,58 @@ def judge_scores(
         if len(found) == 1:
             scores[citation["number"]] = next(iter(found.values()))
     return scores
+
+
+# Documents whose extracted text keeps the file's lines, so a line range locates a quote.
+LINED_KINDS = ("text", "markdown")
+
+# Where each quote stands in the admitted text it was checked against (exactly inside its
+# passage when there, else the passage itself, as chat.sources finds it), and the first and
+# last line that span covers, counted from the newlines before it; only line numbers leave
+# the database, never the text.
+_CITATION_LINES = """
+SELECT cited.run_id::text, cited.fact_id, cited.quote,
+       1 + length(left(e.text, span.s)) - length(replace(left(e.text, span.s), E'\\n', '')),
+       1 + length(left(e.text, greatest(span.s, span.t - 1)))
+         - length(replace(left(e.text, greatest(span.s, span.t - 1)), E'\\n', ''))
+FROM unnest(%s::uuid[], %s::text[], %s::text[]) AS cited(run_id, fact_id, quote)
+JOIN answers_candidatefact f ON f.run_id = cited.run_id AND f.fact_id = cited.fact_id
+JOIN knowledge_extraction e
+  ON e.id = (f.source->>'extraction_id')::bigint AND e.status = 'admitted'
+JOIN knowledge_documentrevision r ON r.id = e.revision_id
+JOIN knowledge_document d ON d.id = r.document_id AND d.kind = ANY(%s::text[])
+CROSS JOIN LATERAL (
+  SELECT (f.source->>'char_start')::int AS lo, (f.source->>'char_end')::int AS hi
+) AS passage
+CROSS JOIN LATERAL (
+  SELECT strpos(
+    substr(e.text, passage.lo + 1, passage.hi - passage.lo + length(cited.quote)), cited.quote
+  ) AS at
+) AS found
+CROSS JOIN LATERAL (
+  SELECT CASE WHEN found.at > 0 THEN passage.lo + found.at - 1 ELSE passage.lo END AS s,
+         CASE WHEN found.at > 0 THEN passage.lo + found.at - 1 + length(cited.quote)
+              ELSE passage.hi END AS t
+) AS span
+"""
+
+
+def citation_lines(
+    *, cited: Sequence[tuple[object, str, str]]
+) -> dict[tuple[str, str, str], tuple[int, int]]:
+    """(run id, fact id, quote) → the first and last line of the quote, for each cited (run id,
+    fact id, quote) of a plain-text or Markdown document: the lines of the admitted text the
+    quote was verified against, as the source view counts them. One query for all.
+
+    Precondition: the citations come from sealed bodies the caller may read now (through
+    `sealed_answer_read`); nothing but line numbers is returned."""
+    if not cited:
+        return {}
+    runs, facts, quotes = ([str(c[0]) for c in cited], [c[1] for c in cited], [c[2] for c in cited])
+    with connection.cursor() as cursor:
+        cursor.execute(_CITATION_LINES, [runs, facts, quotes, list(LINED_KINDS)])
+        rows = cursor.fetchall()
+    return {(run, fact, quote): (first, last) for run, fact, quote, first, last in rows}
 
 
 def run_audit(*, run: AnswerRun) -> dict:

@@ -159,7 +159,8 @@ class ReleaseOutput(serializers.Serializer):
     searched = ReleaseSearchedOutput()
     log = ReleaseLogOutput(
         required=False,
-        help_text="GET /v1/runs/<id> only, once integrated into the answer log; never sealed.",
+        help_text="Once integrated into the answer log, wherever the release is returned "
+        "(runs, conversations, exports, the MCP answer tool); never sealed.",
     )
 
 

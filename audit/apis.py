@@ -10,6 +10,7 @@ from audit.log import (
     log_checkpoint_latest,
     log_checkpoint_summary,
     log_consistency_proof,
+    log_verifier_key,
 )
 from core.errors import NotFoundError, ServiceUnavailableError
 
@@ -36,6 +37,26 @@ class LogCheckpointApi(APIView):
             raise ServiceUnavailableError(
                 "The answer log's key is not configured.", code="log_key_unavailable"
             ) from None
+
+
+class LogKeyOutput(serializers.Serializer[dict[str, str]]):
+    verifier_key = serializers.CharField(help_text="<origin>+<hex key id>+<base64 key>")
+
+
+class LogKeyApi(APIView):
+    """`GET /v1/log/key`: the public key that verifies the answer log's checkpoints, also
+    before the first one is signed; 404 `no_log_key` where none is configured (releases are
+    then logged, and no checkpoint is signed). Keep it where the server cannot change it: a
+    client verifies with the key it kept, never with one a response brings along."""
+
+    @extend_schema(summary="The answer log's public key", responses=LogKeyOutput)
+    def get(self, request: Request) -> Response:
+        key = log_verifier_key()
+        if key is None:
+            raise NotFoundError(
+                "The answer log has no key: no checkpoint is signed.", code="no_log_key"
+            )
+        return Response({"verifier_key": key})
 
 
 SIZE = {"type": "integer", "minimum": 1}  # a size of the answer log

@@ -18,12 +18,12 @@ from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
-from chat.presenters import file_state
+from chat.presenters import file_state, text_damage_warning
 from chat.views import _not_found_is_404, _page
 from core.errors import ApiError, ForbiddenError, NotFoundError, WriteNotSaved
 from core.types import request_user
 from knowledge.documents.upload import document_change_check, document_upload
-from knowledge.erasure import ERASE_REASON_MAX, revision_erase
+from knowledge.erasure import ERASE_REASON_MAX, erase_reason_parse, revision_erase
 from knowledge.extraction import SUPPORTED_TYPES, UPLOAD_ACCEPT
 from knowledge.lifecycle import WITHDRAW_REASON_MAX, document_restore, document_withdraw
 from knowledge.models import Document, Space
@@ -45,7 +45,7 @@ def _wants_json(request: HttpRequest) -> bool:
 
 def _space_page(request: HttpRequest, space: Space, status: int = 200) -> HttpResponse:
     documents = [
-        {"document": document, **file_state(document)}
+        {"document": document, "warning": text_damage_warning(document), **file_state(document)}
         for document in documents_of_space(user=request.user, space=space)
     ]
     context = {
@@ -169,14 +169,17 @@ def document_status(request: HttpRequest, document_id: int) -> JsonResponse:
 
 
 def _lifecycle(
-    request: HttpRequest, space_id: int, document_id: int, change: Callable[[Document], None]
+    request: HttpRequest,
+    space_id: int,
+    document_id: int,
+    change: Callable[[Document], HttpResponse | None],
 ) -> HttpResponse:
     space = space_get_for_user(user=request.user, space_id=space_id)
     document = document_get_for_user(user=request.user, document_id=document_id)
     if document.space_id != space.pk:
         raise NotFoundError("Document not found.")
     try:
-        change(document)
+        shown = change(document)
     except ForbiddenError as error:
         return _refused(request, space, error)
     except WriteNotSaved:
@@ -186,6 +189,8 @@ def _lifecycle(
             raise
         messages.error(request, str(error.detail))
         return _space_page(request, space, status=error.status_code)
+    if shown is not None:
+        return shown
     return redirect(reverse("chat:space", args=[space.pk]) + f"#document-{document.pk}")
 
 
@@ -195,13 +200,14 @@ def _lifecycle(
 def document_withdraw_view(request: HttpRequest, space_id: int, document_id: int) -> HttpResponse:
     reason = (request.POST.get("reason") or "")[:WITHDRAW_REASON_MAX]
 
-    def withdraw(document: Document) -> None:
+    def withdraw(document: Document) -> HttpResponse | None:
         document_withdraw(user=request_user(request), document=document, reason=reason)
         messages.info(
             request,
             _("“%(title)s” is withdrawn: it is no longer searched or quoted.")
             % {"title": document.title},
         )
+        return None
 
     return _lifecycle(request, space_id, document_id, withdraw)
 
@@ -210,13 +216,14 @@ def document_withdraw_view(request: HttpRequest, space_id: int, document_id: int
 @require_POST
 @_not_found_is_404
 def document_restore_view(request: HttpRequest, space_id: int, document_id: int) -> HttpResponse:
-    def restore(document: Document) -> None:
+    def restore(document: Document) -> HttpResponse | None:
         document_restore(user=request_user(request), document=document)
         messages.info(
             request,
             _("“%(title)s” is restored: it is searched and quoted again.")
             % {"title": document.title},
         )
+        return None
 
     return _lifecycle(request, space_id, document_id, restore)
 
@@ -225,20 +232,34 @@ def document_restore_view(request: HttpRequest, space_id: int, document_id: int)
 @require_POST
 @_not_found_is_404
 def document_erase_view(request: HttpRequest, space_id: int, document_id: int) -> HttpResponse:
-    """Erase one revision's text for good (knowledge.erasure checks the role)."""
+    """Erase one revision's text for good (knowledge.erasure checks the role).
 
-    def erase(document: Document) -> None:
+    It cannot be undone, so the library's form only asks: a POST without `confirm` changes
+    nothing and answers a page saying what erasing removes and what it cannot reach, whose
+    button sends the same revision and reason again with `confirm`."""
+    confirmed = request.POST.get("confirm") == "yes"
+    reason = request.POST.get("reason") or ""
+
+    def erase(document: Document) -> HttpResponse | None:
         revision = revision_of_document(document=document, revision_id=request.POST.get("revision"))
+        if not confirmed:
+            document_change_check(
+                user=request_user(request),
+                space=document.space,
+                private=document.is_private,
+                document=document,
+            )
+            erase_reason_parse(reason)
+            context = {"space": document.space, "document": document, "revision": revision}
+            return _page(request, "chat/erase_confirm.html", {**context, "reason": reason})
         revision_erase(
-            user=request_user(request),
-            document=document,
-            revision=revision,
-            reason=request.POST.get("reason") or "",
+            user=request_user(request), document=document, revision=revision, reason=reason
         )
         messages.info(
             request,
             _("“%(title)s”, revision %(number)s: its text is erased for good.")
             % {"title": document.title, "number": revision.number},
         )
+        return None
 
     return _lifecycle(request, space_id, document_id, erase)

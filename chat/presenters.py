@@ -4,17 +4,24 @@ Nothing here reads a draft: answers come from `sealed_answer_read`, receipts fro
 release row and the audit written in the same publication transaction. Document text
 stays plain data; the templates auto-escape every value."""
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from answers.boundary import sealed_answer_read, sealed_answers_read
+from answers.boundary import NOTICE_ISSUES, sealed_answer_read, sealed_answers_read
 from answers.judge.model import JudgeUnavailable
 from answers.models import AnswerRun
 from answers.pipeline import texts
 from answers.pipeline.judgement import policy_floor
-from answers.selectors import audited_generations, judge_scores, run_audit, run_release
+from answers.selectors import (
+    audited_generations,
+    citation_lines,
+    judge_scores,
+    run_audit,
+    run_release,
+)
 from audit.log import log_positions, log_verifier_key
 from audit.models import StreamEvent
 from audit.receipts import body_hashes
@@ -55,7 +62,9 @@ TOOL_LABELS = {
     "recheck": gettext_lazy("Checking your access again"),
 }
 STEP_LABELS = {
-    "model": gettext_lazy("Waiting for the model"),
+    "model": gettext_lazy("Waiting for the model"),  # only a provider with a model
+    "plan": gettext_lazy("Planning the searches"),
+    "select": gettext_lazy("Choosing the quotes"),
     "verify": gettext_lazy("Checking quotes against the source"),
     "judge": gettext_lazy("Judging whether the quotes answer"),
 }
@@ -97,7 +106,9 @@ def activity_row(name: str, data: dict) -> dict:
 def runs_activity(runs: list[AnswerRun]) -> dict[tuple[object, int], list[dict]]:
     """(run id, generation) → its activity read back from the stored stream events, for
     every run at once (one query). The events carry no answer content: tool, state, code,
-    count, and the steps the run went through."""
+    count, and the steps the run went through, each named once: a step entered again (the
+    model planning and then selecting, a second selection attempt) moves to where it was
+    last entered, as the live list does."""
     activity: dict[tuple[object, int], list[dict]] = {}
     events = StreamEvent.objects.filter(run__in=runs, event__in=("tool", "step")).order_by(
         "run_id", "generation", "sequence"
@@ -105,7 +116,11 @@ def runs_activity(runs: list[AnswerRun]) -> dict[tuple[object, int], list[dict]]
     for run_id, generation, name, data in events.values_list(
         "run_id", "generation", "event", "data"
     ):
-        activity.setdefault((run_id, generation), []).append(activity_row(name, data))
+        rows = activity.setdefault((run_id, generation), [])
+        row = activity_row(name, data)
+        if row["kind"] == "step":
+            rows[:] = [r for r in rows if not (r["kind"] == "step" and r["key"] == row["key"])]
+        rows.append(row)
     return activity
 
 
@@ -117,6 +132,35 @@ def locator_text(locator: dict) -> str:
     if locator.get("headings"):
         return " › ".join(str(heading) for heading in locator["headings"])
     return ""
+
+
+def lines_text(lines: tuple[int, int]) -> str:
+    first, last = lines
+    if first == last:
+        return _("line %(line)s") % {"line": first}
+    return _("lines %(first)s–%(last)s") % {"first": first, "last": last}
+
+
+def citation_where(citation: dict, lines: tuple[int, int] | None) -> str:
+    """Where a quote stands: its locator (page, cue times, headings) and, for plain text
+    and Markdown, its line range (`citation_lines`)."""
+    parts = (locator_text(citation.get("locator") or {}), lines_text(lines) if lines else "")
+    return ", ".join(part for part in parts if part)
+
+
+Lines = dict[tuple[str, str, str], tuple[int, int]]  # (run id, fact id, quote) → range
+
+
+def bodies_lines(bodies: Iterable[dict]) -> Lines:
+    """The line range of every plain-text or Markdown quote of these sealed bodies, read at
+    once."""
+    cited = [
+        (str(body["run_id"]), c["fact_id"], c["quote"])
+        for body in bodies
+        for c in body["answer"].get("citations", [])
+        if c["kind"] == "quote"
+    ]
+    return citation_lines(cited=cited)
 
 
 @dataclass
@@ -134,6 +178,9 @@ class AnswerView:
     failed_tools: list[str] = field(default_factory=list)
     indexing: bool = False  # semantic search was still waiting for vectors
     released: bool = False
+    # Which fixed notice stands in for the sealed answer (a kind of NOTICE_ISSUES: a source
+    # withdrawn or erased since, or not accessible), so the badge names it; "" for none.
+    notice: str = ""
     searched_as: str = ""  # the question as searched, when rewritten from the conversation
     total: int = 1  # the run's generations: "Answer 2 of 2" once there was a regenerate
     # The support judge's threshold that applied to this answer (`answer_threshold`), said
@@ -172,6 +219,13 @@ def answer_threshold(body: dict) -> float | None:
         return None
 
 
+def _notice_of(body: dict) -> str:
+    if body.get("release") is not None:
+        return ""
+    issues = (body.get("quality") or {}).get("issues") or []
+    return next((kind for kind, issue in NOTICE_ISSUES.items() if issue in issues), "")
+
+
 def answer_view(
     *,
     user: User,
@@ -180,12 +234,13 @@ def answer_view(
     body: dict | object | None = None,
     current: dict[int, int] | None = None,
     audited: list[dict] | None = None,
+    lines: Lines | None = None,
 ) -> AnswerView:
     """One generation of the run as the user may read it now; never an unsealed draft.
 
-    `body` (from `sealed_answers_read`), `current` (document id → current revision) and
-    `audited` (the run's audited generations, for the judge's scores) may be given by a
-    caller that read them for many runs at once.
+    `body` (from `sealed_answers_read`), `current` (document id → current revision),
+    `audited` (the run's audited generations, for the judge's scores) and `lines` (from
+    `bodies_lines`) may be given by a caller that read them for many runs at once.
     """
     if body is None:
         body = sealed_answer_read(user=user, run=run, generation=generation)
@@ -206,6 +261,7 @@ def answer_view(
         outcomes=evidence.get("outcomes", []),
         released=body.get("release") is not None,
         searched_as=((body.get("release") or {}).get("searched") or {}).get("searched_as") or "",
+        notice=_notice_of(body),
     )
     citations = answer.get("citations", [])
     if not citations:
@@ -220,6 +276,8 @@ def answer_view(
     if audited is None:
         audited = audited_generations([run]).get(run.pk, [])
     scores = judge_scores(audited, generation, citations)
+    if lines is None:
+        lines = bodies_lines([body])
     for citation in citations:
         if citation["kind"] == "quote":
             superseded = citation.get("availability") == "superseded" or (
@@ -233,7 +291,9 @@ def answer_view(
                     "superseded": superseded,
                     "quote": single_line(citation["quote"]),
                     "title": single_line(citation.get("title", "")),
-                    "where": locator_text(citation.get("locator") or {}),
+                    "where": citation_where(
+                        citation, lines.get((str(run.pk), citation["fact_id"], citation["quote"]))
+                    ),
                     "score": scores.get(citation["number"]),
                 }
             )
@@ -294,6 +354,7 @@ def run_views(*, user: User, runs: list[AnswerRun]) -> list[RunView]:
     current = current_revisions(user=user, bodies=list(bodies.values()))
     activity = runs_activity(runs)
     audited = audited_generations(runs)
+    lines = bodies_lines(bodies.values())
     views = []
     for run in runs:
         numbers = sorted((g.number, g.status) for g in run.generations.all())
@@ -309,6 +370,7 @@ def run_views(*, user: User, runs: list[AnswerRun]) -> list[RunView]:
                 body=body,
                 current=current,
                 audited=audited.get(run.pk, []),
+                lines=lines,
             )
             shown.total = total
             return shown
@@ -351,6 +413,29 @@ def file_state(document: Document) -> dict:
     return {"state": "failed", "message": str(message), "progress": 100}
 
 
+def text_damage_warning(document: Document) -> str:
+    """What the library says of the current revision's text when it is damaged, in the
+    reader's language ("" when there is nothing to say; DocumentRevision.text_damage).
+    Reads the prefetched `revisions__extractions`."""
+    revision = next(
+        (r for r in document.revisions.all() if r.pk == document.current_revision_id), None
+    )
+    damage = revision.text_damage if revision is not None else None
+    if revision is None or damage is None:
+        return ""
+    share = f"{damage.share:.0%}"
+    if damage.serving_damaged:
+        return _(
+            "The text of revision %(number)s looks damaged (%(share)s of its words glued) "
+            "and no clean reading of the file serves instead: passages and quotes may show "
+            "words run together."
+        ) % {"number": revision.number, "share": share}
+    return _(
+        "The first reading of revision %(number)s looks damaged (%(share)s of its words "
+        "glued): passages and quotes come from a second, clean reading (%(extractor)s)."
+    ) % {"number": revision.number, "share": share, "extractor": damage.extractor}
+
+
 def receipt_view(*, user: User, run: AnswerRun, generation: int) -> dict | None:
     """The receipt of one sealed generation, or None when the user may read none."""
     body = sealed_answer_read(user=user, run=run, generation=generation)
@@ -379,11 +464,12 @@ def receipt_view(*, user: User, run: AnswerRun, generation: int) -> dict | None:
         ]
     citations = body["answer"].get("citations", [])
     scores = judge_scores(audit["generations"], generation, citations)
+    lines = bodies_lines([body])
     quotes = [
         {
             **c,
             "title": single_line(c.get("title", "")),
-            "where": locator_text(c.get("locator") or {}),
+            "where": citation_where(c, lines.get((str(run.pk), c["fact_id"], c["quote"]))),
             "score": scores.get(c["number"]),
         }
         for c in citations

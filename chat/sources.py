@@ -40,6 +40,10 @@ class QuoteSource:
     first_line: int
     last_line: int
     kind: str = ""  # the document's kind: a PDF's page is shown as an image too
+    # The context was cut inside a paragraph (CONTEXT_CHARS), at a word boundary: the page
+    # shows an ellipsis there.
+    cut_before: bool = False
+    cut_after: bool = False
 
     @property
     def headings(self) -> list[str]:
@@ -99,8 +103,8 @@ def quote_source(*, user: User, run: AnswerRun, generation: int, number: int) ->
         raise NotFoundError("Citation not found.")
     text = extraction.text
     start, end = _quote_span(text, citation["quote"], source)
-    before_start = _paragraphs_back(text, start)
-    after_end = _paragraphs_forward(text, end)
+    before_start, cut_before = _paragraphs_back(text, start)
+    after_end, cut_after = _paragraphs_forward(text, end)
     return QuoteSource(
         run=run,
         generation=generation,
@@ -116,6 +120,8 @@ def quote_source(*, user: User, run: AnswerRun, generation: int, number: int) ->
         first_line=text.count("\n", 0, start) + 1,
         last_line=text.count("\n", 0, max(start, end - 1)) + 1,
         kind=document.kind,
+        cut_before=cut_before,
+        cut_after=cut_after,
     )
 
 
@@ -160,7 +166,13 @@ def _quote_span(text: str, quote: str, source: dict) -> tuple[int, int]:
     return low, high
 
 
-def _paragraphs_back(text: str, start: int) -> int:
+_SPACE = re.compile(r"\s+")
+
+
+def _paragraphs_back(text: str, start: int) -> tuple[int, bool]:
+    """Where the context before the quote starts, and whether it was cut inside a
+    paragraph: then after a white space, so that it starts on a whole word (text with no
+    space in the window, as Japanese, is cut at the limit)."""
     at = start
     for _ in range(CONTEXT_PARAGRAPHS + 1):
         previous = text.rfind("\n\n", 0, at)
@@ -168,11 +180,18 @@ def _paragraphs_back(text: str, start: int) -> int:
             at = 0
             break
         at = previous
-    at = max(at, start - CONTEXT_CHARS)
-    return at + 2 if text.startswith("\n\n", at) else at
+    limit = start - CONTEXT_CHARS
+    if at >= limit:
+        return (at + 2 if text.startswith("\n\n", at) else at), False
+    if text[limit - 1].isspace():
+        return limit, True
+    space = _SPACE.search(text, limit, start)
+    return (space.end() if space else limit), True
 
 
-def _paragraphs_forward(text: str, end: int) -> int:
+def _paragraphs_forward(text: str, end: int) -> tuple[int, bool]:
+    """Where the context after the quote ends, and whether it was cut inside a paragraph:
+    then before a white space, so that it ends on a whole word."""
     at = end
     for _ in range(CONTEXT_PARAGRAPHS + 1):
         following = text.find("\n\n", at + 1)
@@ -180,4 +199,10 @@ def _paragraphs_forward(text: str, end: int) -> int:
             at = len(text)
             break
         at = following
-    return min(at, end + CONTEXT_CHARS)
+    limit = end + CONTEXT_CHARS
+    if at <= limit:
+        return at, False
+    if text[limit].isspace():
+        return limit, True
+    spaces = [m.start() for m in _SPACE.finditer(text, end, limit)]
+    return (spaces[-1] if spaces else limit), True

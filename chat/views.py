@@ -339,7 +339,9 @@ def file_upload(request: HttpRequest) -> HttpResponse:
         if item is not None:
             # Its own write: a database lost here keeps the stored file and says that only
             # the selection was not saved (uploading the same file again selects it).
-            with writing(f"selecting “{document.title}” in this conversation"):
+            with writing(
+                _("selecting “%(title)s” in this conversation") % {"title": document.title}
+            ):
                 spaces, files = conversation_selection(conversation_id=item.pk)
                 conversation_sources_set(
                     user=request_user(request),

@@ -22,6 +22,7 @@ from django.utils.dateparse import parse_datetime
 
 from answers.boundary import (
     NOTICE_ISSUES,
+    bodies_with_log,
     capture_sources_fit,
     notice_of,
     sealed_answer_read,
@@ -127,8 +128,9 @@ def message_view(
 
 
 def conversation_messages(*, user: User, conversation: Conversation) -> list[dict]:
-    """The messages in order, each as `user` may read it now, in a fixed number of
-    queries. Precondition: the conversation came from `conversation_get_readable`."""
+    """The messages in order, each as `user` may read it now (a sealed body with its
+    release's place in the answer log once integrated), in a fixed number of queries.
+    Precondition: the conversation came from `conversation_get_readable`."""
     releases = OutputRelease.objects.filter(run__conversation=conversation).values_list(
         "message_id", "run_id", "message__generation__number"
     )
@@ -137,7 +139,8 @@ def conversation_messages(*, user: User, conversation: Conversation) -> list[dic
     for message_id, run_id, number in releases:
         released.add(message_id)
         current[run_id] = max(current.get(run_id, 0), number or 0)
-    bodies = sealed_answers_read(user=user, runs=list(conversation.runs.all()))
+    # Each release with its place in the answer log, as GET /v1/runs/<id> returns it.
+    bodies = bodies_with_log(sealed_answers_read(user=user, runs=list(conversation.runs.all())))
     language = conversation.language or settings.KOINON_RESPONSE_LANGUAGE
     messages = conversation.messages.select_related("generation").order_by("id")
     return [

@@ -12,7 +12,8 @@ from django.db import InterfaceError, OperationalError, connection
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.template.loader import render_to_string
 from django.utils.http import url_has_allowed_host_and_scheme
-from django.utils.translation import get_language
+from django.utils.translation import get_language, gettext_noop
+from django.utils.translation import gettext as _
 from django.views.defaults import page_not_found, server_error
 from psycopg_pool import PoolTimeout
 from rest_framework import exceptions, status
@@ -20,7 +21,8 @@ from rest_framework.response import Response
 
 logger = logging.getLogger(__name__)
 
-DATABASE_AWAY = "The database cannot be reached right now; try again shortly."
+# In English in the API's body; the page says it in the person's language.
+DATABASE_AWAY = gettext_noop("The database cannot be reached right now; try again shortly.")
 DATABASE_RETRY_AFTER = 5  # seconds a client is told to wait while the database is away
 
 
@@ -91,17 +93,18 @@ class WriteNotSaved(ServiceUnavailableError):
     """A person's change that the database lost before it committed (a restart, a killed
     backend, a failover): nothing of it was kept, and the same request may be sent again.
     Raised by `writing`; 503 `database_unavailable` with Retry-After, and a message that
-    names the change."""
+    names the change (`action`, in the person's language: `writing`'s callers translate it)."""
 
     default_code = "database_unavailable"
     retry_after = DATABASE_RETRY_AFTER
 
     def __init__(self, action: str) -> None:
         self.action = action
-        super().__init__(
-            f"{action[:1].upper()}{action[1:]} was not saved: the database restarted before "
-            "it was done. Nothing of it was kept; try again."
-        )
+        message = _(
+            "%(action)s was not saved: the database restarted before it was done. Nothing of "
+            "it was kept; try again."
+        ) % {"action": action}
+        super().__init__(message[:1].upper() + message[1:])
 
 
 @contextmanager
@@ -247,11 +250,12 @@ class DatabaseUnavailableMiddleware:
         if lost is None and not database_unavailable(exception):
             return None
         logger.warning("database unavailable")
-        message = str(lost.detail) if lost is not None else DATABASE_AWAY
         response: HttpResponse
         if _is_api(request):
+            message = str(lost.detail) if lost is not None else DATABASE_AWAY
             response = JsonResponse(error_body("database_unavailable", message), status=503)
         else:
+            message = str(lost.detail) if lost is not None else _(DATABASE_AWAY)
             response = HttpResponse(_database_page(request, message), status=503)
         response["Retry-After"] = str(DATABASE_RETRY_AFTER)
         return response

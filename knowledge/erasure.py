@@ -22,6 +22,7 @@ from typing import overload
 from django.conf import settings
 from django.core.files.storage import default_storage
 from django.db import connection, transaction
+from django.utils.translation import gettext as _
 
 from core.errors import ConflictError, UnprocessableError, writing
 from core.inputs import text_field_parse
@@ -55,19 +56,17 @@ def revision_erase(
     document_change_check(
         user=user, space=document.space, private=document.is_private, document=document
     )
-    try:
-        reason = text_field_parse(reason, field="reason", limit=ERASE_REASON_MAX, required=True)
-    except UnprocessableError as error:  # no text, a number, a NUL: it cannot be undone
-        raise UnprocessableError(
-            "Say why the text is erased.", code="invalid", fields=error.fields
-        ) from None
+    reason = erase_reason_parse(reason)
     if revision.document_id != document.pk:
         raise UnprocessableError(
             "That revision is not one of this document's.",
             code="invalid",
             fields={"revision": "Not a revision of this document."},
         )
-    action = f"the erasure of revision {revision.number} of “{document.title}”"
+    action = _("the erasure of revision %(number)s of “%(title)s”") % {
+        "number": revision.number,
+        "title": document.title,
+    }
     with writing(action), transaction.atomic():
         locked = Document.objects.select_for_update().get(pk=document.pk)
         if Erasure.objects.filter(revision=revision).exists():
@@ -85,6 +84,17 @@ def revision_erase(
             erasure_id = cursor.fetchone()[0]
         transaction.on_commit(lambda: _erase_outside(stored_file, runs, strings))
     return Erasure.objects.select_related("revision", "erased_by").get(pk=erasure_id)
+
+
+def erase_reason_parse(reason: object) -> str:
+    """The erasure log's reason as stored; UnprocessableError for none, a number or a NUL
+    (asked before the library's confirmation page too, so that it never confirms a refusal)."""
+    try:
+        return text_field_parse(reason, field="reason", limit=ERASE_REASON_MAX, required=True)
+    except UnprocessableError as error:  # it cannot be undone: a reason is required
+        raise UnprocessableError(
+            "Say why the text is erased.", code="invalid", fields=error.fields
+        ) from None
 
 
 def erased_strings(*, revision: DocumentRevision) -> list[str]:

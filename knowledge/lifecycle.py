@@ -8,6 +8,7 @@ cited it stay. Sealed answers that quoted it read as a fixed "source withdrawn" 
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from core.errors import writing
 from core.inputs import text_field_parse
@@ -36,7 +37,10 @@ def document_withdraw(*, user: User, document: Document, reason: str = "") -> Do
     """
     _check(user, document)
     reason = text_field_parse(reason, field="reason", limit=WITHDRAW_REASON_MAX, required=False)
-    with writing(f"the withdrawal of “{document.title}”"), transaction.atomic():
+    with (
+        writing(_("the withdrawal of “%(title)s”") % {"title": document.title}),
+        transaction.atomic(),
+    ):
         locked = Document.objects.select_for_update().get(pk=document.pk)
         if locked.withdrawn_at is None:
             lexeme_frequencies_shift(document=locked, revision=None)
@@ -52,7 +56,10 @@ def document_restore(*, user: User, document: Document) -> Document:
     """Bring a withdrawn document back: its current revision is searched and quotable
     again. Not withdrawn: unchanged. Same role check as withdrawing."""
     _check(user, document)
-    with writing(f"the restoring of “{document.title}”"), transaction.atomic():
+    with (
+        writing(_("the restoring of “%(title)s”") % {"title": document.title}),
+        transaction.atomic(),
+    ):
         locked = Document.objects.select_for_update().get(pk=document.pk)
         if locked.withdrawn_at is not None:
             locked.withdrawn_at, locked.withdrawn_by, locked.withdrawn_reason = None, None, ""

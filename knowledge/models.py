@@ -1,3 +1,5 @@
+from dataclasses import dataclass
+
 from django.conf import settings
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
@@ -153,29 +155,51 @@ class DocumentRevision(models.Model):
         return f"{self.document} r{self.number}"
 
     @property
-    def text_warning(self) -> str:
-        """What curators should know about the text passages are cut from ("" if nothing).
+    def text_damage(self) -> "TextDamage | None":
+        """The damage of the text passages are cut from, or None when there is nothing to
+        say: the serving extraction itself is damaged (`serving_damaged`), or a damaged
+        primary gave way to a clean extraction (`damage` is then the primary's).
 
         Reads `extractions.all()`: prefetch them when listing revisions.
         """
         extractions = list(self.extractions.all())
         serving = next((e for e in extractions if e.serves_passages), None)
         if serving is None:
-            return ""
+            return None
         if serving.is_damaged:
+            return TextDamage(True, serving.damage or 0, serving.role, serving.extractor)
+        primary = next((e for e in extractions if e.role == ExtractionRole.PRIMARY), None)
+        if serving.role != ExtractionRole.PRIMARY and primary is not None:
+            return TextDamage(False, primary.damage or 0, serving.role, serving.extractor)
+        return None
+
+    @property
+    def text_warning(self) -> str:
+        """What curators should know about the text passages are cut from ("" if nothing),
+        in English for the API and admin (the library page words `text_damage` in the
+        reader's language)."""
+        damage = self.text_damage
+        if damage is None:
+            return ""
+        if damage.serving_damaged:
             return (
-                f"The text looks damaged ({serving.damage:.0%} of its words glued) and no "
+                f"The text looks damaged ({damage.share:.0%} of its words glued) and no "
                 "clean extraction serves instead: passages and quotes may show words run "
                 "together."
             )
-        primary = next((e for e in extractions if e.role == ExtractionRole.PRIMARY), None)
-        if serving.role != ExtractionRole.PRIMARY and primary is not None:
-            return (
-                f"The primary extraction looks damaged ({primary.damage or 0:.0%} of its words "
-                f"glued): passages and quotes come from the clean {serving.role} extraction "
-                f"({serving.extractor})."
-            )
-        return ""
+        return (
+            f"The primary extraction looks damaged ({damage.share:.0%} of its words "
+            f"glued): passages and quotes come from the clean {damage.serving_role} extraction "
+            f"({damage.extractor})."
+        )
+
+
+@dataclass(frozen=True)
+class TextDamage:
+    serving_damaged: bool  # True: no clean extraction serves; False: a clean one replaced it
+    share: float  # of the words glued, in the damaged extraction
+    serving_role: str
+    extractor: str  # the serving extraction's
 
 
 class ExtractionRole(models.TextChoices):

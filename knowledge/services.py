@@ -1,6 +1,7 @@
 """State changes of knowledge objects."""
 
 from django.db import IntegrityError, transaction
+from django.utils.translation import gettext as _
 from guardian.shortcuts import assign_perm, remove_perm
 
 from core.errors import ConflictError, NotFoundError, UnprocessableError, writing
@@ -17,7 +18,8 @@ def space_create(*, name: str, description: str = "", created_by: User) -> Space
 
     Raises ConflictError when the name is taken.
     """
-    with writing(f"creating the space “{name}”"), transaction.atomic():
+    action = _("creating the space “%(name)s”") % {"name": name}
+    with writing(action), transaction.atomic():
         return _space_create(name=name, description=description, created_by=created_by)
 
 
@@ -37,7 +39,13 @@ def _space_create(*, name: str, description: str, created_by: User) -> Space:
 
 def space_member_set(*, space: Space, username: str, role: str) -> User:
     """Give username exactly `role` in space (reader, or curator which implies reader)."""
-    with writing(f"making {username} a {role} of “{space.name}”"), transaction.atomic():
+    with (
+        writing(
+            _("making %(username)s a %(role)s of “%(name)s”")
+            % {"username": username, "role": role, "name": space.name}
+        ),
+        transaction.atomic(),
+    ):
         return _member_set(space=space, username=username, role=role)
 
 
@@ -63,7 +71,12 @@ def _member_set(*, space: Space, username: str, role: str) -> User:
 
 def space_member_remove(*, space: Space, username: str) -> None:
     """Take every role in space away from username. NotFoundError when not a member."""
-    with writing(f"removing {username} from “{space.name}”"), transaction.atomic():
+    with (
+        writing(
+            _("removing %(username)s from “%(name)s”") % {"username": username, "name": space.name}
+        ),
+        transaction.atomic(),
+    ):
         _member_remove(space=space, username=username)
 
 

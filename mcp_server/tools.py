@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal, overload
 
-from answers.boundary import sealed_answer_read
+from answers.boundary import receipt_with_log, sealed_answer_read
 from answers.models import Conversation
 from answers.pipeline.lifecycle import answer_create
 from answers.pipeline.request import answer_request_parse
@@ -395,7 +395,10 @@ def answer_run(caller: Caller, values: dict) -> ToolResult:
     sealed = sealed_answer_read(user=caller.user, run=run)
     if sealed is None:
         raise ToolFailure("not_published", "The run has no published answer.")
-    return ToolResult(sealed, len(sealed.get("answer", {}).get("citations", [])))
+    # As GET /v1/runs/<id> returns it: `release.log` once the release is in the answer log
+    # (it is integrated after the publication commits, so often only on a later read).
+    returned = receipt_with_log(sealed)
+    return ToolResult(returned, len(returned.get("answer", {}).get("citations", [])))
 
 
 _ID_LIST = {"type": "array", "items": {"type": "integer", "minimum": 1}, "maxItems": MAX_IDS}

@@ -2,8 +2,10 @@
 that every web process streaming the run forwards them at once.
 
 Only what may leave before sealing is sent: `started`, each `tool` outcome (tool, state,
-code, count) and each `step` the run enters (`model`: waiting for the model provider;
-`verify`: checking quotes against the source; `judge`: judging whether they answer) —
+code, count) and each `step` the run enters (`model`: waiting for a model provider, which
+plans and then selects; without a model, as the default extractive provider, `plan`:
+planning the searches and `select`: choosing the quotes; `verify`: checking quotes against
+the source; `judge`: judging whether they answer) —
 with the very sequence numbers the sealed events get in the publication transaction, so
 a stream de-duplicates live and stored events by `seq`. Live events are a convenience:
 the stored, sealed events stay the record, and a layer that is down costs the live view
@@ -11,7 +13,7 @@ only, never the answer.
 """
 
 import logging
-from typing import Protocol
+from typing import Literal, Protocol
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
@@ -22,7 +24,7 @@ from core.outcomes import OutcomeRecord
 logger = logging.getLogger(__name__)
 
 TOOL_FIELDS = ("tool", "state", "code", "result_count")
-STEPS = ("model", "verify", "judge")
+STEPS = ("model", "plan", "select", "verify", "judge")
 
 
 # An event as named in the stream (`tool`, `step`, …) with the JSON of its `data:`.
@@ -43,6 +45,12 @@ def step_event(step: str) -> StreamEvent:
     if step not in STEPS:
         raise ValueError(f"unknown step {step!r}")
     return "step", {"step": step}
+
+
+def provider_step(*, waits_for_model: bool, step: Literal["plan", "select"]) -> StreamEvent:
+    """The step of a provider's planning or selecting: `model` when a model is waited for
+    (so a person is not told of a model that the default provider does not have)."""
+    return step_event("model" if waits_for_model else step)
 
 
 def run_group(run_id: object) -> str:

@@ -12,7 +12,7 @@ from answers.models import CandidateFact
 from answers.pipeline import hooks
 from answers.pipeline.candidates import value_unmet
 from answers.pipeline.contracts import Gathered, ProviderFailed, RunContext, Trace
-from answers.pipeline.events import step_event, tool_event
+from answers.pipeline.events import provider_step, tool_event
 from answers.pipeline.judgement import VALUE_UNMET, Support
 from answers.pipeline.selection import select_step
 from answers.pipeline.tools import run_tools, visible_datasets
@@ -25,7 +25,7 @@ def plan_step(ctx: RunContext, trace: Trace) -> Plan:
     """The provider's plan, steered by memory, stored on the run. Raises ProviderFailed."""
     started = time.perf_counter()
     datasets = visible_datasets(scope=ctx.scope)
-    trace.emit(ctx, step_event("model"))
+    trace.emit(ctx, provider_step(waits_for_model=ctx.provider.waits_for_model, step="plan"))
     try:
         plan = ctx.provider.plan(
             question=ctx.request.query, history=list(ctx.history), datasets=datasets

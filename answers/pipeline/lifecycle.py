@@ -11,6 +11,7 @@ from uuid import UUID
 from django.db import Error, transaction
 from django.db.models import Max
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from answers.models import AnswerRun, Conversation, Generation, Message
 from answers.pipeline.contracts import AnswerBody, ProviderFailed, RunContext, Trace
@@ -111,7 +112,10 @@ def run_start(
     conversation: where it was started (the chat lists its own by default)."""
     answer_mode_check(user=user, mode=request.mode)
     provider = provider or get_model_provider()
-    with writing(f"your question “{request.query[:80]}”"), transaction.atomic():
+    with (
+        writing(_("your question “%(question)s”") % {"question": request.query[:80]}),
+        transaction.atomic(),
+    ):
         conversation = _conversation(user=user, request=request, origin=origin)
         # The request's selection becomes the conversation's current one (recheck reads it).
         conversation_sources_set(
@@ -343,7 +347,10 @@ def answer_retry(
     """
     answer_mode_check(user=user, mode=run.mode)
     provider = provider or get_model_provider()
-    with writing(f"the new attempt at “{run.question[:80]}”"), transaction.atomic():
+    with (
+        writing(_("the new attempt at “%(question)s”") % {"question": run.question[:80]}),
+        transaction.atomic(),
+    ):
         run = AnswerRun.objects.select_for_update().get(pk=run.pk)
         number = (run.generations.aggregate(top=Max("number"))["top"] or 0) + 1
         run.reset_context += 1

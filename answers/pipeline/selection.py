@@ -12,7 +12,7 @@ from answers.judge.model import JudgeUnavailable
 from answers.models import CandidateFact
 from answers.pipeline.candidates import candidate_views
 from answers.pipeline.contracts import RunContext, Selection, Trace
-from answers.pipeline.events import step_event
+from answers.pipeline.events import provider_step, step_event
 from answers.pipeline.judgement import Support, operating_point, support_judge
 from answers.pipeline.validation import (
     SelectionRejected,
@@ -64,7 +64,8 @@ def select_step(ctx: RunContext, trace: Trace, plan: Plan, found: list[Candidate
     for attempt in range(SELECTION_ATTEMPTS):
         started = time.perf_counter()
         attempts += 1
-        trace.emit(ctx, step_event("model"))
+        waits = ctx.provider.waits_for_model
+        trace.emit(ctx, provider_step(waits_for_model=waits, step="select"))
         try:
             raw = ctx.provider.select(
                 question=ctx.request.query,

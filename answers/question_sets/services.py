@@ -65,7 +65,8 @@ def question_set_create(
             code="name_invalid",
             fields={"name": "Required, at most 200 characters."},
         )
-    with writing(f"the question set “{name[:80]}”"), transaction.atomic():
+    action = _("the question set “%(name)s”") % {"name": name[:80]}
+    with writing(action), transaction.atomic():
         question_set = QuestionSet.objects.create(space=space, name=name, created_by=user)
         SetQuestion.objects.bulk_create(
             SetQuestion(
@@ -88,7 +89,10 @@ def question_set_run_start(*, user: User, question_set: QuestionSet, mode: str) 
             code="invalid_policy",
             fields={"policy": "auto or strict"},
         )
-    with writing(f"the run of “{question_set.name[:80]}”"), transaction.atomic():
+    with (
+        writing(_("the run of “%(name)s”") % {"name": question_set.name[:80]}),
+        transaction.atomic(),
+    ):
         run = QuestionSetRun.objects.create(
             question_set=question_set, started_by=user, policy_mode=mode
         )
@@ -231,7 +235,10 @@ def space_operating_point_set(
                 code="operating_point_below_floor",
                 fields={"operating_point": f"At least {floor:.2f} under the {mode} policy."},
             )
-    with writing(f"the operating point of “{space.name[:80]}”"), transaction.atomic():
+    with (
+        writing(_("the operating point of “%(name)s”") % {"name": space.name[:80]}),
+        transaction.atomic(),
+    ):
         Space.objects.filter(pk=space.pk).update(
             operating_point=point,
             operating_point_set_by=user if point is not None else None,

@@ -12,6 +12,7 @@ from django.conf import settings
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.db import transaction
+from django.utils.translation import gettext as _
 
 from core.errors import (
     ConflictError,
@@ -109,7 +110,10 @@ def document_upload(
     stored: list[str] = []
     finished = False
     try:
-        with writing(f"the upload of “{PurePath(filename).name}”"), transaction.atomic():
+        with (
+            writing(_("the upload of “%(name)s”") % {"name": PurePath(filename).name}),
+            transaction.atomic(),
+        ):
             result = _upload(
                 user=user,
                 filename=filename,

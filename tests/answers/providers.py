@@ -15,6 +15,7 @@ class ScriptedProvider:
 
     name = "scripted"
     model_id = "scripted"
+    waits_for_model = True  # it stands in for a model
     can_compare = False
     can_analyse = False
     can_answer_generally = False

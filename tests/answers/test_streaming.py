@@ -96,12 +96,12 @@ def test_a_streamed_answer_runs_in_the_worker_and_ends_with_the_sealed_body(
     assert set(names[1:-1]) == {"tool", "step"}
     run_id = events[0]["data"]["run_id"]
     assert [e["id"] for e in events] == [f"{run_id}:1:{n}" for n in range(1, len(events) + 1)]
-    # Before `completed` nothing but activity: each step the run enters (the model planning
-    # first, then after the tools the model selecting, the verification, the judgement)
-    # and each tool's tool, state, code, count.
+    # Before `completed` nothing but activity: each step the run enters (the default
+    # provider, which has no model, planning first, then after the tools selecting, the
+    # verification, the judgement) and each tool's tool, state, code, count.
     steps = [e["data"]["step"] for e in events if e["event"] == "step"]
-    assert steps[0] == "model" and names[1] == "step"
-    assert steps[1:4] == ["model", "verify", "judge"]
+    assert steps[0] == "plan" and names[1] == "step"
+    assert steps[1:4] == ["select", "verify", "judge"]
     for event in events[1:-1]:
         keys = {"step"} if event["event"] == "step" else {"tool", "state", "code", "result_count"}
         assert set(event["data"]) == keys

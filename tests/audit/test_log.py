@@ -617,3 +617,54 @@ def test_fifty_answers_sealed_in_parallel_each_get_exactly_one_index(library, me
         assert checkpoint_open(checkpoint.note, verifier=verifier).root == tree.root(
             checkpoint.size
         )
+
+
+@pytest.mark.django_db
+def test_the_conversation_api_and_its_export_return_each_release_with_its_log_place(
+    published, log_key, member, tmp_path
+):
+    """Issue 51, item 2: wherever a release is returned, its place in the log with it."""
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from answers.models import AnswerRun
+
+    client = client_for(member)
+    conversation = AnswerRun.objects.get(pk=published["run_id"]).conversation_id
+
+    def sealed(messages: list[dict]) -> dict:
+        [message] = [m for m in messages if m["role"] == "assistant"]
+        return message["body"]["release"]
+
+    before = client.get(f"/v1/conversations/{conversation}").json()
+    assert "log" not in sealed(before["messages"])  # sealed, not yet integrated
+    log_integrate()
+    run = client.get(f"/v1/runs/{published['run_id']}").json()
+    assert run["release"]["log"]["index"] == 0
+    after = client.get(f"/v1/conversations/{conversation}").json()
+    assert sealed(after["messages"]) == run["release"]
+    export = client.get(f"/v1/conversations/{conversation}/export").json()
+    assert sealed(export["messages"]) == run["release"]
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps(export))
+    out = StringIO()
+    call_command("verify_export", str(path), stdout=out)
+    assert "verified" in out.getvalue()
+
+
+@pytest.mark.django_db
+def test_the_log_key_is_served_before_any_checkpoint_and_only_the_public_half(
+    log_key, member, settings
+):
+    response = client_for(member).get("/v1/log/key")
+    assert response.status_code == 200
+    assert response.json() == {"verifier_key": log_key.verifier().key_string()}
+    assert log_key.key_string() not in response.text  # never the signing key
+    from rest_framework.test import APIClient
+
+    assert APIClient().get("/v1/log/key").status_code in {401, 403}
+    settings.KOINON_LOG_KEY_FILE = ""
+    unavailable = client_for(member).get("/v1/log/key")
+    assert unavailable.status_code == 404
+    assert unavailable.json()["error"]["code"] == "no_log_key"

@@ -20,8 +20,15 @@ QUOTE = "The platform operations team owns service reviews."
 SCREENSHOTS = settings.DATA_DIR / "screenshots"
 SEEN_STATES = """
 window.koinonSeen = [];
+window.koinonSteps = [];
 window.koinonLiveRows = 0;
 new MutationObserver(function () {
+  // Each step row's words, and the most rows any one step had at once.
+  document.querySelectorAll("[data-tools] li[data-step]").forEach(function (li) {
+    const rows = document.querySelectorAll(
+      "[data-tools] li[data-step='" + li.dataset.step + "']").length;
+    window.koinonSteps.push([li.dataset.step, li.textContent, rows]);
+  });
   // Rows of the live list ([data-tools]); the run may seal before a poll of the page sees them.
   window.koinonLiveRows = Math.max(
     window.koinonLiveRows, document.querySelectorAll("[data-tools] li").length);
@@ -91,6 +98,10 @@ def test_a_reader_asks_watches_the_tools_reads_the_receipt_regenerates_and_switc
     expect(caption).to_contain_text("current")
     seen = page.evaluate("window.koinonSeen")
     assert ["keyword_search", "running"] in seen and ["keyword_search", "succeeded"] in seen
+    # The default provider has no model: its steps are named for what it does, once each.
+    steps = page.evaluate("window.koinonSteps")
+    assert all(step != "model" and "model" not in text for step, text, _ in steps), steps
+    assert all(rows == 1 for _, _, rows in steps), steps
     page.locator("[data-activity-log] summary").click()
     log = page.locator("[data-activity-log] li[data-tool]")
     expect(log.first).to_have_text(

@@ -239,6 +239,8 @@ def test_the_model_step_shows_while_a_slow_model_answers_and_the_activity_surviv
     try:
         waiting = page.locator("[data-tools] li[data-step='model'][data-state='running']")
         expect(waiting).to_have_count(1)
+        # Planning waited for the model too: one row, moved to where it was last entered.
+        expect(page.locator("[data-tools] li[data-step='model']")).to_have_count(1)
         expect(page.locator("[data-tools] li[data-tool='keyword_search']")).to_have_attribute(
             "data-state", "succeeded"
         )  # the tools are done: this is the model selecting, not planning

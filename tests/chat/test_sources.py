@@ -10,6 +10,7 @@ import pytest
 from django.test import Client
 
 from answers.models import AnswerRun
+from knowledge.erasure import revision_erase
 from knowledge.lifecycle import document_withdraw
 from knowledge.services import space_member_remove
 from tests.answers.helpers import ask, ingest
@@ -65,6 +66,39 @@ def test_a_citation_opens_its_quote_marked_inside_the_text(answered, member):
     assert "handbook" in content and "current" in content
 
 
+def lines_of(text: str, quote: str) -> str:
+    start = text.index(quote)
+    first = text.count("\n", 0, start) + 1
+    last = text.count("\n", 0, start + len(quote) - 1) + 1
+    return f"line {first}" if first == last else f"lines {first}–{last}"
+
+
+def caption(page: str) -> str:
+    return re.sub(r"\s+", " ", page.split("<figcaption>", 1)[1].split("</figcaption>", 1)[0])
+
+
+def test_a_plain_text_citation_shows_its_line_range_in_the_chat_and_the_receipt(answered, member):
+    expected = lines_of(TEXT, answered["citation"]["quote"])
+    run = answered["run"]
+    conversation = browser(member).get(f"/c/{run.conversation_id}/").content.decode()
+    assert f", {expected}" in caption(conversation)
+    receipt = browser(member).get(f"/runs/{run.pk}/receipt/1/").content.decode()
+    assert expected in receipt
+
+
+def test_a_markdown_citation_shows_its_headings_and_line_range(space, owner, member):
+    text = "# Handbook\n\nRead it once a year.\n\n## Reviews\n\n" + TEXT.split("\n\n")[2]
+    ingest(owner, space, "handbook.md", text)
+    body = ask(
+        member, "Who owns service reviews?", provider=ScriptedProvider([select_first], plan=plan())
+    )
+    citation = body["answer"]["citations"][0]
+    run = AnswerRun.objects.get(pk=body["run_id"])
+    page = browser(member).get(f"/c/{run.conversation_id}/").content.decode()
+    shown = html.unescape(caption(page))
+    assert f"Handbook › Reviews, {lines_of(text, citation['quote'])}" in shown
+
+
 def test_whoever_may_not_read_it_gets_the_same_404_as_a_made_up_id(
     answered, space, owner, member, outsider
 ):
@@ -88,6 +122,53 @@ def test_whoever_may_not_read_it_gets_the_same_404_as_a_made_up_id(
 def test_a_withdrawn_source_is_not_opened(answered, owner, member):
     document_withdraw(user=owner, document=answered["document"], reason="outdated")
     assert browser(member).get(answered["url"]).status_code == 404
+
+
+def test_an_answer_whose_source_was_withdrawn_says_so_not_no_answer_found(answered, owner, member):
+    conversation = f"/c/{answered['run'].conversation_id}/"
+    document_withdraw(user=owner, document=answered["document"], reason="outdated")
+    page = browser(member).get(conversation).content.decode()
+    assert 'data-notice="source_withdrawn"' in page and "Source withdrawn" in page
+    assert "No answer found" not in page
+    fragment = browser(member).get(f"/runs/{answered['run'].pk}/answer/").content.decode()
+    assert "Source withdrawn" in fragment and "No answer found" not in fragment
+
+
+def test_a_model_planning_then_selecting_is_one_activity_row(answered, member):
+    page = browser(member).get(f"/c/{answered['run'].conversation_id}/").content.decode()
+    log = page.split("data-activity-log", 1)[1].split("</details>", 1)[0]
+    assert log.count('data-step="model"') == 1  # the provider here stands in for a model
+    assert log.index('data-step="model"') > log.index("data-tool=")  # where last entered
+
+
+def test_an_answer_whose_source_was_erased_says_so(answered, owner, member):
+    revision = answered["document"].revisions.get()
+    revision_erase(user=owner, document=answered["document"], revision=revision, reason="leak")
+    page = browser(member).get(f"/c/{answered['run'].conversation_id}/").content.decode()
+    assert 'data-notice="source_erased"' in page and "Source erased" in page
+    assert "No answer found" not in page
+
+
+def test_a_context_cut_inside_a_long_paragraph_starts_and_ends_on_whole_words():
+    from chat.sources import CONTEXT_CHARS, _paragraphs_back, _paragraphs_forward
+
+    words = " ".join(f"word{n:04d}" for n in range(2000))  # no paragraph break to stop at
+    quote = "The platform operations team owns service reviews."
+    text = f"{words} {quote} {words}"
+    start = text.index(quote)
+    end = start + len(quote)
+    for shift in range(9):  # wherever the limit falls, in a word or on a space
+        cut = text[shift:]
+        at, was_cut = _paragraphs_back(cut, start - shift)
+        assert was_cut and cut[at - 1] == " " and cut[at : at + 4] == "word", shift
+        assert start - shift - at <= CONTEXT_CHARS
+        until, was_cut = _paragraphs_forward(cut, end - shift)
+        assert was_cut and cut[until] == " " and cut[until - 8 : until - 4] == "word", shift
+        assert until - (end - shift) <= CONTEXT_CHARS
+    # A paragraph break within reach is where the context stops, without an ellipsis.
+    short = f"First paragraph.\n\n{quote}\n\nLast paragraph."
+    assert _paragraphs_back(short, short.index(quote)) == (0, False)
+    assert _paragraphs_forward(short, short.index(quote) + len(quote)) == (len(short), False)
 
 
 def shared_with(run: AnswerRun, owner_user, username: str) -> None:

@@ -142,3 +142,55 @@ def test_pages_and_api_views_answer_503_while_the_database_is_away(path, kind):
     assert response.status_code == 503 and response["Retry-After"] == "5"
     assert response["Content-Type"].startswith(kind)
     assert middleware.process_exception(request, ValueError("a bug")) is None  # still a 500
+
+
+HEADINGS = {
+    "en": "koinon cannot reach its database",
+    "de": "koinon erreicht seine Datenbank nicht",
+    "fr": "koinon ne peut pas joindre sa base de données",
+    "ja": "koinon がデータベースに接続できません",
+}
+
+
+@pytest.mark.parametrize("language", sorted(HEADINGS))
+def test_the_database_page_is_a_page_with_a_way_back_in_the_persons_language(language):
+    from django.db import OperationalError
+    from django.http import HttpResponse
+    from django.test import RequestFactory
+    from django.utils import translation
+
+    from core.errors import DATABASE_AWAY, DatabaseUnavailableMiddleware
+
+    middleware = DatabaseUnavailableMiddleware(lambda request: HttpResponse())
+    request = RequestFactory().get("/c/1/", HTTP_REFERER="http://testserver/spaces/")
+    with translation.override(language):
+        page = middleware.process_exception(request, OperationalError("refused"))
+        message = translation.gettext(DATABASE_AWAY)
+    content = page.content.decode()
+    assert f"<h1>{HEADINGS[language]}</h1>" in content
+    assert f'<html lang="{language}">' in content
+    assert 'class="bar"' in content and "chat.css" in content  # styled as the other pages
+    assert 'href="http://testserver/spaces/" data-back' in content
+    assert 'href="/" data-home' in content
+    assert message in content
+    if language != "en":  # nothing left in English but the name
+        assert DATABASE_AWAY not in content and "Try again" not in content
+        assert "Back to your conversations" not in content
+
+
+def test_a_lost_change_is_named_in_the_persons_language():
+    from django.http import HttpResponse
+    from django.test import RequestFactory
+    from django.utils import translation
+
+    from core.errors import DatabaseUnavailableMiddleware, WriteNotSaved
+
+    middleware = DatabaseUnavailableMiddleware(lambda request: HttpResponse())
+    request = RequestFactory().post("/spaces/1/documents/2/withdraw/", {"reason": "old"})
+    with translation.override("de"):
+        action = translation.gettext("the withdrawal of “%(title)s”") % {"title": "Policy"}
+        page = middleware.process_exception(request, WriteNotSaved(action))
+    content = page.content.decode()
+    assert "Nicht gespeichert: das Zurückziehen von „Policy“." in content
+    assert "was not saved" not in content
+    assert 'name="reason" value="old"' in content

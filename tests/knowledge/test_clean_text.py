@@ -300,3 +300,24 @@ def test_one_admitted_extraction_at_most_serves_a_revision(space, owner):
         Extraction.objects.filter(pk=secondary.pk).update(serves_passages=True)
     with pytest.raises(IntegrityError), transaction.atomic():
         Extraction.objects.filter(pk=primary.pk).update(status="pending")
+
+
+@pytest.mark.parametrize(
+    ("gap", "warning"),
+    [
+        (GAP_BOTH_GLUED, "The text of revision 1 looks damaged (100% of its words glued)"),
+        (GAP_PRIMARY_GLUED, "The first reading of revision 1 looks damaged (100% of its words"),
+        (GAP_BOTH_CLEAN, None),
+    ],
+    ids=["both-damaged", "primary-damaged", "clean"],
+)
+def test_the_library_page_shows_a_revisions_damage_warning(space, owner, member, gap, warning):
+    ingest(owner, space, gap)
+    for user in (owner, member):  # curators and readers: it explains the quotes they see
+        client = Client()
+        client.force_login(user)
+        page = client.get(f"/spaces/{space.pk}/").content.decode()
+        if warning is None:
+            assert "data-text-warning" not in page
+        else:
+            assert "data-text-warning" in page and warning in page

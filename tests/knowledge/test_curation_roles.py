@@ -442,22 +442,46 @@ def test_library_erase(people, space, document, role):
     revision = document.revisions.get()
     response = page_client(people[role]).post(
         f"/spaces/{space.pk}/documents/{document.pk}/erase/",
-        {"revision": revision.pk, "reason": "leaked"},
+        {"revision": revision.pk, "reason": "leaked", "confirm": "yes"},
     )
     assert response.status_code == (302 if allowed(role) else REFUSAL[role])
     assert erased(document) == allowed(role)
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_library_erase_asks_first_and_changes_nothing_until_confirmed(
+    people, space, document, role
+):
+    revision = document.revisions.get()
+    url = f"/spaces/{space.pk}/documents/{document.pk}/erase/"
+    asked = page_client(people[role]).post(url, {"revision": revision.pk, "reason": "leaked"})
+    assert not erased(document)
+    assert asked.status_code == (200 if allowed(role) else REFUSAL[role])
+    if not allowed(role):
+        return
+    page = asked.content.decode()
+    assert "Erase the text of “policy”, revision 1?" in page
+    assert "Its passages and their vectors" in page  # what it removes
+    assert "exports made before, downloaded receipts" in page  # what it cannot reach
+    assert 'name="confirm" value="yes"' in page and 'value="leaked"' in page
+    assert f'href="/spaces/{space.pk}/#document-{document.pk}"' in page  # a way back
+    confirmed = page_client(people[role]).post(
+        url, {"revision": revision.pk, "reason": "leaked", "confirm": "yes"}
+    )
+    assert confirmed.status_code == 302 and erased(document)
 
 
 def test_library_erase_refusals_are_clear(people, space, document):
     client = page_client(people["curator"])
     url = f"/spaces/{space.pk}/documents/{document.pk}/erase/"
     revision = document.revisions.get()
-    no_reason = client.post(url, {"revision": revision.pk, "reason": ""})
+    no_reason = client.post(url, {"revision": revision.pk, "reason": "", "confirm": "yes"})
     assert no_reason.status_code == 422 and "Say why the text is erased" in no_reason.text
     assert client.post(url, {"revision": "nope", "reason": "x"}).status_code == 404
-    assert client.post(url, {"reason": "x"}).status_code == 404
-    assert client.post(url, {"revision": revision.pk, "reason": "leaked"}).status_code == 302
-    twice = client.post(url, {"revision": revision.pk, "reason": "again"})
+    assert client.post(url, {"reason": "x", "confirm": "yes"}).status_code == 404
+    erase = {"revision": revision.pk, "reason": "leaked", "confirm": "yes"}
+    assert client.post(url, erase).status_code == 302
+    twice = client.post(url, {**erase, "reason": "again"})
     assert twice.status_code == 409 and "already erased" in twice.text
     page = client.get(f"/spaces/{space.pk}/")
     assert "Text erased" in page.text

@@ -98,3 +98,27 @@ def test_debug_is_refused_by_the_service_to_someone_not_staff_and_answers_staff(
     answered = run(staff, "answer", query="Who owns service reviews?", mode="debug")
     assert not answered.is_error
     assert answered.payload["mode"] == "debug" and "trace" in answered.payload
+
+
+def test_the_answer_tool_returns_the_release_with_its_place_in_the_answer_log(
+    space, owner, member, log_key, monkeypatch
+):
+    """Issue 51, item 2: wherever a release is returned, `release.log` comes with it once
+    the release is in the log (as GET /v1/runs/<id>). The log is integrated after the
+    publication commits: here before the tool reads the answer back."""
+    from audit.log import log_integrate
+
+    ingest(owner, "ops.txt", "The platform operations team owns service reviews.", space=space)
+    answer_create = tools.answer_create
+
+    def answered_then_integrated(**kwargs):
+        body = answer_create(**kwargs)
+        log_integrate()
+        return body
+
+    monkeypatch.setattr(tools, "answer_create", answered_then_integrated)
+    outcome = run(member, "answer", query="Who owns service reviews?")
+    assert not outcome.is_error, outcome.payload
+    release = outcome.payload["release"]
+    assert release["log"]["index"] == 0 and release["log"]["tree_size"] == 1
+    assert release["log"]["checkpoint"].startswith("koinon")  # the signed note

@@ -35,6 +35,9 @@ class ModelProvider(Protocol):
     only when `can_compare`, `answer_generally` only when `can_answer_generally`."""
 
     name: str
+    # Whether planning and selecting wait for a model (the activity list says so); False
+    # for the default extractive provider, which computes both itself.
+    waits_for_model: bool
     can_compare: bool
     can_analyse: bool
     can_answer_generally: bool

@@ -133,6 +133,7 @@ class ExtractiveProvider:
 
     name = "extractive"
     model_id = "extractive-v3"
+    waits_for_model = False
     can_compare = False
     can_analyse = False
     can_answer_generally = False

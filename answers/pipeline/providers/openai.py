@@ -141,6 +141,7 @@ class OpenAIProvider:
     client: ChatClient
     max_tokens: int = 512  # the cap of any one call
     name: str = "openai"
+    waits_for_model: bool = True
     can_compare: bool = True
     can_analyse: bool = False  # recursive (RLM) analyses are not built
     can_answer_generally: bool = True

@@ -61,7 +61,11 @@
     source.addEventListener("step", function (event) {
       const data = JSON.parse(event.data);
       stepsDone();
-      const item = document.createElement("li");
+      // Each step named once: one entered again (the model planning, then selecting) moves
+      // to the end of the list, as the server lists it after a reload.
+      const item = Array.prototype.find.call(list.children, function (li) {
+        return li.dataset.step === data.step;
+      }) || document.createElement("li");
       item.dataset.step = data.step;
       item.dataset.state = "running";
       item.textContent = labels.steps[data.step] || data.step;
