@@ -1,0 +1,202 @@
+"""A PDF's page texts without the page's furniture, before anything is segmented (issue 51).
+
+Both PDF readings (pdfplumber and pypdf) give each page's text line by line, with what the
+typesetter put around the prose: running headers and footers, page numbers, a section
+number on a line of its own, words hyphenated at a line end, and headings that a single
+line break joins to the sentence under them (knowledge.sentences reads a single line break
+as a wrapped line). Quotes cut from that text read "1 Introduction This document …" or
+"man- agement". `pages_clean` removes or repairs these, by the same rules in both
+readings, so that a quote cut from one is still found in the other (the quote checks of
+answers.pipeline.validation compare words, not white space).
+
+The rules, deterministic and pure (no Django, no dictionary):
+
+- Running furniture: the first and last EDGE_LINES lines of each page are compared across
+  pages with their digits masked ("Page 3 of 12" is "Page # of #"); a line whose masked
+  form stands at a page edge on at least half the pages (and two at least) is removed from
+  every page edge it stands at, and so is a page number ("7", "- 7 -", "Page 7", "7 / 12")
+  at any page edge. Lines are removed from the edges inwards only, so a line repeated in
+  the middle of the pages stays.
+- A bare section number on a line of its own ("2", "2.1", "IV", "A.3") before a line that
+  starts with a capital is the heading's number set apart: removed.
+- A hyphen at a line end, after a letter, joins the first word of the next line (or of
+  the next page) onto the line: "man-" / "agement of" becomes "management" / "of". The
+  hyphen is dropped when the next line starts in lower case and the part before it is a
+  word fragment: letters only, with no hyphen of its own. It is kept ("end-to-end",
+  "Jean-Pierre", "COVID-19") when that part already holds a hyphen, when the next line
+  starts with a capital or a digit, or when the document writes the hyphenated word
+  elsewhere inside a line and never the joined one ("well-known"). A dictionary would know
+  more words; this reads only the document, the same way in both readings.
+- A heading is a line on its own paragraph: a line of at most HEADING_MAX_WORDS words,
+  shorter than HEADING_SHARE of the document's usual line, that starts with a capital or a
+  number, ends without punctuation, follows the start of the page, a blank line, a sentence
+  end or another short line, and stands over a line that starts with a capital (or with a
+  numbered heading). It gets a blank line either side, which ends the sentence there.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+import statistics
+
+EDGE_LINES = 3  # lines at the top and at the bottom of a page where furniture stands
+REPEAT_SHARE = 0.5  # running headers alternate between even and odd pages
+HEADING_MAX_WORDS = 10
+HEADING_SHARE = 0.7
+
+# A line whose only word moved up to the line before: gone, not a blank line (which would
+# end the sentence there).
+_EMPTIED = "\x00"
+_DIGITS = re.compile(r"\d+")
+_PAGE_NUMBER = re.compile(
+    r"(?:page|p\.|seite|pag\.?|página)?\s*[-–—(\[]?\s*\d{1,5}\s*[-–—)\]]?"
+    r"(?:\s*(?:/|of|von|de|sur)\s*\d{1,5})?",
+    re.IGNORECASE,
+)
+_SECTION_NUMBER = re.compile(r"(?:\d{1,3}(?:\.\d{1,3})*|[IVXLC]{1,6}|[A-Z](?:\.\d{1,3})+)\.?")
+_NUMBERED_HEADING = re.compile(r"\d{1,3}(?:\.\d{1,3})*\.?\s+[^\W\d_]")
+_FRAGMENT = re.compile(r"(?:^|(?<=\s))(\S*?)([^\W\d_]+)-$")
+_FIRST_WORD = re.compile(r"(\S+)\s*")
+_LEADING_LETTERS = re.compile(r"[^\W\d_]+")
+_HYPHENATED = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)+")
+_PLAIN_WORD = re.compile(r"[^\W\d_]+")
+_ENDS_SENTENCE = re.compile(r"[.!?:;…][\"'”’»)\]]*$")
+_NO_HEADING_END = re.compile(r"[.!?:;,…\-–—]$")
+
+
+def pages_clean(pages: list[str]) -> list[str]:
+    """The pages' texts without running headers, footers, page and bare section numbers,
+    with hyphenated line breaks joined and headings set apart as their own paragraphs.
+
+    Each page's text is its lines separated by "\\n"; the result has one text per page, in
+    the same order (a page left with nothing is ""), so page locators stay as they were.
+    """
+    lines = [[line.strip() for line in page.split("\n")] for page in pages]
+    lines = _without_furniture(lines)
+    lines = [_without_section_numbers(page) for page in lines]
+    lines = _hyphens_joined(lines)
+    width = _usual_width(lines)
+    return ["\n".join(_headings_apart(page, width)).strip("\n") for page in lines]
+
+
+def _masked(line: str) -> str:
+    return _DIGITS.sub("#", " ".join(line.split())).casefold()
+
+
+def _edges(page: list[str]) -> tuple[list[int], list[int]]:
+    """The indexes of a page's first and last EDGE_LINES lines with text, outermost first."""
+    filled = [index for index, line in enumerate(page) if line]
+    return filled[:EDGE_LINES], filled[::-1][:EDGE_LINES]
+
+
+def _without_furniture(pages: list[list[str]]) -> list[list[str]]:
+    counts: dict[str, int] = {}
+    for page in pages:
+        top, bottom = _edges(page)
+        for key in {_masked(page[index]) for index in top + bottom}:
+            counts[key] = counts.get(key, 0) + 1
+    with_text = sum(1 for page in pages if any(page))
+    needed = max(2, math.ceil(with_text * REPEAT_SHARE))
+    running = {key for key, count in counts.items() if count >= needed}
+
+    def furniture(line: str) -> bool:
+        return _masked(line) in running or bool(_PAGE_NUMBER.fullmatch(line))
+
+    cleaned = []
+    for page in pages:
+        top, bottom = _edges(page)
+        removed: set[int] = set()
+        for edge in (top, bottom):
+            for index in edge:
+                if index in removed:
+                    continue
+                if not furniture(page[index]):
+                    break
+                removed.add(index)
+        cleaned.append([line for index, line in enumerate(page) if index not in removed])
+    return cleaned
+
+
+def _without_section_numbers(page: list[str]) -> list[str]:
+    kept = []
+    for index, line in enumerate(page):
+        following = next((later for later in page[index + 1 :] if later), "")
+        if _SECTION_NUMBER.fullmatch(line) and following[:1].isupper():
+            continue
+        kept.append(line)
+    return kept
+
+
+def _hyphens_joined(pages: list[list[str]]) -> list[list[str]]:
+    """Every hyphenated line end joined with the first word after it (see the module
+    docstring for when the hyphen stays)."""
+    text = "\n".join("\n".join(page) for page in pages).casefold()
+    hyphenated = set(_HYPHENATED.findall(text))
+    plain = set(_PLAIN_WORD.findall(text))
+    # Every line with text in reading order: (page, line) positions.
+    positions = [(p, i) for p, page in enumerate(pages) for i, line in enumerate(page) if line]
+    pages = [list(page) for page in pages]
+    for (page, index), (next_page, next_index) in itertools.pairwise(positions):
+        line, following = pages[page][index], pages[next_page][next_index]
+        match = _FRAGMENT.search(line)
+        word = _FIRST_WORD.match(following)
+        if match is None or word is None or not following[:1].isalnum():
+            continue
+        before, fragment = match.groups()
+        continuation = _LEADING_LETTERS.match(word.group(1))
+        joined = fragment + (continuation.group() if continuation else "")
+        keep_hyphen = (
+            "-" in before
+            or continuation is None
+            or not following[:1].islower()
+            or (
+                f"{fragment}-{continuation.group()}".casefold() in hyphenated
+                and joined.casefold() not in plain
+            )
+        )
+        head = line if keep_hyphen else line[:-1]
+        pages[page][index] = head + word.group(1)
+        pages[next_page][next_index] = following[word.end() :] or _EMPTIED
+    return [[line for line in page if line != _EMPTIED] for page in pages]
+
+
+def _usual_width(pages: list[list[str]]) -> float:
+    widths = [len(line) for page in pages for line in page if line]
+    return statistics.median(widths) if widths else 0.0
+
+
+def _is_heading(line: str, previous: str | None, following: str, width: float) -> bool:
+    if not line or not following or len(line.split()) > HEADING_MAX_WORDS:
+        return False
+    if len(line) > HEADING_SHARE * width or _NO_HEADING_END.search(line):
+        return False
+    if not (line[:1].isupper() or line[:1].isdigit()):
+        return False
+    if not (following[:1].isupper() or _NUMBERED_HEADING.match(following)):
+        return False
+    return (
+        not previous
+        or bool(_ENDS_SENTENCE.search(previous))
+        or len(previous) <= HEADING_SHARE * width
+    )
+
+
+def _headings_apart(page: list[str], width: float) -> list[str]:
+    out: list[str] = []
+    previous: str | None = None
+    for index, line in enumerate(page):
+        if not line:
+            out.append(line)
+            previous = None
+            continue
+        following = page[index + 1] if index + 1 < len(page) else ""
+        if _is_heading(line, previous, following, width):
+            if out and out[-1]:
+                out.append("")
+            out += [line, ""]
+        else:
+            out.append(line)
+        previous = line
+    return out
