@@ -12,11 +12,12 @@ answers.pipeline.validation compare words, not white space).
 The rules, deterministic and pure (no Django, no dictionary):
 
 - Running furniture: the first and last EDGE_LINES lines of each page are compared across
-  pages with their digits masked ("Page 3 of 12" is "Page # of #"); a line whose masked
+  pages with their digits masked ("Page 3 of 12" is "Page # of #"). A line whose masked
   form stands at a page edge on at least half the pages (and two at least) is removed from
-  every page edge it stands at, and so is a page number ("7", "- 7 -", "Page 7", "7 / 12")
-  at any page edge. Lines are removed from the edges inwards only, so a line repeated in
-  the middle of the pages stays.
+  every page edge it stands at; so is a line that begins or ends with its page number
+  ("Chapter 2: Syntax 7") on two pages at least, since it runs over one chapter's pages
+  only; and so is a page number ("7", "- 7 -", "Page 7", "7 / 12", "iv") at any page edge.
+  Lines are removed from the edges inwards only: a line repeated mid-page stays.
 - A bare section number on a line of its own ("2", "2.1", "IV", "A.3") before a line that
   starts with a capital is the heading's number set apart: removed.
 - A hyphen at a line end, after a letter, joins the first word of the next line (or of
@@ -24,14 +25,20 @@ The rules, deterministic and pure (no Django, no dictionary):
   hyphen is dropped when the next line starts in lower case and the part before it is a
   word fragment: letters only, with no hyphen of its own. It is kept ("end-to-end",
   "Jean-Pierre", "COVID-19") when that part already holds a hyphen, when the next line
-  starts with a capital or a digit, or when the document writes the hyphenated word
-  elsewhere inside a line and never the joined one ("well-known"). A dictionary would know
-  more words; this reads only the document, the same way in both readings.
+  starts with a capital or a digit, or when the document's own words say it is a compound:
+  it never writes the two parts joined, and either writes them hyphenated inside a line
+  ("well-known") or uses both as words on their own ("customer-" / "facing" where
+  "customer" and "facing" stand alone elsewhere). So "man-agement", "configu-ration" and
+  "test-ed" join; "some-thing" stays hyphenated unless "something" occurs elsewhere. A
+  dictionary would know more words; this reads only the document, the same way in both
+  readings, and a kept hyphen is still joined to its word, with no line break inside.
 - A heading is a line on its own paragraph: a line of at most HEADING_MAX_WORDS words,
   shorter than HEADING_SHARE of the document's usual line, that starts with a capital or a
   number, ends without punctuation, follows the start of the page, a blank line, a sentence
   end or another short line, and stands over a line that starts with a capital (or with a
-  numbered heading). It gets a blank line either side, which ends the sentence there.
+  numbered heading, or a list item); a numbered one ("3.1 Invoking the parser") may stand
+  over any line. It gets a blank line either side, which ends the sentence there, and so
+  does an entry of a table of contents ("2.1 Syntax . . . . 7").
 """
 
 from __future__ import annotations
@@ -50,18 +57,23 @@ HEADING_SHARE = 0.7
 # end the sentence there).
 _EMPTIED = "\x00"
 _DIGITS = re.compile(r"\d+")
+_NUMBERED_EDGE = re.compile(r"^#\s|\s#$")
 _PAGE_NUMBER = re.compile(
     r"(?:page|p\.|seite|pag\.?|página)?\s*[-–—(\[]?\s*\d{1,5}\s*[-–—)\]]?"
-    r"(?:\s*(?:/|of|von|de|sur)\s*\d{1,5})?",
+    r"(?:\s*(?:/|of|von|de|sur)\s*\d{1,5})?"
+    r"|(?-i:[ivxlc]{1,7})",  # front matter's lower-case Roman numerals
     re.IGNORECASE,
 )
 _SECTION_NUMBER = re.compile(r"(?:\d{1,3}(?:\.\d{1,3})*|[IVXLC]{1,6}|[A-Z](?:\.\d{1,3})+)\.?")
-_NUMBERED_HEADING = re.compile(r"\d{1,3}(?:\.\d{1,3})*\.?\s+[^\W\d_]")
+_NUMBERED_HEADING = re.compile(r"\d{1,3}(?:(?:\.\d{1,3})+\.?)?\s+[A-Z]")
+_LIST_ITEM = re.compile(r"[-*•‣▪–]\s*\S|\d{1,3}[.)]\s+\S")
+# A table of contents' entry: dotted leaders and a page number.
+_CONTENTS_ENTRY = re.compile(r"(?:\s?\.){4,}\s*\d{1,5}$")
 _FRAGMENT = re.compile(r"(?:^|(?<=\s))(\S*?)([^\W\d_]+)-$")
 _FIRST_WORD = re.compile(r"(\S+)\s*")
 _LEADING_LETTERS = re.compile(r"[^\W\d_]+")
-_HYPHENATED = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)+")
-_PLAIN_WORD = re.compile(r"[^\W\d_]+")
+_WORDS = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)*")
+_LINE_BREAK_HYPHEN = re.compile(r"[^\W\d_]+-\s*\n\s*[^\W\d_]+")
 _ENDS_SENTENCE = re.compile(r"[.!?:;…][\"'”’»)\]]*$")
 _NO_HEADING_END = re.compile(r"[.!?:;,…\-–—]$")
 
@@ -99,7 +111,13 @@ def _without_furniture(pages: list[list[str]]) -> list[list[str]]:
             counts[key] = counts.get(key, 0) + 1
     with_text = sum(1 for page in pages if any(page))
     needed = max(2, math.ceil(with_text * REPEAT_SHARE))
-    running = {key for key, count in counts.items() if count >= needed}
+    # A line that carries the page number at its start or end ("Chapter 2: Syntax 7") runs
+    # over a chapter's pages only: two of them are enough.
+    running = {
+        key
+        for key, count in counts.items()
+        if count >= needed or (count >= 2 and _NUMBERED_EDGE.search(key))
+    }
 
     def furniture(line: str) -> bool:
         return _masked(line) in running or bool(_PAGE_NUMBER.fullmatch(line))
@@ -133,8 +151,10 @@ def _hyphens_joined(pages: list[list[str]]) -> list[list[str]]:
     """Every hyphenated line end joined with the first word after it (see the module
     docstring for when the hyphen stays)."""
     text = "\n".join("\n".join(page) for page in pages).casefold()
-    hyphenated = set(_HYPHENATED.findall(text))
-    plain = set(_PLAIN_WORD.findall(text))
+    # The document's words inside lines: the parts of words broken at a line end are not.
+    words = set(_WORDS.findall(_LINE_BREAK_HYPHEN.sub(" ", text)))
+    hyphenated = {word for word in words if "-" in word}
+    plain = words - hyphenated
     # Every line with text in reading order: (page, line) positions.
     positions = [(p, i) for p, page in enumerate(pages) for i, line in enumerate(page) if line]
     pages = [list(page) for page in pages]
@@ -146,20 +166,25 @@ def _hyphens_joined(pages: list[list[str]]) -> list[list[str]]:
             continue
         before, fragment = match.groups()
         continuation = _LEADING_LETTERS.match(word.group(1))
-        joined = fragment + (continuation.group() if continuation else "")
         keep_hyphen = (
             "-" in before
             or continuation is None
             or not following[:1].islower()
-            or (
-                f"{fragment}-{continuation.group()}".casefold() in hyphenated
-                and joined.casefold() not in plain
-            )
+            or _compound(fragment, continuation.group(), hyphenated, plain)
         )
         head = line if keep_hyphen else line[:-1]
         pages[page][index] = head + word.group(1)
         pages[next_page][next_index] = following[word.end() :] or _EMPTIED
     return [[line for line in page if line != _EMPTIED] for page in pages]
+
+
+def _compound(fragment: str, continuation: str, hyphenated: set[str], plain: set[str]) -> bool:
+    """Whether the document's own words say "fragment-continuation" is a compound: it never
+    writes them joined, and writes them hyphenated inside a line, or uses both on their own."""
+    first, second = fragment.casefold(), continuation.casefold()
+    if first + second in plain:
+        return False
+    return f"{first}-{second}" in hyphenated or (first in plain and second in plain)
 
 
 def _usual_width(pages: list[list[str]]) -> float:
@@ -174,7 +199,13 @@ def _is_heading(line: str, previous: str | None, following: str, width: float) -
         return False
     if not (line[:1].isupper() or line[:1].isdigit()):
         return False
-    if not (following[:1].isupper() or _NUMBERED_HEADING.match(following)):
+    numbered = bool(_NUMBERED_HEADING.match(line))
+    if not (
+        numbered
+        or following[:1].isupper()
+        or _NUMBERED_HEADING.match(following)
+        or _LIST_ITEM.match(following)
+    ):
         return False
     return (
         not previous
@@ -192,7 +223,7 @@ def _headings_apart(page: list[str], width: float) -> list[str]:
             previous = None
             continue
         following = page[index + 1] if index + 1 < len(page) else ""
-        if _is_heading(line, previous, following, width):
+        if _is_heading(line, previous, following, width) or _CONTENTS_ENTRY.search(line):
             if out and out[-1]:
                 out.append("")
             out += [line, ""]
