@@ -17,7 +17,8 @@ The rules, deterministic and pure (no Django, no dictionary):
   every page edge it stands at; so is a line that begins or ends with its page number
   ("Chapter 2: Syntax 7") on two pages at least, since it runs over one chapter's pages
   only; and so is a page number ("7", "- 7 -", "Page 7", "7 / 12", "iv") at any page edge.
-  Lines are removed from the edges inwards only: a line repeated mid-page stays.
+  Lines are removed from the edges inwards only: a line repeated mid-page stays, and a page
+  that would be left with nothing but page numbers keeps its other lines.
 - A bare section number on a line of its own ("2", "2.1", "IV", "A.3") before a line that
   starts with a capital is the heading's number set apart: removed.
 - A hyphen at a line end, after a letter, joins the first word of the next line (or of
@@ -133,7 +134,11 @@ def _without_furniture(pages: list[list[str]]) -> list[list[str]]:
                 if not furniture(page[index]):
                     break
                 removed.add(index)
-        cleaned.append([line for index, line in enumerate(page) if index not in removed])
+        kept = [line for index, line in enumerate(page) if index not in removed]
+        if not any(kept):
+            # Every line "runs" ("Ticket 1", "Ticket 2" …, one a page): it is the content.
+            kept = [line for line in page if not _PAGE_NUMBER.fullmatch(line)]
+        cleaned.append(kept)
     return cleaned
 
 

@@ -65,6 +65,11 @@ def test_a_chapter_header_with_its_page_number_goes_from_two_pages_on():
     assert cleaned(*pages)[4].startswith("Chapter 3: Incidents 5\n")  # once: not known to run
 
 
+def test_a_page_of_nothing_but_running_lines_keeps_them():
+    pages = [f"Ticket {n} of the spring draw\n{n}" for n in (1, 2, 3)]
+    assert cleaned(*pages) == [f"Ticket {n} of the spring draw" for n in (1, 2, 3)]
+
+
 def test_a_page_number_goes_at_a_page_edge_even_on_a_single_page():
     assert cleaned(f"- 1 -\n{FULL}\n1") == [FULL]
     assert cleaned(f"iv\n{FULL}") == [FULL]
