@@ -16,9 +16,13 @@ Figures per reading:
   "." or ")" of a list item) followed by a capitalised word or another number;
 - hyphen break: quotes holding a line-break hyphen (a letter, "-", a line break, a letter);
 - page line: quotes holding a line that is only a page number ("7", "Page 7 of 12");
-- twice: quotes of the primary whose words are also in the secondary reading (the second
-  quote check, answers.pipeline.validation: normalised keys), as a share;
-- damage: the reading's extraction_damage (knowledge.extraction.damage).
+- twice: quotes of the reading whose words are also in the other reading (the second quote
+  check, answers.pipeline.validation: normalised keys, without spaces in a damaged other
+  reading), as a share;
+- damage: the reading's extraction_damage (knowledge.extraction.damage), the highest of the
+  files.
+The row `served` adds up, file by file, the reading that serves passages (the primary,
+unless it is damaged and the secondary clean: knowledge.extraction.damage.serving_role).
 The goal: 0 quotes with a number first, a hyphen break or a page line, after.
 
 Run: .venv/bin/python bench/pdf_quotes.py [--also FILE.pdf ...] [--show N]
@@ -41,11 +45,13 @@ import django
 
 django.setup()
 
+from django.conf import settings  # noqa: E402
+
 from answers.pipeline.providers.extractive import quote_spans  # noqa: E402
 from answers.pipeline.vocabulary import CandidateView  # noqa: E402
 from knowledge.chunking import chunk  # noqa: E402
 from knowledge.extraction import ExtractionResult, Limits  # noqa: E402
-from knowledge.extraction.damage import extraction_damage  # noqa: E402
+from knowledge.extraction.damage import extraction_damage, serving_role  # noqa: E402
 from knowledge.extraction.pdf import extract_primary, extract_secondary  # noqa: E402
 from knowledge.normalise import normalised_key  # noqa: E402
 
@@ -87,9 +93,13 @@ def candidate_quotes(result: ExtractionResult, title: str) -> list[str]:
     return quotes
 
 
-def measure(result: ExtractionResult, title: str, other_text: str | None) -> Figures:
+def measure(result: ExtractionResult, title: str, other: ExtractionResult) -> Figures:
     figures = Figures(damage=extraction_damage(result.text))
-    other_key = normalised_key(other_text) if other_text is not None else ""
+    other_key = normalised_key(other.text)
+    # As QUOTES_SECONDARY_SQL: in a damaged reading the words are looked for without spaces.
+    squeezed = extraction_damage(other.text) > settings.KOINON_EXTRACTION_DAMAGE_THRESHOLD
+    if squeezed:
+        other_key = other_key.replace(" ", "")
     for quote in candidate_quotes(result, title):
         figures.quotes += 1
         flagged = False
@@ -102,7 +112,8 @@ def measure(result: ExtractionResult, title: str, other_text: str | None) -> Fig
         if PAGE_LINE.search(quote):
             figures.page_line += 1
             flagged = True
-        if other_text is not None and normalised_key(quote) in other_key:
+        key = normalised_key(quote)
+        if (key.replace(" ", "") if squeezed else key) in other_key:
             figures.twice += 1
         if flagged:
             figures.examples.append(" ".join(quote.split())[:110])
@@ -113,10 +124,16 @@ def measure_file(path: Path, *, clean: bool) -> dict[str, Figures]:
     data = path.read_bytes()
     primary = extract_primary(data, LIMITS, clean=clean)
     secondary = extract_secondary(data, LIMITS, clean=clean)
-    return {
-        "pdfplumber": measure(primary, path.stem, secondary.text),
-        "pypdf": measure(secondary, path.stem, None),
+    readings = {
+        "pdfplumber": measure(primary, path.stem, secondary),
+        "pypdf": measure(secondary, path.stem, primary),
     }
+    role = serving_role(
+        {"primary": readings["pdfplumber"].damage, "secondary": readings["pypdf"].damage},
+        threshold=settings.KOINON_EXTRACTION_DAMAGE_THRESHOLD,
+    )
+    readings["served"] = readings["pdfplumber" if role == "primary" else "pypdf"]
+    return readings
 
 
 def report(title: str, files: list[Path], show: int) -> None:
@@ -124,12 +141,12 @@ def report(title: str, files: list[Path], show: int) -> None:
     print(f"{'run':7} {'reading':11} {'quotes':>6} {'number first':>12} {'hyphen break':>12} "
           f"{'page line':>9} {'twice':>6} {'damage':>6}")  # fmt: skip
     for clean, run in ((False, "before"), (True, "after")):
-        totals = {"pdfplumber": Figures(), "pypdf": Figures()}
+        totals = {"pdfplumber": Figures(), "pypdf": Figures(), "served": Figures()}
         for path in files:
             for reading, figures in measure_file(path, clean=clean).items():
                 totals[reading].add(figures)
         for reading, figures in totals.items():
-            twice = f"{figures.twice / figures.quotes:.2f}" if reading == "pdfplumber" else "-"
+            twice = f"{figures.twice / figures.quotes:.2f}" if figures.quotes else "-"
             print(
                 f"{run:7} {reading:11} {figures.quotes:6d} {figures.number_first:12d} "
                 f"{figures.hyphen_break:12d} {figures.page_line:9d} {twice:>6} "
