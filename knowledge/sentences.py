@@ -108,7 +108,7 @@ _WORD = re.compile(r"\w+")
 # "2." or "2)" alone starts a list item instead.
 _NUMBERED_HEADING = re.compile(r"\d{1,3}(?:(?:\.\d{1,3})+\.?)?\s+[A-Z]")
 NUMBERED_HEADING_MAX_WORDS = 12
-_LEADERS = re.compile(r"(?:\s?\.){3,}\s*\d{0,5}$")
+LEADER_DOTS = 4  # "...." and more before a page number: a contents entry, not an ellipsis
 
 
 def _previous_token(text: str, position: int, floor: int) -> str:
@@ -205,6 +205,15 @@ def _folded(text: str) -> str:
     return " ".join(_WORD.findall(unicodedata.normalize("NFKC", text).casefold()))
 
 
+def without_leaders(text: str) -> str:
+    """The text without the dot leaders and page number that end a contents entry ("2.1
+    Syntax . . . . 7"); unchanged when it has none. Linear: no pattern scans a long run of
+    dots from each of its positions."""
+    body = text.rstrip("0123456789 \t")
+    bare = body.rstrip(". \t")
+    return bare if body.count(".", len(bare)) >= LEADER_DOTS else text
+
+
 def is_label(sentence: str, *, headings: list[str] | tuple[str, ...] = (), title: str = "") -> bool:
     """A heading, title, table header or other label: never a quote on its own.
 
@@ -220,7 +229,7 @@ def is_label(sentence: str, *, headings: list[str] | tuple[str, ...] = (), title
     if title and folded == _folded(title):
         return True
     # An entry of a table of contents: its dot leaders (and page number) say nothing.
-    stripped = _LEADERS.sub("", sentence.strip())
+    stripped = without_leaders(sentence.strip())
     if _TERMINAL.search(stripped):
         return False
     words = _WORD.findall(stripped)

@@ -53,6 +53,8 @@ EDGE_LINES = 3  # lines at the top and at the bottom of a page where furniture s
 REPEAT_SHARE = 0.5  # running headers alternate between even and odd pages
 HEADING_MAX_WORDS = 10
 HEADING_SHARE = 0.7
+LEADER_DOTS = 4  # dots before a page number that make a line a contents entry
+SHORT_LINE = 40  # page and section numbers are short: longer lines are not matched at all
 
 # A line whose only word moved up to the line before: gone, not a blank line (which would
 # end the sentence there).
@@ -70,11 +72,11 @@ _NUMBERED_HEADING = re.compile(r"\d{1,3}(?:(?:\.\d{1,3})+\.?)?\s+[A-Z]")
 _LIST_ITEM = re.compile(r"[-*•‣▪–]\s*\S|\d{1,3}[.)]\s+\S")
 # A table of contents' entry: dotted leaders and a page number.
 _CONTENTS_ENTRY = re.compile(r"(?:\s?\.){4,}\s*\d{1,5}$")
-_FRAGMENT = re.compile(r"(?:^|(?<=\s))(\S*?)([^\W\d_]+)-$")
 _FIRST_WORD = re.compile(r"(\S+)\s*")
 _LEADING_LETTERS = re.compile(r"[^\W\d_]+")
 _WORDS = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)*")
-_LINE_BREAK_HYPHEN = re.compile(r"[^\W\d_]+-\s*\n\s*[^\W\d_]+")
+# Starts only where a run of letters starts: one pass over a long run, not one per letter.
+_LINE_BREAK_HYPHEN = re.compile(r"(?<![^\W\d_])[^\W\d_]+-\s*\n\s*[^\W\d_]+")
 _ENDS_SENTENCE = re.compile(r"[.!?:;…][\"'”’»)\]]*$")
 _NO_HEADING_END = re.compile(r"[.!?:;,…\-–—]$")
 
@@ -92,6 +94,10 @@ def pages_clean(pages: list[str]) -> list[str]:
     lines = _hyphens_joined(lines)
     width = _usual_width(lines)
     return ["\n".join(_headings_apart(page, width)).strip("\n") for page in lines]
+
+
+def _is_page_number(line: str) -> bool:
+    return len(line) <= SHORT_LINE and bool(_PAGE_NUMBER.fullmatch(line))
 
 
 def _masked(line: str) -> str:
@@ -121,7 +127,7 @@ def _without_furniture(pages: list[list[str]]) -> list[list[str]]:
     }
 
     def furniture(line: str) -> bool:
-        return _masked(line) in running or bool(_PAGE_NUMBER.fullmatch(line))
+        return _masked(line) in running or _is_page_number(line)
 
     cleaned = []
     for page in pages:
@@ -137,7 +143,7 @@ def _without_furniture(pages: list[list[str]]) -> list[list[str]]:
         kept = [line for index, line in enumerate(page) if index not in removed]
         if not any(kept):
             # Every line "runs" ("Ticket 1", "Ticket 2" …, one a page): it is the content.
-            kept = [line for line in page if not _PAGE_NUMBER.fullmatch(line)]
+            kept = [line for line in page if not _is_page_number(line)]
         cleaned.append(kept)
     return cleaned
 
@@ -146,7 +152,7 @@ def _without_section_numbers(page: list[str]) -> list[str]:
     kept = []
     for index, line in enumerate(page):
         following = next((later for later in page[index + 1 :] if later), "")
-        if _SECTION_NUMBER.fullmatch(line) and following[:1].isupper():
+        if len(line) <= SHORT_LINE and _SECTION_NUMBER.fullmatch(line) and following[:1].isupper():
             continue
         kept.append(line)
     return kept
@@ -165,11 +171,12 @@ def _hyphens_joined(pages: list[list[str]]) -> list[list[str]]:
     pages = [list(page) for page in pages]
     for (page, index), (next_page, next_index) in itertools.pairwise(positions):
         line, following = pages[page][index], pages[next_page][next_index]
-        match = _FRAGMENT.search(line)
-        word = _FIRST_WORD.match(following)
-        if match is None or word is None or not following[:1].isalnum():
+        if not line.endswith("-") or not following[:1].isalnum():
             continue
-        before, fragment = match.groups()
+        before, fragment = _split_fragment(line)
+        word = _FIRST_WORD.match(following)
+        if not fragment or word is None:
+            continue
         continuation = _LEADING_LETTERS.match(word.group(1))
         keep_hyphen = (
             "-" in before
@@ -181,6 +188,16 @@ def _hyphens_joined(pages: list[list[str]]) -> list[list[str]]:
         pages[page][index] = head + word.group(1)
         pages[next_page][next_index] = following[word.end() :] or _EMPTIED
     return [[line for line in page if line != _EMPTIED] for page in pages]
+
+
+def _split_fragment(line: str) -> tuple[str, str]:
+    """The last token of a line ending in "-", split into what comes before its last run of
+    letters and that run ("end-to-" is "end-", "to"). Read from the end, in linear time."""
+    token = line.rsplit(None, 1)[-1][:-1]
+    start = len(token)
+    while start and token[start - 1].isalpha():
+        start -= 1
+    return token[:start], token[start:]
 
 
 def _compound(fragment: str, continuation: str, hyphenated: set[str], plain: set[str]) -> bool:
@@ -219,6 +236,16 @@ def _is_heading(line: str, previous: str | None, following: str, width: float) -
     )
 
 
+def _is_contents_entry(line: str) -> bool:
+    """Dot leaders and a page number end the line ("2.1 Syntax . . . . 7"). Read from the
+    end, in linear time: a hostile line of dots costs one pass."""
+    body = line.rstrip("0123456789")
+    if body == line:
+        return False
+    bare = body.rstrip(". \t")
+    return body[len(bare) :].count(".") >= LEADER_DOTS
+
+
 def _headings_apart(page: list[str], width: float) -> list[str]:
     out: list[str] = []
     previous: str | None = None
@@ -228,7 +255,7 @@ def _headings_apart(page: list[str], width: float) -> list[str]:
             previous = None
             continue
         following = page[index + 1] if index + 1 < len(page) else ""
-        if _is_heading(line, previous, following, width) or _CONTENTS_ENTRY.search(line):
+        if _is_heading(line, previous, following, width) or _is_contents_entry(line):
             if out and out[-1]:
                 out.append("")
             out += [line, ""]
