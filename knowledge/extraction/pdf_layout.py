@@ -70,8 +70,6 @@ _PAGE_NUMBER = re.compile(
 _SECTION_NUMBER = re.compile(r"(?:\d{1,3}(?:\.\d{1,3})*|[IVXLC]{1,6}|[A-Z](?:\.\d{1,3})+)\.?")
 _NUMBERED_HEADING = re.compile(r"\d{1,3}(?:(?:\.\d{1,3})+\.?)?\s+[A-Z]")
 _LIST_ITEM = re.compile(r"[-*•‣▪–]\s*\S|\d{1,3}[.)]\s+\S")
-# A table of contents' entry: dotted leaders and a page number.
-_CONTENTS_ENTRY = re.compile(r"(?:\s?\.){4,}\s*\d{1,5}$")
 _FIRST_WORD = re.compile(r"(\S+)\s*")
 _LEADING_LETTERS = re.compile(r"[^\W\d_]+")
 _WORDS = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)*")
@@ -151,9 +149,10 @@ def _without_furniture(pages: list[list[str]]) -> list[list[str]]:
 def _without_section_numbers(page: list[str]) -> list[str]:
     kept = []
     for index, line in enumerate(page):
-        following = next((later for later in page[index + 1 :] if later), "")
-        if len(line) <= SHORT_LINE and _SECTION_NUMBER.fullmatch(line) and following[:1].isupper():
-            continue
+        if len(line) <= SHORT_LINE and _SECTION_NUMBER.fullmatch(line):
+            following = next((page[j] for j in range(index + 1, len(page)) if page[j]), "")
+            if following[:1].isupper():
+                continue
         kept.append(line)
     return kept
 
