@@ -104,6 +104,11 @@ _OPENERS = "\"'“‘«([{"
 _LIST_ITEM = re.compile(r"[ \t]*(?:[-*•‣▪–]|\d{1,3}[.)]|[a-zA-Z][.)])[ \t]+\S")
 _TERMINAL = re.compile(r"[.!?…][\"'”’»)\]}]*$")
 _WORD = re.compile(r"\w+")
+# A section number and a capitalised word: a numbered heading, when it ends without a mark.
+# "2." or "2)" alone starts a list item instead.
+_NUMBERED_HEADING = re.compile(r"\d{1,3}(?:(?:\.\d{1,3})+\.?)?\s+[A-Z]")
+NUMBERED_HEADING_MAX_WORDS = 12
+LEADER_DOTS = 4  # "...." and more before a page number: a contents entry, not an ellipsis
 
 
 def _previous_token(text: str, position: int, floor: int) -> str:
@@ -200,12 +205,21 @@ def _folded(text: str) -> str:
     return " ".join(_WORD.findall(unicodedata.normalize("NFKC", text).casefold()))
 
 
+def without_leaders(text: str) -> str:
+    """The text without the dot leaders and page number that end a contents entry ("2.1
+    Syntax . . . . 7"); unchanged when it has none. Linear: no pattern scans a long run of
+    dots from each of its positions."""
+    body = text.rstrip("0123456789 \t")
+    bare = body.rstrip(". \t")
+    return bare if body.count(".", len(bare)) >= LEADER_DOTS else text
+
+
 def is_label(sentence: str, *, headings: list[str] | tuple[str, ...] = (), title: str = "") -> bool:
     """A heading, title, table header or other label: never a quote on its own.
 
     It is one if it repeats a heading of its path or the document title, or if it has no
-    sentence-final mark and is either very short or written like a title ("First Battle of
-    Bull Run", "Retention", "Travel policy").
+    sentence-final mark and is either very short, numbered like a section ("2.1 Follow-up
+    work") or written like a title ("First Battle of Bull Run", "Retention", "Travel policy").
     """
     folded = _folded(sentence)
     if not folded:
@@ -214,11 +228,14 @@ def is_label(sentence: str, *, headings: list[str] | tuple[str, ...] = (), title
         return True
     if title and folded == _folded(title):
         return True
-    stripped = sentence.strip()
+    # An entry of a table of contents: its dot leaders (and page number) say nothing.
+    stripped = without_leaders(sentence.strip())
     if _TERMINAL.search(stripped):
         return False
     words = _WORD.findall(stripped)
     if len(words) <= 4:
         return True
+    if _NUMBERED_HEADING.match(stripped) and len(words) <= NUMBERED_HEADING_MAX_WORDS:
+        return True  # "2.1 Follow-up work", "3 Invoking the parser" (issue 51)
     significant = [word for word in words if len(word) > 3]
     return bool(significant) and all(word[:1].isupper() or word.isdigit() for word in significant)

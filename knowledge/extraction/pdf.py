@@ -1,5 +1,10 @@
 """PDF: pdfplumber (pdfminer.six underneath) as primary, pypdf as an independent second reading.
 
+Both readings collect their pages' texts, then clean them with the same rules
+(knowledge.extraction.pdf_layout: running headers and footers, page and section numbers,
+hyphenated line breaks, headings) before the text is built; `clean=False` keeps the raw
+page texts (the bench's "before": bench/pdf_quotes.py).
+
 A PDF counts as "encrypted" when it cannot be opened with the empty password:
 owner-password-only files (printing/copying restrictions) open for both
 libraries and are extracted normally.
@@ -17,6 +22,7 @@ from pypdf import PasswordType, PdfReader
 from pypdf.errors import LimitReachedError
 
 from .base import ExtractionError, ExtractionResult, Limits, TextBuilder, dist_version
+from .pdf_layout import pages_clean
 
 _STREAM_START = re.compile(rb"(?<!end)stream\r?\n")
 _INFLATE_CHUNK = 1024 * 1024
@@ -70,33 +76,54 @@ def _check_pages(count: int, limits: Limits) -> None:
         raise ExtractionError("too_large")
 
 
-def extract_primary(data: bytes, limits: Limits) -> ExtractionResult:
-    check_streams(data, limits)
+def _built(pages: list[str], limits: Limits, *, clean: bool, extractor: str) -> ExtractionResult:
     builder = TextBuilder(limits)
+    for number, text in enumerate(pages_clean(pages) if clean else pages, start=1):
+        builder.add(text, {"page": number})
+    return builder.result(extractor, dist_version(extractor))
+
+
+class _PageTexts(list[str]):
+    """Page texts collected before they are cleaned, bounded as the builder would be."""
+
+    def __init__(self, limits: Limits) -> None:
+        super().__init__()
+        self._left = limits.max_chars
+
+    def add(self, text: str) -> None:
+        self._left -= len(text)
+        if self._left < 0:
+            raise ExtractionError("too_large")
+        self.append(text)
+
+
+def extract_primary(data: bytes, limits: Limits, *, clean: bool = True) -> ExtractionResult:
+    check_streams(data, limits)
+    pages = _PageTexts(limits)
     try:
         pdf = pdfplumber.open(io.BytesIO(data))
     except Exception as exc:
         raise ExtractionError("encrypted" if _is_password_error(exc) else "corrupt") from exc
     with pdf:
         _check_pages(len(pdf.pages), limits)
-        for number, page in enumerate(pdf.pages, start=1):
-            builder.add(page.extract_text() or "", {"page": number})
+        for page in pdf.pages:
+            pages.add(page.extract_text() or "")
             # Cached layout objects of every page would otherwise stay in memory.
             page.close()
-    return builder.result("pdfplumber", dist_version("pdfplumber"))
+    return _built(pages, limits, clean=clean, extractor="pdfplumber")
 
 
-def extract_secondary(data: bytes, limits: Limits) -> ExtractionResult:
+def extract_secondary(data: bytes, limits: Limits, *, clean: bool = True) -> ExtractionResult:
     check_streams(data, limits)
     try:
-        return _read_with_pypdf(data, limits)
+        return _built(_read_with_pypdf(data, limits), limits, clean=clean, extractor="pypdf")
     except LimitReachedError as exc:
         # pypdf's own inflation bounds: the file is too large for it, not damaged.
         raise ExtractionError("too_large") from exc
 
 
-def _read_with_pypdf(data: bytes, limits: Limits) -> ExtractionResult:
-    builder = TextBuilder(limits)
+def _read_with_pypdf(data: bytes, limits: Limits) -> list[str]:
+    pages = _PageTexts(limits)
     reader = PdfReader(io.BytesIO(data))
     if reader.is_encrypted:
         try:
@@ -106,6 +133,6 @@ def _read_with_pypdf(data: bytes, limits: Limits) -> ExtractionResult:
         if not opened:
             raise ExtractionError("encrypted")
     _check_pages(len(reader.pages), limits)
-    for number, page in enumerate(reader.pages, start=1):
-        builder.add(page.extract_text() or "", {"page": number})
-    return builder.result("pypdf", dist_version("pypdf"))
+    for page in reader.pages:
+        pages.add(page.extract_text() or "")
+    return pages

@@ -100,6 +100,20 @@ def test_headings_titles_and_table_headers_are_labels(label):
     assert is_label(label)
 
 
+@pytest.mark.parametrize(
+    "heading",
+    [
+        "2.1 Follow-up work on the archive",
+        "3 Invoking the parser from a shell",
+        "4.2.1. Limits of the upload service",
+        "3.1 Invoking asn1Parser............................................ 5",
+        "2.1 ASN.1 syntax. . . . . . . . . . . 2",
+    ],
+)
+def test_numbered_headings_and_contents_entries_are_labels(heading):
+    assert is_label(heading)
+
+
 def test_a_label_is_what_repeats_its_heading_or_the_title():
     assert is_label(
         "Service reviews in the first week", headings=["Service reviews in the first week"]
@@ -115,6 +129,8 @@ def test_a_label_is_what_repeats_its_heading_or_the_title():
         "Invoices are retained for ten years.",
         "The platform operations team owns service reviews.",
         "Economy class is used for flights shorter than six hours",  # a list item, no stop
+        "2. Move the archive to the new storage cluster",  # a numbered item, no stop
+        "3 copies of every backup are kept in two places",
     ],
 )
 def test_sentences_are_not_labels(sentence):
