@@ -3,6 +3,7 @@ No rule here grants access to a document: a channel only adds a place to search 
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
+from django.utils.translation import gettext as _
 
 from core.errors import ConflictError, NotFoundError, UnprocessableError, writing
 from core.types import User
@@ -43,7 +44,7 @@ def channel_save(*, user: User, channel: Channel, credential: str | None = None)
         channel.credential = credential_seal(credential) if credential else None
     if channel.created_by_id is None:
         channel.created_by = user
-    with writing(f"saving the channel “{channel.name}”"), transaction.atomic():
+    with writing(_("saving the channel “%(name)s”") % {"name": channel.name}), transaction.atomic():
         try:
             with transaction.atomic():
                 channel.save()
@@ -63,8 +64,14 @@ def space_channel_enable(*, user: User, space: Space, channel: Channel) -> Space
         raise NotFoundError("Space not found.", code="space_not_found")
     if not channel.active:
         raise NotFoundError("Channel not found.", code="channel_not_found")
-    with writing(f"enabling “{channel.name}” in “{space.name}”"), transaction.atomic():
-        link, _ = SpaceChannel.objects.get_or_create(
+    with (
+        writing(
+            _("enabling “%(channel)s” in “%(space)s”")
+            % {"channel": channel.name, "space": space.name}
+        ),
+        transaction.atomic(),
+    ):
+        link, _created = SpaceChannel.objects.get_or_create(
             space=space, channel=channel, defaults={"enabled_by": user}
         )
     return link
@@ -75,7 +82,13 @@ def space_channel_disable(*, user: User, space: Space, channel: Channel) -> None
     yet sealed is then refused at sealing (the recheck)."""
     if not space_can_curate(user=user, space=space):
         raise NotFoundError("Space not found.", code="space_not_found")
-    with writing(f"disabling “{channel.name}” in “{space.name}”"), transaction.atomic():
-        deleted, _ = SpaceChannel.objects.filter(space=space, channel=channel).delete()
+    with (
+        writing(
+            _("disabling “%(channel)s” in “%(space)s”")
+            % {"channel": channel.name, "space": space.name}
+        ),
+        transaction.atomic(),
+    ):
+        deleted, _by_model = SpaceChannel.objects.filter(space=space, channel=channel).delete()
     if not deleted:
         raise NotFoundError("The channel is not enabled in this space.", code="channel_not_found")

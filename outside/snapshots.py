@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 from django.db import transaction
 from django.db.models import QuerySet
+from django.utils.translation import gettext as _
 
 from core.errors import NotFoundError, PayloadTooLargeError, UnprocessableError, writing
 from core.types import User, UserOrAnonymous
@@ -88,7 +89,7 @@ def snapshot_store(
         raise OutsideError("provider_unavailable", f"not storable ({error.error_code})") from None
     # In this worker, now: the run quotes from it next (a queued duplicate finds it done).
     revision_extract(revision_id=upload.revision.pk)
-    with writing(f"the snapshot of “{title}”"), transaction.atomic():
+    with writing(_("the snapshot of “%(title)s”") % {"title": title}), transaction.atomic():
         return Snapshot.objects.create(
             owner=user,
             document=upload.document,
