@@ -14,7 +14,10 @@ def _in(language: str, make: Callable[[], object]) -> str:
         return str(make())
 
 
-def introduction(language: str) -> str:
+def introduction(language: str, *, outside: bool = False) -> str:
+    """The fixed first line; `outside`: a quote comes from an outside channel's snapshot."""
+    if outside:
+        return _in(language, lambda: _("From your library and outside sources:"))
     return _in(language, lambda: _("From your library:"))
 
 

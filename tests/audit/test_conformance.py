@@ -18,11 +18,15 @@ import struct
 
 import pytest
 import rfc8785
+from django.contrib.auth import get_user_model
 
 from audit.models import OutputRelease
 from audit.receipts import POLICY_VERSION, body_hashes, canonical_jcs, canonical_json
 from datasets.services import dataset_upload
+from outside.models import Channel, ChannelKind
+from outside.services import channel_save, space_channel_enable
 from tests.answers.helpers import INVOICES, ask, ingest
+from tests.outside.helpers import LocalServer
 from tests.services import ROOT
 
 pytestmark = pytest.mark.django_db
@@ -111,7 +115,13 @@ CASES = [
     ("value-large-exponent", "What is the total distance of the stars?", None),
     ("value-integral-double", "What is the average amount of the invoices?", None),
     ("refusal-no-citations-no-cards", "What colour is the moon?", None),
+    # A quote from an outside channel's snapshot (issue 50): its citation's `outside`.
+    ("quote-outside-snapshot", "How long are invoices kept?", "fetch_url"),
 ]
+# What an outside snapshot's citation says that differs per run: where the page was served
+# and when it was fetched.
+PINNED_PAGE = "https://pages.example/retention.html"
+PINNED_FETCHED_AT = "2026-01-15T00:00:00+00:00"
 PINNED_RUN = "00000000-0000-4000-8000-000000000031"
 PINNED_DATE = "2026-01-15"
 PINNED_IDS = ("document_id", "revision_id", "dataset_id", "snapshot_id", "query_id")
@@ -146,6 +156,22 @@ def pinned(body: dict) -> dict:
         if "revision_date" in item:
             answer["text"] = answer["text"].replace(item["revision_date"], PINNED_DATE)
             item["revision_date"] = PINNED_DATE
+        outside = item.get("outside")
+        if outside:
+            served = outside["url"]
+            host = served.split("/")[2].split(":")[0]
+            answer["text"] = (
+                answer["text"]
+                .replace(served, PINNED_PAGE)
+                .replace(f"fetched from {host} on ", "fetched from pages.example on ")
+            )
+            item["title"] = item["title"].replace(served, PINNED_PAGE)
+            item["outside"] = {
+                **outside,
+                "snapshot_id": 1,
+                "url": PINNED_PAGE,
+                "fetched_at": PINNED_FETCHED_AT,
+            }
     evidence = body["evidence"]
     return {
         "run_id": PINNED_RUN,
@@ -191,7 +217,7 @@ def release_vectors(name: str, body: dict, kind: str) -> list[dict]:
 
 
 @pytest.fixture
-def conformance_library(space, owner):
+def conformance_library(space, owner, settings):
     ingest(owner, space, "über.md", DOCUMENT)
     for filename, data, table in (
         ("tiny.csv", SAMPLES, "samples"),
@@ -199,6 +225,20 @@ def conformance_library(space, owner):
         ("invoices.csv", INVOICES, "orders"),
     ):
         dataset_upload(user=owner, space=space, filename=filename, data=data, table=table)
+    # A page an outside channel (fetch_url) serves this space, from a loopback server.
+    settings.KOINON_OUTSIDE_ALLOWED_NETWORKS = ["127.0.0.1/32"]
+    root = get_user_model().objects.create_superuser(username="root", password="x-1", email="")
+    with LocalServer(b"%PDF-1.4") as server:
+        channel = channel_save(
+            user=root,
+            channel=Channel(
+                name="Policy pages",
+                kind=ChannelKind.FETCH_URL,
+                options={"urls": [server.url("/page.html")]},
+            ),
+        )
+        space_channel_enable(user=owner, space=space, channel=channel)
+        yield
 
 
 def test_rfc8785_gives_the_rfcs_own_canonical_text():
@@ -218,6 +258,8 @@ def test_the_committed_vectors_are_what_the_server_computes(conformance_library,
     releases = []
     for name, question, mode in CASES:
         policy = {"evidence_policy": {"mode": mode}} if mode else {}
+        if mode == "fetch_url":
+            policy = {"evidence_policy": {"mode": "strict", "allowed_tools": ["fetch_url"]}}
         body = ask(member, question, **policy)
         # The server's own hashes of a version 2 release are the JCS reference's.
         received = json.loads(json.dumps(body, ensure_ascii=False))
