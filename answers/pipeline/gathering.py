@@ -1,6 +1,7 @@
 """The plan and the tool rounds: the provider's plan steered by memory (`plan_step`), each
 round's tools (`tools_step`), and the rounds with their selections (`gather_step`; three in
-agent mode, broadening the searches)."""
+agent mode, broadening the searches; three in `deep` without an explicit policy, following
+the best lead found so far)."""
 
 import time
 from dataclasses import replace
@@ -19,6 +20,9 @@ from answers.pipeline.tools import run_tools, visible_datasets
 from answers.pipeline.vocabulary import Plan
 
 AGENT_ROUNDS = 3
+# `deep` without an explicit policy: rounds that follow the best leads (the bound).
+DEEP_ROUNDS = 3
+LEAD_WORDS = 4
 
 
 def plan_step(ctx: RunContext, trace: Trace) -> Plan:
@@ -55,6 +59,28 @@ def plan_broaden(plan: Plan, round_number: int) -> Plan:
     return replace(plan, searches=[search] if search else plan.searches, dataset_queries=[])
 
 
+def plan_follow(plan: Plan, found: tuple[CandidateFact, ...], round_number: int) -> Plan:
+    """`deep` research: a further round that follows the best lead so far — the question's
+    content words with the words of the best-scored quote found that the question does not
+    have; with no lead, as agent mode broadens."""
+    quotes = [fact for fact in found if fact.kind == "quote"]
+    if not quotes:
+        return plan_broaden(plan, round_number)
+    best = max(quotes, key=lambda fact: float(fact.source.get("score", 0.0)))
+    asked = content_words(plan.standalone, stopwords=PLAN_STOPWORDS)
+    leads = [w for w in content_words(best.text, stopwords=PLAN_STOPWORDS) if w not in asked]
+    search = " ".join([*asked, *dict.fromkeys(leads).keys()][: len(asked) + LEAD_WORDS])
+    return replace(plan, searches=[search] if search else plan.searches, dataset_queries=[])
+
+
+def _rounds(ctx: RunContext) -> int:
+    if ctx.request.mode == "agent":
+        return AGENT_ROUNDS
+    if ctx.request.mode == "deep" and not ctx.request.policy.explicit:
+        return DEEP_ROUNDS
+    return 1
+
+
 def tools_step(ctx: RunContext, trace: Trace, plan: Plan, round_number: int) -> list[CandidateFact]:
     """One round of the plan's tools; their outcomes go to the trace and, live, to the
     event sink. Returns the recorded candidate facts."""
@@ -73,7 +99,7 @@ def gather_step(ctx: RunContext, trace: Trace, plan: Plan) -> Gathered:
     """The tool rounds (three in agent mode, broadening the searches) and the selection
     from what each round found; stops at the first round with a kept selection. Every
     round's plan is kept (the audit records them)."""
-    rounds = AGENT_ROUNDS if ctx.request.mode == "agent" else 1
+    rounds = _rounds(ctx)
     candidates: tuple[CandidateFact, ...] = ()
     issues: tuple[str, ...] = ()
     plans: tuple[Plan, ...] = ()
@@ -81,7 +107,11 @@ def gather_step(ctx: RunContext, trace: Trace, plan: Plan) -> Gathered:
     support: Support | None = None
     for round_number in range(rounds):
         if round_number:
-            plan = plan_broaden(plan, round_number)
+            plan = (
+                plan_follow(plan, candidates, round_number)
+                if ctx.request.mode == "deep"
+                else plan_broaden(plan, round_number)
+            )
         plans += (plan,)
         found = tools_step(ctx, trace, plan, round_number)
         candidates += tuple(found)

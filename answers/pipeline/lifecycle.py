@@ -21,6 +21,7 @@ from answers.pipeline.providers.base import ModelProvider
 from answers.pipeline.request import response_language
 from answers.pipeline.sealing import seal_decision
 from answers.pipeline.strategies import decide
+from answers.pipeline.tools import research_request
 from answers.pipeline.vocabulary import AnswerRequest, EvidencePolicy, evidence_rule_of, mode_of
 from answers.selectors import conversation_get_owned
 from answers.services import conversation_sources_set
@@ -244,7 +245,8 @@ def run_execute(
                 database=database,
             )
         )
-        context = RunContext(run, row, stored_request(run), provider, tuple(history), events, scope)
+        request = research_request(stored_request(run), user=run.user, scope=scope)
+        context = RunContext(run, row, request, provider, tuple(history), events, scope)
         return execute(context, trace)
     except ProviderFailed:
         logger.exception("model provider failed while planning run %s", run.pk)

@@ -47,8 +47,8 @@ def render_answer(*, selected: list[SelectedFact], language: str) -> Rendered:
     snapshots = DatasetSnapshot.objects.select_related("dataset").in_bulk(
         [s.fact.source["snapshot_id"] for s in selected if s.fact.kind == "value"]
     )
-    outside = any(s.fact.kind == "quote" and s.fact.source.get("outside") for s in selected)
-    lines = [texts.introduction(language, outside=outside)]
+    from_outside = any(s.fact.kind == "quote" and s.fact.source.get("outside") for s in selected)
+    lines = [texts.introduction(language, outside=from_outside)]
     citations: list[Citation] = []
     cards: list[Card] = []
     sources: dict[tuple[str, int], SourceRef] = {}

@@ -3,6 +3,7 @@
 import hashlib
 import json
 from collections.abc import Mapping
+from dataclasses import replace
 from types import MappingProxyType
 from typing import TypedDict
 
@@ -13,6 +14,7 @@ from answers.pipeline.question_parts import searches_for
 from answers.pipeline.restrictions import Restriction, restrictions_named, restrictions_unmet
 from answers.pipeline.vocabulary import (
     IMPLEMENTED_TOOLS,
+    AnswerRequest,
     DatasetInfo,
     DatasetQuery,
     EvidencePolicy,
@@ -23,6 +25,7 @@ from answers.pipeline.vocabulary import (
     outcome,
 )
 from core.errors import ApiError
+from core.types import User
 from datasets.models import Dataset, DatasetSnapshot
 from datasets.selectors import datasets_in_scope, snapshot_in_scope
 from datasets.services import governed_query_facts, governed_query_run, snapshot_dictionary
@@ -32,6 +35,7 @@ from knowledge.scope import AccessScope
 from knowledge.units import candidates_widen
 from outside.channels import OUTSIDE_TOOLS, outside_gather
 from outside.models import Snapshot
+from outside.selectors import channels_usable_by
 from outside.snapshots import snapshot_reference
 
 DATASET_QUERY = "dataset_query"
@@ -48,6 +52,26 @@ class _Found(TypedDict):
     candidate: Candidate
     searches: list[int]
     score: float
+
+
+def research_request(request: AnswerRequest, *, user: User, scope: AccessScope) -> AnswerRequest:
+    """`deep` without an explicit policy researches beyond the library (SPEC §5, issue 50):
+    its tools are the library's and every outside kind with a channel enabled for a space
+    of the run's scope (the body's policy says so; `not_configured` is never reported for a
+    kind nobody enabled). Under an explicit policy, and in every other mode, the request
+    keeps its own tools."""
+    if request.mode != "deep" or request.policy.explicit:
+        return request
+    enabled = set(
+        channels_usable_by(user=user, space_ids=sorted(scope.space_ids)).values_list(
+            "kind", flat=True
+        )
+    )
+    kinds = tuple(kind for kind in OUTSIDE_TOOLS if kind in enabled)
+    if not kinds:
+        return request
+    policy = replace(request.policy, allowed_tools=(*request.policy.allowed_tools, *kinds))
+    return replace(request, policy=policy)
 
 
 def _queryable_datasets(*, scope: AccessScope) -> QuerySet[Dataset]:

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 from django.contrib.auth import get_user_model
 
-from answers.models import CandidateFact
+from answers.models import AnswerRun, CandidateFact
 from answers.pipeline.vocabulary import Plan
+from audit.services import audit_summary
 from outside.models import Channel, ChannelKind, McpTransport, Snapshot
 from outside.services import channel_save, space_channel_disable, space_channel_enable
 from tests.answers.helpers import ask
@@ -369,3 +370,79 @@ def test_an_mcp_servers_search_results_are_quoted_from_their_snapshots(root, own
     assert (outside["channel_kind"], outside["channel"]) == ("mcp_search", "Wiki")
     # Both passages the tool returned were stored, each a snapshot of its own.
     assert Snapshot.objects.filter(owner=member, channel=channel).count() == 2
+
+
+# --- deep research (item 5) ------------------------------------------------------------
+
+
+def retrieval_rounds(body) -> list[int]:
+    [generation] = audit_summary(body["run_id"])["generations"]
+    return [s["round"] for s in generation["steps"] if s["step"] == "retrieval"]
+
+
+def test_deep_without_a_policy_researches_the_enabled_channels_too(pages, member):
+    body = ask(member, QUESTION, mode="deep")
+    policy = body["evidence"]["policy"]
+    assert policy["allowed_tools"] == [
+        "vector_search",
+        "keyword_search",
+        "dataset_query",
+        "fetch_url",
+    ]
+    assert body["evidence"]["answer_status"] == "evidence_backed", body["evidence"]
+    assert body["answer"]["citations"][0]["outside"]["channel_kind"] == "fetch_url"
+    # Only the kinds someone enabled: no `not_configured` for the other four.
+    assert {o["tool"] for o in body["evidence"]["outcomes"]} <= {
+        "vector_search",
+        "keyword_search",
+        "dataset_query",
+        "fetch_url",
+    }
+
+
+def test_deep_under_an_explicit_policy_keeps_its_tools_and_does_not_iterate(pages, member):
+    calls = []
+
+    def nothing(candidates):
+        calls.append(len(candidates))
+        return {"facts": []}
+
+    body = ask(
+        member,
+        QUESTION,
+        mode="deep",
+        provider=ScriptedProvider([nothing]),
+        evidence_policy={"allowed_tools": ["keyword_search"]},
+    )
+    assert body["evidence"]["policy"]["allowed_tools"] == ["keyword_search"]
+    assert not Snapshot.objects.exists()
+    assert retrieval_rounds(body) == [1]
+
+
+def test_deep_research_follows_the_best_lead_for_further_rounds(pages, member):
+    seen = []
+
+    def later(candidates):
+        seen.append(candidates)
+        if len(seen) <= 3:  # every attempt of round one comes back empty
+            return {"facts": []}
+        return select_kept(candidates)
+
+    body = ask(member, QUESTION, mode="deep", provider=ScriptedProvider([later]))
+    assert body["evidence"]["answer_status"] == "evidence_backed", body["evidence"]
+    assert retrieval_rounds(body) == [1, 2]
+    assert AnswerRun.objects.get(pk=body["run_id"]).generations.get().attempts == 4
+    # Round two searched the question's words with the best lead's: the quote round one
+    # found ("… seven years"), which the question does not say.
+    [generation] = audit_summary(body["run_id"])["generations"]
+    assert [plan["searches"] for plan in generation["plans"]] == [
+        [QUESTION],
+        ["long invoices kept seven years"],
+    ]
+
+
+def test_other_modes_never_call_a_channel_the_policy_does_not_name(pages, member):
+    for mode in ("ask", "quick", "pro", "agent"):
+        body = ask(member, QUESTION, mode=mode)
+        assert "fetch_url" not in body["evidence"]["policy"]["allowed_tools"]
+    assert not Snapshot.objects.exists()
