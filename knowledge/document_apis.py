@@ -25,7 +25,7 @@ from knowledge.scope import access_scope_build
 from knowledge.selectors import (
     document_admitted_text,
     document_get_for_user,
-    documents_visible_to,
+    documents_listed_for,
     revision_of_document,
     space_get_for_user,
 )
@@ -219,7 +219,7 @@ class DocumentListCreateApi(APIView):
     )
     def get(self, request: Request) -> Response:
         paginator = Pagination()
-        documents = documents_visible_to(user=request.user)
+        documents = documents_listed_for(user=request.user)
         page = paginator.paginate_queryset(documents, request, self)
         return paginator.get_paginated_response(DocumentOutput(page, many=True).data)
 

@@ -168,6 +168,13 @@ def documents_visible_to(*, user: UserOrAnonymous) -> QuerySet[Document]:
     )
 
 
+def documents_listed_for(*, user: UserOrAnonymous) -> QuerySet[Document]:
+    """The documents a person's document list shows: those of visible spaces and their own
+    private files, never the snapshots outside channels stored for them (outside.snapshots,
+    listed on their own)."""
+    return documents_visible_to(user=user).filter(origin=DocumentOrigin.UPLOAD)
+
+
 def documents_of_space(*, user: UserOrAnonymous, space: Space) -> QuerySet[Document]:
     """A visible space's documents, withdrawn ones included, by title, with their
     revisions and extractions (the library page)."""

@@ -17,6 +17,7 @@ v1: list[URLPattern | URLResolver] = [
     path("", include("conversations.urls")),
     path("", include("memory.urls")),
     path("", include("worldmodel.urls")),
+    path("", include("outside.urls")),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     # Swagger UI's script comes from a URL of its own (no inline script); it styles itself
     # inline, which the site-wide policy does not allow.

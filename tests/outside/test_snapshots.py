@@ -186,3 +186,52 @@ def test_a_snapshot_whose_text_cannot_be_extracted_is_recorded_with_no_passages(
     )
     assert snapshot.document.kind == "pdf"
     assert not snapshot_passages(snapshot=snapshot).exists()
+
+
+# --- REST: the caller's own snapshots ---------------------------------------------------
+
+
+def test_the_snapshot_list_shows_the_callers_own_only(pages, member, outsider):
+    from tests.helpers import client_for
+
+    mine = store(member, pages)
+    store(outsider, pages, data=PAGE.replace(b"seven", b"eight"))
+    response = client_for(member).get("/v1/snapshots")
+    assert response.status_code == 200
+    [row] = response.json()["results"]
+    assert row["id"] == mine.pk and row["channel_kind"] == "fetch_url"
+    assert row["url"] == mine.url and row["sha256"] == mine.sha256
+    assert (row["document"], row["revision"], row["erased"]) == (
+        mine.document_id,
+        mine.revision_id,
+        False,
+    )
+    assert "Invoices" not in response.content.decode()  # a list of records, not of texts
+
+
+def test_a_snapshot_is_erased_through_its_documents_revision_by_its_owner_alone(
+    pages, member, outsider
+):
+    from tests.helpers import client_for
+
+    snapshot = store(member, pages)
+    url = f"/v1/documents/{snapshot.document_id}/revisions/{snapshot.revision_id}/erase"
+    refused = client_for(outsider).post(url, {"reason": "not mine"}, format="json")
+    assert refused.status_code == 404
+    erased = client_for(member).post(url, {"reason": "fetched by mistake"}, format="json")
+    assert erased.status_code == 200
+    [row] = client_for(member).get("/v1/snapshots").json()["results"]
+    assert row["erased"] is True
+
+
+def test_snapshots_are_not_in_the_document_list(pages, member):
+    from tests.helpers import client_for
+
+    store(member, pages)
+    upload = document_upload(user=member, filename="kept.html", data=PAGE, private=True)
+    listed = client_for(member).get("/v1/documents").json()["results"]
+    assert [row["id"] for row in listed] == [upload.document.pk]
+
+
+def test_the_snapshot_list_needs_a_signed_in_caller(client):
+    assert client.get("/v1/snapshots").status_code in {401, 403}
