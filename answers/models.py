@@ -55,6 +55,8 @@ class AnswerRun(models.Model):
     language = models.CharField(max_length=8)
     space_ids = models.JSONField(default=list)
     selected_sources = models.JSONField(default=list)
+    # Pages the asker chose for `fetch_url` (issue 50).
+    urls = models.JSONField(default=list, blank=True)
     plan = models.JSONField(default=dict)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.RUNNING)
     # Raised by every genuine retry; a refusal without a model call is unique per context.

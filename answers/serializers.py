@@ -10,7 +10,7 @@ documented as objects whose common keys are named. Every choice is the answer vo
 
 from rest_framework import serializers
 
-from answers.pipeline.request import MAX_QUERY_CHARS
+from answers.pipeline.request import MAX_QUERY_CHARS, MAX_URLS
 from answers.pipeline.texts import LANGUAGES
 from answers.pipeline.vocabulary import (
     ANSWER_STATUSES,
@@ -24,6 +24,7 @@ from answers.pipeline.vocabulary import (
 )
 from core.inputs import ObjectIdField, StrictSerializer
 from knowledge.document_apis import OutcomeOutput
+from outside.references import URL_MAX
 
 
 class EvidencePolicyInput(StrictSerializer):
@@ -48,6 +49,16 @@ class AnswerInput(StrictSerializer):
     conversation_id = ObjectIdField(required=False, allow_null=True)
     space_ids = serializers.ListField(child=ObjectIdField(), required=False, allow_null=True)
     selected_sources = serializers.ListField(child=ObjectIdField(), required=False, allow_null=True)
+    urls = serializers.ListField(
+        child=serializers.CharField(max_length=URL_MAX),
+        required=False,
+        allow_null=True,
+        max_length=MAX_URLS,
+        help_text="Pages for fetch_url to read (http or https; at most 5). An implicit "
+        "policy gains fetch_url; an explicit one must allow it. Read only through a fetch_url "
+        "channel a curator enabled for one of your spaces; where each points is checked "
+        "when it is fetched (docs/channels.md).",
+    )
     language = serializers.ChoiceField(choices=LANGUAGES, required=False, allow_null=True)
     evidence_policy = EvidencePolicyInput(required=False, allow_null=True)
 

@@ -51,8 +51,11 @@ def outside_gather(
     tools: Sequence[str],
     searches: Sequence[str],
     limit: int,
+    urls: Sequence[str] = (),
 ) -> OutsideFound:
-    """Every allowed outside tool for the run's searches (index, text)."""
+    """Every allowed outside tool for the run's searches (index, text). `urls`: pages the
+    asker chose, read by the first `fetch_url` channel enabled for them (its bounds and
+    the address rules apply), besides the pages each channel lists."""
     found = OutsideFound()
     for tool in (t for t in tools if t in OUTSIDE_TOOLS):
         channels = list(
@@ -61,13 +64,22 @@ def outside_gather(
         if not channels:
             found.outcomes.append(ToolOutcome(tool, "failed", "not_configured"))
             continue
-        for channel in channels:
-            _channel_gather(found, user=user, channel=channel, searches=searches, limit=limit)
+        for number, channel in enumerate(channels):
+            chosen = urls if tool == ChannelKind.FETCH_URL and number == 0 else ()
+            _channel_gather(
+                found, user=user, channel=channel, searches=searches, limit=limit, urls=chosen
+            )
     return found
 
 
 def _channel_gather(
-    found: OutsideFound, *, user: User, channel: Channel, searches: Sequence[str], limit: int
+    found: OutsideFound,
+    *,
+    user: User,
+    channel: Channel,
+    searches: Sequence[str],
+    limit: int,
+    urls: Sequence[str] = (),
 ) -> None:
     tool = channel.kind
     try:
@@ -76,7 +88,7 @@ def _channel_gather(
         logger.warning("outside channel %s: its credential cannot be opened", channel.pk)
         found.outcomes.append(ToolOutcome(tool, "failed", "not_configured"))
         return
-    snapshots, failures = _snapshots(user, channel, credential, searches)
+    snapshots, failures = _snapshots(user, channel, credential, searches, urls)
     found.outcomes += [
         ToolOutcome(tool, "failed", outcome_code(error), retryable=error.retryable)
         for error in failures
@@ -114,12 +126,17 @@ def _bounds(channel: Channel) -> Bounds:
 
 
 def _snapshots(
-    user: User, channel: Channel, credential: str | None, searches: Sequence[str]
+    user: User,
+    channel: Channel,
+    credential: str | None,
+    searches: Sequence[str],
+    urls: Sequence[str] = (),
 ) -> tuple[list[Snapshot], list[OutsideError]]:
     """The channel's calls for the searches, each result stored; the calls that failed."""
     calls: list[Callable[[], list[Snapshot]]]
     if channel.kind == ChannelKind.FETCH_URL:
-        calls = [partial(_fetched_one, user, channel, url) for url in _configured_urls(channel)]
+        pages = list(dict.fromkeys([*urls, *_configured_urls(channel)]))
+        calls = [partial(_fetched_one, user, channel, url) for url in pages]
     elif channel.kind == ChannelKind.WEB_SEARCH:
         calls = [partial(_web_search, user, channel, credential, s) for s in searches]
     else:

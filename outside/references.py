@@ -28,3 +28,20 @@ def snapshot_origin(reference: SnapshotReference) -> str:
     channel's name."""
     host = urlsplit(reference["url"]).hostname if reference["url"] else None
     return host or reference["channel"]
+
+
+URL_MAX = 2000
+
+
+def url_is_fetchable(value: object) -> bool:
+    """Whether `value` is an http(s) URL koinon may try to fetch: a host, no user or
+    password, at most URL_MAX characters. Where it points is checked when it is fetched
+    (outside.addresses: resolved once, every redirect again)."""
+    if not isinstance(value, str) or len(value) > URL_MAX or not value.isprintable():
+        return False
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 (a bad port raises here)
+    except ValueError:
+        return False
+    return parts.scheme in {"http", "https"} and bool(parts.hostname) and not parts.username

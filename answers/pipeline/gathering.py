@@ -86,7 +86,12 @@ def tools_step(ctx: RunContext, trace: Trace, plan: Plan, round_number: int) -> 
     event sink. Returns the recorded candidate facts."""
     started = time.perf_counter()
     found, outcomes = run_tools(
-        run=ctx.run, scope=ctx.scope, plan=plan, policy=ctx.request.policy, mode=ctx.request.mode
+        run=ctx.run,
+        scope=ctx.scope,
+        plan=plan,
+        policy=ctx.request.policy,
+        mode=ctx.request.mode,
+        urls=ctx.request.urls,
     )
     trace.outcomes += outcomes
     for outcome in outcomes:

@@ -136,6 +136,7 @@ def run_start(
             language=response_language(request, conversation.language),
             space_ids=request.space_ids,
             selected_sources=request.selected_sources,
+            urls=list(request.urls),
         )
         Message.objects.create(
             conversation=conversation, role=Message.Role.USER, text=request.query, run=run
@@ -168,6 +169,7 @@ def stored_request(run: AnswerRun) -> AnswerRequest:
         space_ids=run.space_ids,
         selected_sources=run.selected_sources,
         language=run.language,
+        urls=tuple(run.urls),
     )
 
 

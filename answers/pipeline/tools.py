@@ -106,7 +106,13 @@ def _sha(payload: object) -> str:
 
 
 def run_tools(
-    *, run: AnswerRun, scope: AccessScope, plan: Plan, policy: EvidencePolicy, mode: Mode
+    *,
+    run: AnswerRun,
+    scope: AccessScope,
+    plan: Plan,
+    policy: EvidencePolicy,
+    mode: Mode,
+    urls: tuple[str, ...] = (),
 ) -> tuple[list[CandidateFact], list[Outcome]]:
     """Run every allowed tool for the plan; record candidates with stable fact ids.
 
@@ -131,7 +137,7 @@ def run_tools(
                     entry["candidate"].contributions.setdefault(tool, contribution)
 
     passages = _widened(scope, passages)
-    snapshots, outside_outcomes = _outside_step(run, scope, plan, policy, mode, passages)
+    snapshots, outside_outcomes = _outside_step(run, scope, plan, policy, mode, urls, passages)
     outcomes += outside_outcomes
     facts: list[CandidateFact] = []
     admitted = set(
@@ -199,6 +205,7 @@ def _outside_step(
     plan: Plan,
     policy: EvidencePolicy,
     mode: Mode,
+    urls: tuple[str, ...],
     passages: dict[int, _Found],
 ) -> tuple[dict[int, Snapshot], list[Outcome]]:
     """The outside channels the policy allows (outside.channels): their candidates are
@@ -214,6 +221,7 @@ def _outside_step(
         tools=tools,
         searches=[search for _, search, _ in queries],
         limit=DEPTH[mode],
+        urls=urls,
     )
     snapshots: dict[int, Snapshot] = {}
     for index, candidate, snapshot in gathered.candidates:

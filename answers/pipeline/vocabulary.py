@@ -127,6 +127,8 @@ class AnswerRequest:
     language: str | None
     stream: bool = False
     stream_version: str | None = None
+    # Pages the asker chose for `fetch_url` to read (issue 50).
+    urls: tuple[str, ...] = ()
 
 
 class RestrictionRecord(TypedDict):

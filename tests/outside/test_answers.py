@@ -15,10 +15,12 @@ from django.contrib.auth import get_user_model
 from answers.models import AnswerRun, CandidateFact
 from answers.pipeline.vocabulary import Plan
 from audit.services import audit_summary
+from core.errors import UnprocessableError
 from outside.models import Channel, ChannelKind, McpTransport, Snapshot
 from outside.services import channel_save, space_channel_disable, space_channel_enable
 from tests.answers.helpers import ask
 from tests.answers.providers import ScriptedProvider
+from tests.helpers import client_for
 from tests.knowledge.helpers import kerned_pdf
 from tests.outside.client_servers import (
     KEY,
@@ -446,3 +448,73 @@ def test_other_modes_never_call_a_channel_the_policy_does_not_name(pages, member
         body = ask(member, QUESTION, mode=mode)
         assert "fetch_url" not in body["evidence"]["policy"]["allowed_tools"]
     assert not Snapshot.objects.exists()
+
+
+# --- pages the asker chooses ------------------------------------------------------------
+
+
+@pytest.fixture
+def open_pages(root, space, owner) -> Channel:
+    """A fetch_url channel that lists no page: it reads what askers choose."""
+    channel = channel_save(
+        user=root, channel=Channel(name="Open pages", kind=ChannelKind.FETCH_URL, timeout_seconds=5)
+    )
+    space_channel_enable(user=owner, space=space, channel=channel)
+    return channel
+
+
+def test_a_page_the_asker_chooses_is_read_and_quoted(open_pages, member, server):
+    page = server.url("/page.html")
+    body = ask(member, QUESTION, urls=[page])
+    assert body["evidence"]["policy"]["allowed_tools"][-1] == "fetch_url"
+    assert body["evidence"]["answer_status"] == "evidence_backed", body["evidence"]
+    assert body["answer"]["citations"][0]["outside"]["url"] == page
+    assert AnswerRun.objects.get(pk=body["run_id"]).urls == [page]
+
+
+def test_a_chosen_page_is_read_only_through_an_enabled_channel(member, server):
+    body = ask(member, QUESTION, urls=[server.url("/page.html")])
+    assert outcome(body, "fetch_url") == [("failed", "not_configured")]
+    assert not Snapshot.objects.exists()
+
+
+def test_a_chosen_page_at_a_refused_address_is_never_fetched(open_pages, member, settings):
+    settings.KOINON_OUTSIDE_ALLOWED_NETWORKS = []
+    body = ask(member, QUESTION, urls=["http://169.254.169.254/latest/meta-data/"])
+    assert outcome(body, "fetch_url") == [("failed", "access_denied")]
+    assert not Snapshot.objects.exists()
+
+
+def test_an_explicit_policy_must_allow_fetch_url_for_chosen_pages(member):
+    with pytest.raises(UnprocessableError) as refused:
+        ask(
+            member,
+            QUESTION,
+            urls=["https://example.org/"],
+            evidence_policy={"allowed_tools": ["keyword_search"]},
+        )
+    assert "urls" in refused.value.fields
+
+
+@pytest.mark.parametrize(
+    "urls",
+    [
+        "https://example.org/",
+        ["ftp://example.org/file"],
+        ["https://user:pw@example.org/"],
+        ["https://"],
+        ["not a url"],
+        [7],
+        [f"https://example.org/{'a' * 2000}"],
+        ["https://example.org:99999/"],
+        ["https://example.org/\x00"],
+        [f"https://example.org/{n}" for n in range(6)],
+    ],
+)
+def test_bad_chosen_pages_are_a_422_naming_the_field(member, urls):
+    response = client_for(member).post(
+        "/v1/answer", {"query": QUESTION, "urls": urls}, format="json"
+    )
+    assert response.status_code == 422
+    assert "urls" in response.json()["error"]["fields"]
+    assert not AnswerRun.objects.exists()
