@@ -16,7 +16,7 @@ from typing import Literal, overload
 from answers.boundary import receipt_with_log, sealed_answer_read
 from answers.models import Conversation
 from answers.pipeline.lifecycle import answer_create
-from answers.pipeline.request import answer_request_parse
+from answers.pipeline.request import MAX_URLS, answer_request_parse
 from answers.pipeline.vocabulary import TOOL_ANSWER_MODES
 from answers.selectors import run_get_for_user
 from core.errors import ApiError
@@ -29,6 +29,7 @@ from knowledge.models import Passage
 from knowledge.retrieval import RETRIEVAL_TOOLS, retrieve
 from knowledge.scope import AccessScope, access_scope_build
 from knowledge.selectors import documents_visible_to, private_files_of, spaces_visible_to
+from outside.references import URL_MAX
 
 UNVERIFIED = "unverified"
 MAX_TEXT_ARGUMENT = 2000  # search text, like the answer API's question
@@ -365,7 +366,15 @@ def list_sources_run(caller: Caller, values: dict) -> ToolResult:
     return ToolResult({**listed, "truncated": truncated}, count)
 
 
-ANSWER_FIELDS = ("query", "evidence_policy", "space_ids", "selected_sources", "language", "mode")
+ANSWER_FIELDS = (
+    "query",
+    "evidence_policy",
+    "space_ids",
+    "selected_sources",
+    "language",
+    "mode",
+    "urls",
+)
 # The vocabulary's `ToolAnswerMode`s. Debug is among them: who may run it is the service's
 # rule (`answer_mode_check`), whose `permission_denied` this tool passes on as it does every
 # typed error.
@@ -478,6 +487,14 @@ ANSWER = ToolSpec(
         "space_ids": _ID_LIST,
         "selected_sources": _ID_LIST,
         "language": {"type": "string"},
+        "urls": {
+            "type": "array",
+            "items": {"type": "string", "maxLength": URL_MAX},
+            "maxItems": MAX_URLS,
+            "description": "Pages for fetch_url to read (http or https), through a fetch_url "
+            "channel a curator enabled for one of your spaces; quotes from them cite the "
+            "stored snapshot (citation.outside).",
+        },
         "evidence_policy": {
             "type": "object",
             "properties": {

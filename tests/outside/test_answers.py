@@ -16,6 +16,8 @@ from answers.models import AnswerRun, CandidateFact
 from answers.pipeline.vocabulary import Plan
 from audit.services import audit_summary
 from core.errors import UnprocessableError
+from mcp_server.services import tool_call_run
+from mcp_server.tools import Caller
 from outside.models import Channel, ChannelKind, McpTransport, Snapshot
 from outside.services import channel_save, space_channel_disable, space_channel_enable
 from tests.answers.helpers import ask
@@ -518,3 +520,16 @@ def test_bad_chosen_pages_are_a_422_naming_the_field(member, urls):
     assert response.status_code == 422
     assert "urls" in response.json()["error"]["fields"]
     assert not AnswerRun.objects.exists()
+
+
+def test_the_mcp_answer_tool_reads_chosen_pages_and_cites_the_snapshot(open_pages, member, server):
+    page = server.url("/page.html")
+    call = tool_call_run(
+        caller=Caller(user=member),
+        tool="answer",
+        arguments={"query": QUESTION, "urls": [page]},
+        transport="stdio",
+    )
+    body = call.payload
+    assert body["evidence"]["answer_status"] == "evidence_backed", body["evidence"]
+    assert body["answer"]["citations"][0]["outside"]["url"] == page
