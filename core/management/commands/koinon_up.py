@@ -41,6 +41,30 @@ DEMO_INDEXING_TIMEOUT = 300.0  # seconds koinon_up --demo waits for the demo to 
 WORKERS = {"celery": "koinon@", "celery-answers": "koinon-answers@"}
 
 
+def worker_commands(*, concurrency: int, answer_concurrency: int) -> dict[str, list[str]]:
+    """The two Celery workers: answers have processes of their own, so extractions and
+    embeddings (minutes for a large upload) never delay a streamed answer (issue 27, item 4);
+    extraction has `concurrency` processes, documents extracted side by side (issue 51,
+    item 6). Keys are WORKERS' names."""
+    worker = [sys.executable, "-m", "celery", "-A", "koinon", "--quiet", "worker"]
+    return {
+        "celery": [
+            *worker,
+            "--loglevel=INFO",
+            f"--concurrency={max(1, concurrency)}",
+            f"--hostname={WORKERS['celery']}%h",
+            "--queues=celery",
+        ],
+        "celery-answers": [
+            *worker,
+            "--loglevel=INFO",
+            f"--concurrency={max(1, answer_concurrency)}",
+            f"--hostname={WORKERS['celery-answers']}%h",
+            "--queues=answers",
+        ],
+    }
+
+
 class Command(BaseCommand):
     help = "Start (or reuse) the embedded services, migrate, and run Celery and Daphne."
     # Some model checks need the database, which this command starts: check afterwards.
@@ -266,32 +290,9 @@ class Command(BaseCommand):
         self._commands: dict[str, list[str]] = {}
         if settings.KOINON_LLM_GGUF:
             self._start_model_server(env)
-        # Two workers: answers have processes of their own, so extractions and embeddings
-        # (minutes for a large upload) never delay a streamed answer (issue 27, item 4).
-        worker = [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "koinon",
-            "--quiet",
-            "worker",
-            "--loglevel=INFO",
-        ]
-        self._commands |= {
-            "celery": [
-                *worker,
-                f"--concurrency={max(1, concurrency)}",
-                "--hostname=koinon@%h",
-                "--queues=celery",
-            ],
-            "celery-answers": [
-                *worker,
-                f"--concurrency={max(1, answer_concurrency)}",
-                "--hostname=koinon-answers@%h",
-                "--queues=answers",
-            ],
-        }
+        self._commands |= worker_commands(
+            concurrency=concurrency, answer_concurrency=answer_concurrency
+        )
         for number in range(1, self._web_processes + 1):
             self._commands[f"daphne-{number}"] = [
                 sys.executable,
