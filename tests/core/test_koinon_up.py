@@ -414,4 +414,7 @@ def test_koinon_up_serves_the_embedded_model_and_stops_it(up_data_dir):
     log_path.unlink()
     assert "model server (embedded llama.cpp) is serving" in output
     assert str(packaged_smollm2()) not in output  # no machine path in what koinon prints
+    # llama.cpp's own output (every request, the model's path) in a log of its own.
+    assert str(packaged_smollm2()) not in (up_data_dir / "log" / "koinon.log").read_text()
+    assert (up_data_dir / "log" / "llm.log").exists()
     assert not (psutil.pid_exists(model_pid) and psutil.Process(model_pid).status() != "zombie")
