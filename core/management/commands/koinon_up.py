@@ -120,7 +120,10 @@ class Command(BaseCommand):
         postgres = (
             EmbeddedPostgres(settings.EMBEDDED_PG_DIR) if settings.EMBEDDED_POSTGRES else None
         )
-        redis = EmbeddedRedis(settings.EMBEDDED_REDIS_DIR) if settings.EMBEDDED_REDIS else None
+        # Not `redis`: that is the client library, which the health wait uses.
+        redis_server = (
+            EmbeddedRedis(settings.EMBEDDED_REDIS_DIR) if settings.EMBEDDED_REDIS else None
+        )
         exit_code = 0
         self._log = StartLog(settings.DATA_DIR, self.stdout)
         self._say(f"full log: {shown_path(self._log.path)}")
@@ -128,7 +131,7 @@ class Command(BaseCommand):
             with self._log.logging_to_file():
                 self._stop_stale_children(run_dir)
                 self._check_port_free(host, port)
-                self._start_services(postgres, redis)
+                self._start_services(postgres, redis_server)
                 self._migrate(postgres)
                 if demo:
                     out = StringIO()
@@ -152,8 +155,8 @@ class Command(BaseCommand):
                 self._say("stopping (the workers finish the task in hand)")
             with self._log.logging_to_file():
                 self._stop_children(run_dir)
-                if redis is not None:
-                    redis.stop()
+                if redis_server is not None:
+                    redis_server.stop()
                 if postgres is not None:
                     connections.close_all()
                     postgres.stop()
@@ -168,7 +171,7 @@ class Command(BaseCommand):
     # --- steps ---------------------------------------------------------------------
 
     def _start_services(
-        self, postgres: EmbeddedPostgres | None, redis: EmbeddedRedis | None
+        self, postgres: EmbeddedPostgres | None, redis_server: EmbeddedRedis | None
     ) -> None:
         said = []
         if postgres is not None:
@@ -177,8 +180,8 @@ class Command(BaseCommand):
             said.append(f"PostgreSQL (embedded) {'reused' if reused else 'started'}")
             for update in postgres.update_extensions(settings.DATABASES["default"]["NAME"]):
                 self._note(f"extension updated: {update}")
-        if redis is not None:
-            reused = not redis.start()
+        if redis_server is not None:
+            reused = not redis_server.start()
             said.append(f"Redis (embedded) {'reused' if reused else 'started'}")
         self._say(f"database: {', '.join(said) or 'configured servers'}")
 
