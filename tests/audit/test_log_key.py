@@ -12,6 +12,7 @@ from django.core.management import CommandError, call_command
 
 from audit.signed_note import NoteSigner, NoteVerifier
 from core.management.commands.koinon_up import Command as KoinonUp
+from core.startlog import StartLog
 
 
 def make_key(path, *args) -> str:
@@ -49,10 +50,17 @@ def test_a_file_without_a_key_or_a_bad_origin_is_a_command_error(tmp_path):
     assert not (tmp_path / "new.key").exists()
 
 
+def koinon_up(data_dir) -> KoinonUp:
+    """The command as its start has set it up: what it says goes to a StringIO (and the log)."""
+    up = KoinonUp(stdout=StringIO())
+    up._log = StartLog(data_dir, up.stdout)
+    return up
+
+
 def test_koinon_up_creates_one_under_the_data_directory_when_none_is_configured(tmp_path, settings):
     settings.KOINON_LOG_KEY_FILE = ""
     settings.DATA_DIR = tmp_path
-    up = KoinonUp(stdout=StringIO())
+    up = koinon_up(tmp_path)
     path = up._ensure_log_key()
     assert path == str(tmp_path / "log.key")
     key = NoteSigner.from_key((tmp_path / "log.key").read_text().strip())
@@ -62,13 +70,13 @@ def test_koinon_up_creates_one_under_the_data_directory_when_none_is_configured(
     # Started again, the settings name that same file (the default once it exists): it is
     # still the local key, said so, and kept.
     settings.KOINON_LOG_KEY_FILE = str(tmp_path / "log.key")
-    again = KoinonUp(stdout=StringIO())
+    again = koinon_up(tmp_path)
     assert again._ensure_log_key() == str(tmp_path / "log.key")
     assert "answer log key (local use" in again.stdout.getvalue()
     assert NoteSigner.from_key((tmp_path / "log.key").read_text().strip()) == key
     # A configured key is used as it is: nothing created.
     settings.KOINON_LOG_KEY_FILE = str(tmp_path / "mine.key")
-    assert KoinonUp(stdout=StringIO())._ensure_log_key() == str(tmp_path / "mine.key")
+    assert koinon_up(tmp_path)._ensure_log_key() == str(tmp_path / "mine.key")
     assert not (tmp_path / "mine.key").exists()
 
 

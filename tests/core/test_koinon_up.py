@@ -13,6 +13,8 @@ import pytest
 from django.conf import settings
 
 from core.embedded import remove_data_directory
+from core.processes import extraction_processes_default
+from core.startlog import shown_path
 from tests.services import ROOT, free_port, stop_process
 
 pytestmark = pytest.mark.slow
@@ -32,7 +34,11 @@ def up_env(data_dir) -> dict[str, str]:
     return env
 
 
-def start_up(data_dir, port: int, log, web_processes: int = 1) -> subprocess.Popen:
+def start_up(
+    data_dir, port: int, log, web_processes: int = 1, concurrency: int | None = 1
+) -> subprocess.Popen:
+    """koinon_up --demo; `concurrency` None leaves the extraction processes at the default."""
+    extraction = [] if concurrency is None else ["--concurrency", str(concurrency)]
     return subprocess.Popen(
         [
             sys.executable,
@@ -41,8 +47,7 @@ def start_up(data_dir, port: int, log, web_processes: int = 1) -> subprocess.Pop
             "--port",
             str(port),
             "--demo",
-            "--concurrency",
-            "1",
+            *extraction,
             "--web-processes",
             str(web_processes),
         ],
@@ -101,8 +106,11 @@ def test_koinon_up_serves_refuses_a_second_copy_and_stops_cleanly(up_data_dir):
     log_path = up_data_dir.parent / f"{up_data_dir.name}.log"
     up_data_dir.mkdir(parents=True)
     with log_path.open("w") as log:
-        first = start_up(up_data_dir, port, log, web_processes=2)
+        first = start_up(up_data_dir, port, log, web_processes=2, concurrency=None)
         try:
+            # Health once koinon_up says it is up: asked earlier, it answers 503 (no worker
+            # heartbeat yet), which the web process logs as an error.
+            wait_said(log_path, "koinon is up", first)
             health = wait_healthy(url, first)
             assert {name: part["status"] for name, part in health["components"].items()} == {
                 "database": "ok",
@@ -121,14 +129,20 @@ def test_koinon_up_serves_refuses_a_second_copy_and_stops_cleanly(up_data_dir):
             assert (up_data_dir / "log.key").stat().st_mode & 0o777 == 0o600
             said = log_path.read_text()
             assert "answer log key (local use" in said and key.strip() not in said
-            # Answers have worker processes of their own (issue 27, item 4).
+            # Answers have worker processes of their own (issue 27, item 4); extraction has
+            # one per available core, up to 8, to extract side by side (issue 51, item 6).
             queues = {}
             for name in ("celery", "celery-answers"):
                 pid = int((up_data_dir / "run" / f"{name}.pid").read_text())
                 queues[name] = [
-                    a for a in psutil.Process(pid).cmdline() if a.startswith("--queues")
+                    a
+                    for a in psutil.Process(pid).cmdline()
+                    if a.startswith(("--queues", "--concurrency"))
                 ]
-            assert queues == {"celery": ["--queues=celery"], "celery-answers": ["--queues=answers"]}
+            assert queues == {
+                "celery": [f"--concurrency={extraction_processes_default()}", "--queues=celery"],
+                "celery-answers": ["--concurrency=2", "--queues=answers"],
+            }
             children = children_named_in_pidfiles(up_data_dir)
             postmaster = int((up_data_dir / "pg" / "postmaster.pid").read_text().split()[0])
             # Two web processes accept on the one listening socket of the port.
@@ -167,6 +181,20 @@ def test_koinon_up_serves_refuses_a_second_copy_and_stops_cleanly(up_data_dir):
     log_path.unlink()
     assert "koinon stopped" in output
     assert processes_using(up_data_dir) == []
+    # A short progress on the terminal, the whole output in the data directory's log/
+    # (issue 51, item 6); a healthy start logs no traceback and no error, in either.
+    full = (up_data_dir / "log" / "koinon.log").read_text()
+    assert output.splitlines()[0] == f"full log: {shown_path(up_data_dir / 'log' / 'koinon.log')}"
+    steps = [line.split(":")[0] for line in output.splitlines()]
+    for step in ("database", "migrations", "demo data", "workers", "web", "koinon is up"):
+        assert step in steps, step
+    assert len(output.splitlines()) <= 20, output
+    assert "started (pid" not in output and "started (pid" in full
+    assert "koinon@" not in output and "koinon@" in full  # the workers' own output
+    assert "initialising embedded PostgreSQL" in full
+    for text in (output, full):
+        assert "Traceback" not in text
+        assert not [line for line in text.splitlines() if " ERROR " in line or "ERROR/" in line]
     assert not any(
         psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"
         for pid in [*children, postmaster]
@@ -324,6 +352,15 @@ def test_a_killed_worker_is_restarted_while_daphne_keeps_serving(up_data_dir):
     assert processes_using(up_data_dir) == []
 
 
+def wait_said(log_path, text: str, process: subprocess.Popen, timeout: float = 150) -> None:
+    """Wait until koinon_up has printed `text` (it polls health on its own)."""
+    deadline = time.monotonic() + timeout
+    while text not in log_path.read_text():
+        assert process.poll() is None, "koinon_up exited during start-up"
+        assert time.monotonic() < deadline, f"koinon_up did not say {text!r}"
+        time.sleep(0.2)
+
+
 def heartbeats(data_dir) -> set[str]:
     """The claim names of the workers heartbeating in koinon_up's embedded Redis."""
     import redis
@@ -377,4 +414,7 @@ def test_koinon_up_serves_the_embedded_model_and_stops_it(up_data_dir):
     log_path.unlink()
     assert "model server (embedded llama.cpp) is serving" in output
     assert str(packaged_smollm2()) not in output  # no machine path in what koinon prints
+    # llama.cpp's own output (every request, the model's path) in a log of its own.
+    assert str(packaged_smollm2()) not in (up_data_dir / "log" / "koinon.log").read_text()
+    assert (up_data_dir / "log" / "llm.log").exists()
     assert not (psutil.pid_exists(model_pid) and psutil.Process(model_pid).status() != "zombie")

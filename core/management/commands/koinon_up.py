@@ -1,4 +1,8 @@
-"""Run the whole product: embedded services, migrations, a Celery worker and Daphne."""
+"""Run the whole product: embedded services, migrations, Celery workers and Daphne.
+
+The terminal shows a line per step (core.startlog); the full output of every step and
+child process goes to the data directory's log/koinon.log.
+"""
 
 import fcntl
 import os
@@ -13,6 +17,7 @@ from pathlib import Path
 from typing import IO
 
 import psutil
+import redis
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -21,7 +26,9 @@ from django.db import connections
 from core.dbcheck import database_self_check, self_check_line
 from core.embedded import RUNTIME_ROLE, EmbeddedPostgres, EmbeddedRedis
 from core.health import documents_being_indexed
-from core.processes import terminate_tree
+from core.processes import extraction_processes_default, terminate_tree
+from core.startlog import StartLog, shown_path
+from core.worker import redis_client, workers_alive_names
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 # Seconds before restarting a dead worker: doubling up to the maximum, back to the
@@ -30,9 +37,32 @@ RESTART_BACKOFF_MIN = 1.0
 RESTART_BACKOFF_MAX = 60.0
 RESTART_BACKOFF_RESET = 60.0
 DEMO_INDEXING_TIMEOUT = 300.0  # seconds koinon_up --demo waits for the demo to be searchable
-WORKERS = frozenset(
-    {"celery", "celery-answers"}
-)  # restarted when they exit; anything else stops koinon
+# Restarted when they exit; anything else stops koinon. Hostnames as Celery names them.
+WORKERS = {"celery": "koinon@", "celery-answers": "koinon-answers@"}
+
+
+def worker_commands(*, concurrency: int, answer_concurrency: int) -> dict[str, list[str]]:
+    """The two Celery workers: answers have processes of their own, so extractions and
+    embeddings (minutes for a large upload) never delay a streamed answer (issue 27, item 4);
+    extraction has `concurrency` processes, documents extracted side by side (issue 51,
+    item 6). Keys are WORKERS' names."""
+    worker = [sys.executable, "-m", "celery", "-A", "koinon", "--quiet", "worker"]
+    return {
+        "celery": [
+            *worker,
+            "--loglevel=INFO",
+            f"--concurrency={max(1, concurrency)}",
+            f"--hostname={WORKERS['celery']}%h",
+            "--queues=celery",
+        ],
+        "celery-answers": [
+            *worker,
+            "--loglevel=INFO",
+            f"--concurrency={max(1, answer_concurrency)}",
+            f"--hostname={WORKERS['celery-answers']}%h",
+            "--queues=answers",
+        ],
+    }
 
 
 class Command(BaseCommand):
@@ -47,8 +77,9 @@ class Command(BaseCommand):
         parser.add_argument(
             "--concurrency",
             type=int,
-            default=1,
-            help="Celery processes for extraction, embedding and upkeep (queue `celery`)",
+            default=extraction_processes_default(),
+            help="Celery processes for extraction, embedding and upkeep (queue `celery`); "
+            "default: the cores this process may use, at most 8, so uploads extract side by side",
         )
         parser.add_argument(
             "--answer-concurrency",
@@ -89,53 +120,80 @@ class Command(BaseCommand):
         postgres = (
             EmbeddedPostgres(settings.EMBEDDED_PG_DIR) if settings.EMBEDDED_POSTGRES else None
         )
-        redis = EmbeddedRedis(settings.EMBEDDED_REDIS_DIR) if settings.EMBEDDED_REDIS else None
+        # Not `redis`: that is the client library, which the health wait uses.
+        redis_server = (
+            EmbeddedRedis(settings.EMBEDDED_REDIS_DIR) if settings.EMBEDDED_REDIS else None
+        )
         exit_code = 0
+        self._log = StartLog(settings.DATA_DIR, self.stdout)
+        self._say(f"full log: {shown_path(self._log.path)}")
         try:
-            self._stop_stale_children(run_dir)
-            self._check_port_free(host, port)
-            if postgres is not None:
-                reused = not postgres.start()
-                postgres.ensure_database(settings.DATABASES["default"]["NAME"])
-                self._say(f"PostgreSQL (embedded) {'reused' if reused else 'started'}")
-                for update in postgres.update_extensions(settings.DATABASES["default"]["NAME"]):
-                    self._say(f"extension updated: {update}")
-            if redis is not None:
-                reused = not redis.start()
-                self._say(f"Redis (embedded) {'reused' if reused else 'started'}")
-            call_command("check")
-            call_command("migrate", interactive=False, verbosity=0)
-            self._say("database migrated")
-            self._check_database(postgres)
-            call_command("collectstatic", interactive=False, verbosity=0)
-            if demo:
-                call_command("loaddemo", if_empty=True)
-            if postgres is not None:
-                postgres.ensure_runtime_role(database=settings.DATABASES["default"]["NAME"])
-                self._say(f"runtime role {RUNTIME_ROLE} granted")
-            self._log_key = self._ensure_log_key()
-            connections.close_all()
-            self._start_children(run_dir, host, port, concurrency, answer_concurrency)
-            self._wait_until_healthy(host, port)
-            if demo:
-                self._wait_until_searchable()
-            base = f"http://{host}:{port}"
-            self._say(f"koinon is up: {base}/  API {base}/v1/  health {base}/v1/health")
-            self._say(f"admin {base}/admin/  API docs {base}/v1/schema/docs/  (Ctrl-C stops)")
-            exit_code = self._supervise()
-        finally:
-            self._stop_children(run_dir)
-            if redis is not None:
-                redis.stop()
-            if postgres is not None:
+            with self._log.logging_to_file():
+                self._stop_stale_children(run_dir)
+                self._check_port_free(host, port)
+                self._start_services(postgres, redis_server)
+                self._migrate(postgres)
+                if demo:
+                    out = StringIO()
+                    call_command("loaddemo", if_empty=True, stdout=out)
+                    self._say(out.getvalue().strip())
+                if postgres is not None:
+                    postgres.ensure_runtime_role(database=settings.DATABASES["default"]["NAME"])
+                    self._note(f"runtime role {RUNTIME_ROLE} granted")
+                self._log_key = self._ensure_log_key()
                 connections.close_all()
-                postgres.stop()
+                self._start_children(run_dir, host, port, concurrency, answer_concurrency)
+                self._wait_until_healthy(host, port)
+                if demo:
+                    self._wait_until_searchable()
+                base = f"http://{host}:{port}"
+                self._say(f"koinon is up: {base}/  API {base}/v1/  health {base}/v1/health")
+                self._say(f"admin {base}/admin/  API docs {base}/v1/schema/docs/  (Ctrl-C stops)")
+                exit_code = self._supervise()
+        finally:
+            if self.children:
+                self._say("stopping (the workers finish the task in hand)")
+            with self._log.logging_to_file():
+                self._stop_children(run_dir)
+                if redis_server is not None:
+                    redis_server.stop()
+                if postgres is not None:
+                    connections.close_all()
+                    postgres.stop()
             self._say("koinon stopped")
+            self._log.close()
             lock.close()
         if exit_code:
-            raise CommandError("a koinon process exited unexpectedly; see the output above")
+            raise CommandError(
+                f"a koinon process exited unexpectedly; see {shown_path(self._log.path)}"
+            )
 
     # --- steps ---------------------------------------------------------------------
+
+    def _start_services(
+        self, postgres: EmbeddedPostgres | None, redis_server: EmbeddedRedis | None
+    ) -> None:
+        said = []
+        if postgres is not None:
+            reused = not postgres.start()
+            postgres.ensure_database(settings.DATABASES["default"]["NAME"])
+            said.append(f"PostgreSQL (embedded) {'reused' if reused else 'started'}")
+            for update in postgres.update_extensions(settings.DATABASES["default"]["NAME"]):
+                self._note(f"extension updated: {update}")
+        if redis_server is not None:
+            reused = not redis_server.start()
+            said.append(f"Redis (embedded) {'reused' if reused else 'started'}")
+        self._say(f"database: {', '.join(said) or 'configured servers'}")
+
+    def _migrate(self, postgres: EmbeddedPostgres | None) -> None:
+        """Checks, migrations, the database self-check and static files; what the commands
+        print goes to the log."""
+        output = self._log.stream
+        call_command("check", stdout=output, stderr=output)
+        call_command("migrate", interactive=False, verbosity=1, stdout=output, stderr=output)
+        self._say("migrations: database migrated")
+        self._check_database(postgres)
+        call_command("collectstatic", interactive=False, verbosity=1, stdout=output, stderr=output)
 
     def _ensure_log_key(self) -> str:
         """The answer log's key file: KOINON_LOG_KEY_FILE, or else one under the data
@@ -143,7 +201,7 @@ class Command(BaseCommand):
         which, with the public key; never the private one."""
         path = settings.DATA_DIR / "log.key"
         if settings.KOINON_LOG_KEY_FILE and Path(settings.KOINON_LOG_KEY_FILE) != path:
-            self._say("answer log key: KOINON_LOG_KEY_FILE")
+            self._note("answer log key: KOINON_LOG_KEY_FILE")
             return settings.KOINON_LOG_KEY_FILE
         out = StringIO()
         call_command("log", "key", str(path), stdout=out)
@@ -165,8 +223,12 @@ class Command(BaseCommand):
         self._say("database self-check passed (vectors, HNSW, trigrams, full text)")
 
     def _say(self, message: str) -> None:
-        self.stdout.write(message)
-        self.stdout.flush()
+        """A progress line: the terminal and the log."""
+        self._log.progress(message)
+
+    def _note(self, message: str) -> None:
+        """A detail: the log only."""
+        self._log.note(message)
 
     def _acquire_lock(self, path: Path) -> IO[str]:
         handle = path.open("a+")
@@ -207,7 +269,7 @@ class Command(BaseCommand):
                 process = psutil.Process(pid)
                 command = " ".join(process.cmdline())
                 if "koinon" in command or "core.llm_server" in command:
-                    self._say(f"stopping a leftover {pidfile.stem} process ({pid})")
+                    self._note(f"stopping a leftover {pidfile.stem} process ({pid})")
                     terminate_tree(pid)
             except (ValueError, psutil.NoSuchProcess, psutil.AccessDenied):
                 pass
@@ -231,32 +293,9 @@ class Command(BaseCommand):
         self._commands: dict[str, list[str]] = {}
         if settings.KOINON_LLM_GGUF:
             self._start_model_server(env)
-        # Two workers: answers have processes of their own, so extractions and embeddings
-        # (minutes for a large upload) never delay a streamed answer (issue 27, item 4).
-        worker = [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "koinon",
-            "--quiet",
-            "worker",
-            "--loglevel=INFO",
-        ]
-        self._commands |= {
-            "celery": [
-                *worker,
-                f"--concurrency={max(1, concurrency)}",
-                "--hostname=koinon@%h",
-                "--queues=celery",
-            ],
-            "celery-answers": [
-                *worker,
-                f"--concurrency={max(1, answer_concurrency)}",
-                "--hostname=koinon-answers@%h",
-                "--queues=answers",
-            ],
-        }
+        self._commands |= worker_commands(
+            concurrency=concurrency, answer_concurrency=answer_concurrency
+        )
         for number in range(1, self._web_processes + 1):
             self._commands[f"daphne-{number}"] = [
                 sys.executable,
@@ -269,7 +308,11 @@ class Command(BaseCommand):
         for name in self._commands:
             if name != "llm":
                 self.children.append((name, self._start_child(name)))
-        self._say(f"{self._web_processes} web process(es) on {host}:{port}")
+        self._say(
+            f"workers: {max(1, concurrency)} extraction process(es), "
+            f"{max(1, answer_concurrency)} answer process(es) of their own"
+        )
+        self._say(f"web: {self._web_processes} process(es) on {host}:{port}")
 
     def _start_model_server(self, env: dict[str, str]) -> None:
         """The embedded local model (`KOINON_LLM_GGUF`): llama.cpp's OpenAI-compatible server
@@ -316,40 +359,63 @@ class Command(BaseCommand):
 
     def _start_child(self, name: str) -> subprocess.Popen[bytes]:
         # A session of its own: a terminal's Ctrl-C reaches only us, and we stop the
-        # children in order.
-        # llama.cpp logs every request (and the model file's path): to a file of its own.
-        output = (self._run_dir / f"{name}.log").open("ab") if name == "llm" else None
+        # children in order. Their whole output goes to the log; llama.cpp's (every request,
+        # the model file's path) to a file of its own beside it.
+        own = self._log.path.with_name("llm.log").open("ab") if name == "llm" else None
         process = subprocess.Popen(  # noqa: S603 - our own interpreter and arguments
             self._commands[name],
             env=self._env,
             cwd=settings.BASE_DIR,
             start_new_session=True,
             pass_fds=(self._listener.fileno(),) if name.startswith("daphne") else (),
-            stdout=output,
-            stderr=subprocess.STDOUT if output else None,
+            stdin=subprocess.DEVNULL,
+            stdout=own if own is not None else self._log.stream,
+            stderr=subprocess.STDOUT,
         )
-        if output is not None:
-            output.close()  # the child holds its own copy
+        if own is not None:
+            own.close()  # the child holds its own copy
         (self._run_dir / f"{name}.pid").write_text(str(process.pid))
-        self._say(f"{name} started (pid {process.pid})")
+        self._note(f"{name} started (pid {process.pid})")
         return process
 
     def _wait_until_healthy(self, host: str, port: int, timeout: float = 90) -> None:
+        """Health is asked once every worker heartbeats: asked earlier it answers 503,
+        which the web process logs as an error, on every start."""
         url = f"http://{host}:{port}/v1/health"
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and not self._stopping:
-            for name, process in self.children:
-                if process.poll() is not None:
-                    raise CommandError(f"{name} exited during start-up (code {process.returncode})")
-            try:
-                with urllib.request.urlopen(url, timeout=5) as response:
-                    if response.status == 200:
-                        return
-            except OSError:
-                pass
-            time.sleep(0.5)
+        client = redis_client()
+        try:
+            while time.monotonic() < deadline and not self._stopping:
+                self._check_children_alive()
+                if self._workers_beating(client):
+                    try:
+                        with urllib.request.urlopen(url, timeout=5) as response:
+                            if response.status == 200:
+                                return
+                    except OSError:
+                        pass
+                time.sleep(0.3)
+        finally:
+            client.close()
         if not self._stopping:
             self._say(f"warning: {url} did not report healthy within {timeout:.0f}s")
+
+    def _check_children_alive(self) -> None:
+        for name, process in self.children:
+            if process.poll() is not None:
+                raise CommandError(
+                    f"{name} exited during start-up (code {process.returncode}); "
+                    f"see {shown_path(self._log.path)}"
+                )
+
+    def _workers_beating(self, client: redis.Redis) -> bool:
+        """Whether each worker started here writes its heartbeat (core.worker)."""
+        started = {WORKERS[name] for name, _ in self.children if name in WORKERS}
+        try:
+            beating = workers_alive_names(client)
+        except redis.RedisError:
+            return False
+        return all(any(name.startswith(prefix) for name in beating) for prefix in started)
 
     def _wait_until_searchable(self, timeout: float = DEMO_INDEXING_TIMEOUT) -> None:
         """--demo: the URLs are printed once every document is searchable by both channels
@@ -369,7 +435,7 @@ class Command(BaseCommand):
                     self._say("demo data indexed: searchable by keyword and semantic search")
                 return
             if left != said:
-                self._say(f"indexing the demo data: {left} document(s) left")
+                self._say(f"demo data: indexing, {left} document(s) left")
                 said = left
             if time.monotonic() > deadline:
                 self._say(
@@ -414,7 +480,7 @@ class Command(BaseCommand):
     def _stop_children(self, run_dir: Path) -> None:
         for name, process in reversed(self.children):
             if process.poll() is None:
-                self._say(f"stopping {name}")
+                self._note(f"stopping {name}")
                 terminate_tree(process.pid)
             process.wait()
             (run_dir / f"{name}.pid").unlink(missing_ok=True)
