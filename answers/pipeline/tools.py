@@ -127,14 +127,7 @@ def run_tools(
             result = retrieve(scope=scope, query=search, tools=retrieval_tools, limit=DEPTH[mode])
             outcomes += [o.as_dict() for o in result.outcomes]
             for candidate in result.candidates:
-                entry = passages.setdefault(
-                    candidate.passage_id, {"candidate": candidate, "searches": [], "score": 0.0}
-                )
-                if index not in entry["searches"]:
-                    entry["searches"].append(index)
-                entry["score"] = max(entry["score"], candidate.score)
-                for tool, contribution in candidate.contributions.items():
-                    entry["candidate"].contributions.setdefault(tool, contribution)
+                _found_add(passages, candidate, index)
 
     passages = _widened(scope, passages)
     snapshots, outside_outcomes = _outside_step(run, scope, plan, policy, mode, urls, passages)
@@ -225,17 +218,22 @@ def _outside_step(
     )
     snapshots: dict[int, Snapshot] = {}
     for index, candidate, snapshot in gathered.candidates:
-        part = queries[index][0]
-        entry = passages.setdefault(
-            candidate.passage_id, {"candidate": candidate, "searches": [], "score": 0.0}
-        )
-        if part not in entry["searches"]:
-            entry["searches"].append(part)
-        entry["score"] = max(entry["score"], candidate.score)
-        for tool, contribution in candidate.contributions.items():
-            entry["candidate"].contributions.setdefault(tool, contribution)
+        _found_add(passages, candidate, queries[index][0])
         snapshots[candidate.passage_id] = snapshot
     return snapshots, [o.as_dict() for o in gathered.outcomes]
+
+
+def _found_add(passages: dict[int, _Found], candidate: Candidate, part: int) -> None:
+    """A candidate a search of `part` found: one entry per passage, found by every search
+    that found it, with its best score and every tool's contribution."""
+    entry = passages.setdefault(
+        candidate.passage_id, {"candidate": candidate, "searches": [], "score": 0.0}
+    )
+    if part not in entry["searches"]:
+        entry["searches"].append(part)
+    entry["score"] = max(entry["score"], candidate.score)
+    for tool, contribution in candidate.contributions.items():
+        entry["candidate"].contributions.setdefault(tool, contribution)
 
 
 def _widened(scope: AccessScope, passages: dict[int, _Found]) -> dict[int, _Found]:

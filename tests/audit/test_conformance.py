@@ -18,14 +18,12 @@ import struct
 
 import pytest
 import rfc8785
-from django.contrib.auth import get_user_model
 
 from audit.models import OutputRelease
 from audit.receipts import POLICY_VERSION, body_hashes, canonical_jcs, canonical_json
 from datasets.services import dataset_upload
-from outside.models import Channel, ChannelKind
-from outside.services import channel_save, space_channel_enable
 from tests.answers.helpers import INVOICES, ask, ingest
+from tests.outside.channels import pages_channel
 from tests.outside.helpers import LocalServer
 from tests.services import ROOT
 
@@ -227,17 +225,8 @@ def conformance_library(space, owner, settings):
         dataset_upload(user=owner, space=space, filename=filename, data=data, table=table)
     # A page an outside channel (fetch_url) serves this space, from a loopback server.
     settings.KOINON_OUTSIDE_ALLOWED_NETWORKS = ["127.0.0.1/32"]
-    root = get_user_model().objects.create_superuser(username="root", password="x-1", email="")
     with LocalServer(b"%PDF-1.4") as server:
-        channel = channel_save(
-            user=root,
-            channel=Channel(
-                name="Policy pages",
-                kind=ChannelKind.FETCH_URL,
-                options={"urls": [server.url("/page.html")]},
-            ),
-        )
-        space_channel_enable(user=owner, space=space, channel=channel)
+        pages_channel(owner=owner, space=space, urls=[server.url("/page.html")])
         yield
 
 

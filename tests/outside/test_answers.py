@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from django.contrib.auth import get_user_model
 
 from answers.models import AnswerRun, CandidateFact
 from answers.pipeline.vocabulary import Plan
@@ -24,6 +23,7 @@ from tests.answers.helpers import ask
 from tests.answers.providers import ScriptedProvider
 from tests.helpers import client_for
 from tests.knowledge.helpers import kerned_pdf
+from tests.outside.channels import pages_channel, superuser
 from tests.outside.client_servers import (
     KEY,
     FakeKoinon,
@@ -52,22 +52,14 @@ def server(settings):
 
 @pytest.fixture
 def root(db):
-    return get_user_model().objects.create_superuser(username="root", password="x-1", email="")
+    return superuser()
 
 
 @pytest.fixture
 def pages(root, server, space, owner) -> Channel:
-    channel = channel_save(
-        user=root,
-        channel=Channel(
-            name="Policy pages",
-            kind=ChannelKind.FETCH_URL,
-            options={"urls": [server.url("/page.html")]},
-            timeout_seconds=5,
-        ),
+    return pages_channel(
+        owner=owner, space=space, urls=[server.url("/page.html")], timeout_seconds=5
     )
-    space_channel_enable(user=owner, space=space, channel=channel)
-    return channel
 
 
 def plan() -> Plan:
@@ -243,6 +235,19 @@ def enabled(root, owner, space, **fields) -> Channel:
     return channel
 
 
+def vectors(root, owner, space, store) -> Channel:
+    """A retrieval endpoint channel on a fake OpenAI vector store server, enabled."""
+    return enabled(
+        root,
+        owner,
+        space,
+        name="Vectors",
+        kind=ChannelKind.RETRIEVAL_ENDPOINT,
+        endpoint=store.url + "/v1",
+        options={"store_id": "vs_abc123"},
+    )
+
+
 def ask_with(member, tool):
     return ask(
         member,
@@ -279,15 +284,7 @@ def test_a_retrieval_endpoints_chunks_become_snapshots_with_their_remote_identit
             ]
         )
     )
-    enabled(
-        root,
-        owner,
-        space,
-        name="Vectors",
-        kind=ChannelKind.RETRIEVAL_ENDPOINT,
-        endpoint=store.url + "/v1",
-        options={"store_id": "vs_abc123"},
-    )
+    vectors(root, owner, space, store)
     body = ask_with(member, "retrieval_endpoint")
     assert body["evidence"]["answer_status"] == "evidence_backed", body["evidence"]
     outside = body["answer"]["citations"][0]["outside"]
@@ -326,15 +323,7 @@ def test_an_outside_services_404_or_500_is_provider_unavailable(
     root, owner, space, member, serve, status
 ):
     store = serve(FakeVectorStore(override=Reply.error(status)))
-    enabled(
-        root,
-        owner,
-        space,
-        name="Vectors",
-        kind=ChannelKind.RETRIEVAL_ENDPOINT,
-        endpoint=store.url + "/v1",
-        options={"store_id": "vs_abc123"},
-    )
+    vectors(root, owner, space, store)
     body = ask_with(member, "retrieval_endpoint")
     assert outcome(body, "retrieval_endpoint") == [("failed", "provider_unavailable")]
     assert body["evidence"]["answer_status"] == "abstained"
@@ -342,15 +331,7 @@ def test_an_outside_services_404_or_500_is_provider_unavailable(
 
 def test_an_empty_outside_search_is_no_relevant_hit(root, owner, space, member, serve):
     store = serve(FakeVectorStore(data=[]))
-    enabled(
-        root,
-        owner,
-        space,
-        name="Vectors",
-        kind=ChannelKind.RETRIEVAL_ENDPOINT,
-        endpoint=store.url + "/v1",
-        options={"store_id": "vs_abc123"},
-    )
+    vectors(root, owner, space, store)
     body = ask_with(member, "retrieval_endpoint")
     assert outcome(body, "retrieval_endpoint") == [("succeeded", "no_relevant_hit")]
 

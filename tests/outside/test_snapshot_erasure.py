@@ -3,19 +3,18 @@ the stored file, the extractions and passages, the answers, messages, stream eve
 traces that quoted it; the snapshot's record, which holds no text, stays."""
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.core.files.storage import default_storage
 
 from answers.models import AnswerRun
 from answers.pipeline.vocabulary import Plan
 from audit.services import trace_write
 from knowledge.erasure import TOMBSTONE
-from outside.models import Channel, ChannelKind, Snapshot
-from outside.services import channel_save, space_channel_enable
+from outside.models import Snapshot
 from outside.snapshots import snapshot_erase
 from tests.answers.helpers import ask
 from tests.answers.providers import ScriptedProvider
 from tests.knowledge.test_erase import copies, in_traces
+from tests.outside.channels import pages_channel
 from tests.outside.helpers import LocalServer
 
 SENTENCE = "Invoices are kept for seven years."
@@ -30,17 +29,8 @@ def select_kept(candidates):
 def test_erasing_a_snapshot_removes_its_text_everywhere(space, owner, member, settings, tmp_path):
     settings.LOG_DIR = tmp_path / "traces"
     settings.KOINON_OUTSIDE_ALLOWED_NETWORKS = ["127.0.0.1/32"]
-    root = get_user_model().objects.create_superuser(username="root", password="x-1", email="")
     with LocalServer(b"%PDF-1.4") as server:
-        channel = channel_save(
-            user=root,
-            channel=Channel(
-                name="Pages",
-                kind=ChannelKind.FETCH_URL,
-                options={"urls": [server.url("/page.html")]},
-            ),
-        )
-        space_channel_enable(user=owner, space=space, channel=channel)
+        pages_channel(owner=owner, space=space, urls=[server.url("/page.html")])
         body = ask(
             member,
             QUESTION,
