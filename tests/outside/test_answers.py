@@ -13,6 +13,8 @@ import pytest
 
 from answers.models import AnswerRun, CandidateFact
 from answers.pipeline.vocabulary import Plan
+from audit.log import log_entry
+from audit.models import OutputRelease
 from audit.services import audit_summary
 from core.errors import UnprocessableError
 from mcp_server.services import tool_call_run
@@ -97,6 +99,9 @@ def test_a_fetched_page_is_quoted_from_its_stored_snapshot(pages, member, server
     assert "fetched from 127.0.0.1 on" in body["answer"]["text"]
     [source] = body["evidence"]["sources"]
     assert (source["snapshot_id"], source["snapshot_sha256"]) == (snapshot.pk, snapshot.sha256)
+    # The receipt's source references, and so the answer log's entry, carry the hash.
+    release = OutputRelease.objects.get(pk=body["release"]["id"])
+    assert log_entry(release)["source_refs"] == [source]
 
 
 def test_the_extractive_pipeline_answers_from_a_fetched_page(pages, member):
