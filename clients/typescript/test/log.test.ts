@@ -2,11 +2,11 @@
 // prepares it (tests/clients/conftest.py, `log_scenario`) and names what it made — a genuine
 // answer, one a database owner rewrote, a kept checkpoint and a forked one — in KOINON_LOG_*.
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { test } from "node:test";
 
 import { Client, LogVerificationError } from "../src/index.js";
 import { required, vectorsPath } from "./helpers.js";
-import { readFileSync } from "node:fs";
 
 const reader = () => new Client(required("KOINON_URL"), { apiKey: required("KOINON_KEY") });
 const verifierKey = () => required("KOINON_LOG_VERIFIER_KEY");
