@@ -1,7 +1,9 @@
 """The Go client (clients/go, standard library only): its `go test` suite against the
 suite's live Daphne and Celery worker — a strict-policy answer that verifies, changes
 reported by name, streams cut after every event, typed errors, an omitted report left nil,
-the conformance vectors (issue 31)."""
+the conformance vectors (issue 31); the answer log's vectors, and the log prepared by
+`log_scenario`: a genuine answer's inclusion, a rewritten receipt and a forked log refused
+(issue 51)."""
 
 import re
 
@@ -13,14 +15,15 @@ from tests.services import ROOT
 pytestmark = pytest.mark.django_db(transaction=True)
 
 MODULE = ROOT / "clients" / "go"
-TESTS = 12
+TESTS = 21
 
 
 def test_the_go_client_suite_passes_against_the_live_server(
-    live_server_url, celery_worker, library, member, outsider
+    live_server_url, celery_worker, library, member, outsider, log_scenario
 ):
     go = toolchain("go", "make clients-go")
     env = suite_environment(live_server_url=live_server_url, reader=member, outsider=outsider)
+    env.update(log_scenario)
     # The standard library only: nothing to fetch, and nothing may be; the build cache
     # under var/ where no home directory gives one.
     env.update(GOPROXY="off", GOTOOLCHAIN="local")

@@ -14,6 +14,7 @@ import {
   type SearchResults,
   type ToolName,
 } from "./models.js";
+import { type Checkpoint, checkpointOpen, LogVerificationError, proofHashes, verifyConsistency } from "./transparency.js";
 
 export const STREAM_VERSION = "1";
 
@@ -36,6 +37,7 @@ export class Client {
   readonly answer: AnswerApi;
   readonly runs: RunsApi;
   readonly documents: DocumentsApi;
+  readonly log: LogApi;
   private readonly baseUrl: string;
   private readonly headers: Record<string, string>;
   private readonly timeoutMs: number;
@@ -50,6 +52,7 @@ export class Client {
     this.answer = new AnswerApi(this);
     this.runs = new RunsApi(this);
     this.documents = new DocumentsApi(this);
+    this.log = new LogApi(this);
   }
 
   /** One HTTP request; the response when it succeeded, else the typed error. */
@@ -204,6 +207,48 @@ export class RunsApi {
   /** `POST /v1/runs/<id>/retry`: generation n+1; earlier receipts remain. */
   async retry(runId: string): Promise<Answer> {
     return Answer.fromBody(await this.client.request("POST", `/v1/runs/${encodeURIComponent(runId)}/retry`));
+  }
+}
+
+/** `client.log`: koinon's answer log (docs/releases.md), checked with only its public key.
+ * Keep the checkpoints you verify (their `note`): a later one must extend them. */
+export class LogApi {
+  constructor(private readonly client: Client) {}
+
+  /** `GET /v1/log/checkpoint`: the latest checkpoint, verified with `verifierKey` (never
+   * with the key the server sends along). */
+  async checkpoint(options: { verifierKey: string }): Promise<Checkpoint> {
+    const body = (await this.client.request("GET", "/v1/log/checkpoint")) as Record<string, unknown>;
+    return checkpointOpen(String(body.note), options.verifierKey);
+  }
+
+  /**
+   * Check that the log of `newCheckpoint` extends the log of `oldCheckpoint`, both signed
+   * notes the key signed (RFC 9162 §2.1.4, the proof from `GET /v1/log/consistency`):
+   * nothing the old one covered was rewritten, removed or reordered. Resolves to the new
+   * checkpoint; rejects with LogVerificationError (`inconsistent`) for a fork.
+   */
+  async verifyConsistency(
+    oldCheckpoint: string | Checkpoint,
+    newCheckpoint: string | Checkpoint,
+    options: { verifierKey: string },
+  ): Promise<Checkpoint> {
+    const [old, latest] = await Promise.all(
+      [oldCheckpoint, newCheckpoint].map((c) => checkpointOpen(typeof c === "string" ? c : c.note, options.verifierKey)),
+    ) as [Checkpoint, Checkpoint];
+    if (old.size > latest.size) throw new LogVerificationError("the newer checkpoint is smaller", "inconsistent");
+    if (old.size === 0) return latest; // every tree extends the empty one
+    let proof: Uint8Array[] = [];
+    if (old.size < latest.size) {
+      const query: [string, string][] = [
+        ["from", String(old.size)],
+        ["to", String(latest.size)],
+      ];
+      const served = (await this.client.request("GET", "/v1/log/consistency", { query })) as Record<string, unknown>;
+      proof = proofHashes(served.proof);
+    }
+    await verifyConsistency({ oldSize: old.size, newSize: latest.size, oldRoot: old.root, newRoot: latest.root, proof });
+    return latest;
   }
 }
 

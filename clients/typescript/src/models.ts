@@ -4,7 +4,29 @@
  * body without `release` has no verified release.
  */
 
-import { canonicalize, canonicalV1 } from "./canonical.js";
+import { canonicalize, canonicalV1, parseJson } from "./canonical.js";
+import {
+  type Checkpoint,
+  checkpointOpen,
+  entryFromReceipt,
+  leafHash,
+  LogVerificationError,
+  proofHashes,
+  verifyInclusion,
+} from "./transparency.js";
+
+/** What `Release.verifyInclusion` asks of a client: one JSON request. `Client` is one; the
+ * models never import it (the client builds models from what it reads). */
+export interface ProofSource {
+  request(method: string, path: string, options?: { query?: [string, string][] }): Promise<unknown>;
+}
+
+/** Options of `Release.verifyInclusion`: the log's public key, obtained out of band, and a
+ * checkpoint you kept (a signed note, or one opened before); else the latest one served. */
+export interface InclusionOptions {
+  verifierKey: string;
+  checkpoint?: string | Checkpoint;
+}
 
 export type EvidenceMode = "auto" | "strict" | "general_knowledge";
 export type ToolName =
@@ -196,6 +218,65 @@ export class Release {
   /** True when every hash of the receipt matches the body. */
   async verify(body: unknown): Promise<boolean> {
     return (await this.mismatches(body)).length === 0;
+  }
+
+  private sameAs(other: Release | undefined): boolean {
+    return (
+      other !== undefined &&
+      (Object.keys(this) as (keyof Release)[]).every((name) => this[name] === other[name])
+    );
+  }
+
+  /**
+   * Check that this receipt is in koinon's answer log, trusting only the log's public key
+   * (`verifierKey`, `<name>+<hex id>+<base64 key>`, obtained out of band): the body must
+   * match the receipt (`verify`); the log entry is rebuilt from the receipt as the server
+   * builds it (RFC 8785 JSON, leaf SHA-256(0x00 ‖ entry)); the inclusion proof fetched from
+   * `GET /v1/releases/<id>/proof` must lead to the root of a checkpoint that key signed —
+   * `checkpoint` (a signed note you kept, e.g. a witness's) or, by default, the latest one
+   * the server offers. Resolves to that checkpoint; rejects with LogVerificationError (or the
+   * server's typed error, e.g. NotFoundError code `not_integrated`) otherwise.
+   */
+  async verifyInclusion(client: ProofSource, body: unknown, options: InclusionOptions): Promise<Checkpoint> {
+    if ((await this.mismatches(body)).length || !this.sameAs(Release.fromBody(body))) {
+      throw new LogVerificationError("the body does not match this receipt", "receipt");
+    }
+    const { verifierKey, checkpoint } = options;
+    let trusted =
+      checkpoint === undefined
+        ? undefined
+        : await checkpointOpen(typeof checkpoint === "string" ? checkpoint : checkpoint.note, verifierKey);
+    const query: [string, string][] = trusted ? [["tree_size", String(trusted.size)]] : [];
+    const path = `/v1/releases/${encodeURIComponent(this.id)}/proof`;
+    const served = (await client.request("GET", path, { query })) as Record<string, unknown>;
+    if (trusted === undefined) {
+      if (typeof served.checkpoint !== "string" || !served.checkpoint) {
+        throw new LogVerificationError("no signed checkpoint covers this release yet", "no_checkpoint");
+      }
+      trusted = await checkpointOpen(served.checkpoint, verifierKey);
+    }
+    const index = served.index;
+    if (served.tree_size !== trusted.size || typeof index !== "number" || !Number.isInteger(index)) {
+      throw new LogVerificationError("the proof is for another tree", "proof_invalid");
+    }
+    let servedEntry: unknown;
+    try {
+      servedEntry = parseJson(String(served.entry));
+    } catch {
+      throw new LogVerificationError("the served entry is not JSON", "malformed");
+    }
+    await verifyInclusion({
+      leaf: await leafHash(canonicalize(entryFromReceipt(body, servedEntry))),
+      index,
+      treeSize: trusted.size,
+      proof: proofHashes(served.proof),
+      root: trusted.root,
+    });
+    const log = isObject(body) && isObject(body.release) ? body.release.log : undefined;
+    if (isObject(log) && log.index !== index) {
+      throw new LogVerificationError("the receipt names another log index", "proof_invalid");
+    }
+    return trusted;
   }
 }
 

@@ -9,9 +9,9 @@ export function required(name: string): string {
   return value;
 }
 
-export function vectorsPath(): string {
-  // dist/test/helpers.js → clients/conformance/vectors.json
-  return fileURLToPath(new URL("../../../conformance/vectors.json", import.meta.url));
+export function vectorsPath(name: string = "vectors.json"): string {
+  // dist/test/helpers.js → clients/conformance/<name>
+  return fileURLToPath(new URL(`../../../conformance/${name}`, import.meta.url));
 }
 
 /** The body with one character changed in its text, first citation, first card or policy
