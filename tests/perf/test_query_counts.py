@@ -142,4 +142,5 @@ def test_a_conversation_reads_in_the_same_queries_for_one_answer_and_for_three(
     assert count(client, path) == one == EXACT_CONVERSATION
 
 
-EXACT_CONVERSATION = 7  # key, conversation, releases, runs, events, documents, messages
+EXACT_CONVERSATION = 8  # key, conversation, releases, runs, events, documents, messages,
+# and the releases' places in the answer log (one read for all: `bodies_with_log`)
