@@ -229,7 +229,7 @@ class DocumentListCreateApi(APIView):
     )
     def post(self, request: Request) -> Response:
         upload = request.FILES.get("file")
-        if upload is not None and upload.size > settings.KOINON_UPLOAD_MAX_BYTES:
+        if upload is not None and (upload.size or 0) > settings.KOINON_UPLOAD_MAX_BYTES:
             raise PayloadTooLargeError(
                 f"The file is larger than {settings.KOINON_UPLOAD_MAX_BYTES} bytes."
             )
