@@ -2,13 +2,12 @@
 enabled each for. An asker reaches a channel only through a space that enables it, and
 enabling one grants access to nothing (SPEC §5)."""
 
-from urllib.parse import urlsplit
-
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 
 from knowledge.models import Space
+from outside.references import url_is_fetchable
 
 # Every outside call is bounded: these are the ranges a configuration may choose within.
 TIMEOUT_RANGE = (0.5, 60.0)  # seconds, the whole call
@@ -29,14 +28,6 @@ class ChannelKind(models.TextChoices):
 class McpTransport(models.TextChoices):
     HTTP = "http", "Streamable HTTP"
     STDIO = "stdio", "Standard input and output (a local command)"
-
-
-def _is_http_url(value: str) -> bool:
-    try:
-        parts = urlsplit(value)
-    except ValueError:
-        return False
-    return parts.scheme in {"http", "https"} and bool(parts.hostname) and not parts.username
 
 
 class Channel(models.Model):
@@ -113,7 +104,7 @@ class Channel(models.Model):
         elif stdio:
             if not self.endpoint.strip():
                 errors["endpoint"] = "Give the command that starts the MCP server."
-        elif not _is_http_url(self.endpoint):
+        elif not url_is_fetchable(self.endpoint):
             errors["endpoint"] = "Give the service's http:// or https:// URL, without a password."
         if self.transport == McpTransport.STDIO and self.kind != ChannelKind.MCP_SEARCH:
             errors["transport"] = "Only an MCP server runs over standard input and output."
@@ -132,7 +123,7 @@ class Channel(models.Model):
             if not (
                 isinstance(urls, list)
                 and len(urls) <= RESULTS_RANGE[1]
-                and all(isinstance(url, str) and _is_http_url(url) for url in urls)
+                and all(url_is_fetchable(url) for url in urls)
             ):
                 return {
                     "options": f'Pages to fetch are {{"urls": ["https://…"]}}: at most '
