@@ -22,7 +22,9 @@ from typing import Literal
 from answers.judge.lexical import content_stems, stem
 from knowledge.normalise import normalised_words
 
-Kind = Literal["identifier", "port", "place", "time", "quantity", "agent", "values", "yes_no"]
+Kind = Literal[
+    "choice", "identifier", "port", "place", "time", "quantity", "agent", "values", "yes_no"
+]
 
 
 def _word_set(words: str) -> frozenset[str]:
@@ -91,11 +93,20 @@ _IDENTIFIER = re.compile(
     re.I,
 )
 _YES_NO = re.compile(r"^\s*(?:" + _AUXILIARIES + r")\b", re.I)
+# A question that names its alternatives after a comma: "Which band has more members,
+# Kitchens of Distinction or Royal Blood?", "Who was born first, Ada or Grace?". Each
+# alternative at most eight words (a longer clause is not a name).
+_CHOICE = re.compile(
+    r",\s*(?:(?:either|the)\s+)?(?P<first>[^,;?]+?)\s*,?\s+or\s+(?:(?:the)\s+)?"
+    r"(?P<second>[^,;?]+?)\s*[?.!]*\s*$",
+    re.I,
+)
+CHOICE_WORDS = 8
 _WH_WORD = re.compile(r"\b(?:who|whom|whose|what|when|where|which|why|how)\b", re.I)
 _ALTERNATIVE = re.compile(r"\bor\b", re.I)
 
-# Checked in this order: "Which values can the port take?" asks for values, "What year"
-# for a time before anything else.
+# Checked in this order, after the alternatives a question names (`alternatives`): "Which
+# values can the port take?" asks for values, "What year" for a time before anything else.
 _RULES: tuple[tuple[Kind, re.Pattern[str]], ...] = (
     ("quantity", _QUANTITY),
     ("time", _TIME),
@@ -107,6 +118,18 @@ _RULES: tuple[tuple[Kind, re.Pattern[str]], ...] = (
 )
 
 
+def alternatives(question: str) -> tuple[str, str] | None:
+    """The two alternatives a question names after a comma ("…, A or B?"), each of at most
+    CHOICE_WORDS words, or None."""
+    found = _CHOICE.search(question)
+    if found is None:
+        return None
+    first, second = found["first"].strip(), found["second"].strip()
+    if not first or not second or max(len(first.split()), len(second.split())) > CHOICE_WORDS:
+        return None
+    return first, second
+
+
 def question_kind(question: str) -> Kind | None:
     """The kind of thing an English question asks for, or None (no gate) where its form
     does not say it clearly. A question in another language matches no rule: None."""
@@ -116,6 +139,8 @@ def question_kind(question: str) -> Kind | None:
         question,
         flags=re.I,
     )
+    if alternatives(text) is not None:
+        return "choice"
     for kind, pattern in _RULES:
         if pattern.search(text):
             return kind
@@ -382,14 +407,35 @@ def _states_predicate(unit: str, focus: frozenset[str], question: str) -> bool:
     return not ordered or ordered[-1] in set(content_stems(unit))
 
 
+def _names_an_alternative(unit: str, question: str) -> bool:
+    """The unit names one of the question's alternatives: at least half of its words
+    (stemmed, function words aside), so that "Royal Blood's" names "Royal Blood" and "Ahmad
+    ibn Muhammad al-Nahawandi" names "Ahmad Nahavandi"; a unit about a third band names
+    neither "Kitchens of Distinction" nor "Royal Blood"."""
+    named = alternatives(question)
+    if named is None:
+        return True
+    held = {stem(word) for word in normalised_words(unit)}
+    for alternative in named:
+        words = [w for w in normalised_words(alternative) if w not in _STOP] or (
+            normalised_words(alternative)
+        )
+        if words and 2 * sum(stem(word) in held for word in words) >= len(words):
+            return True
+    return False
+
+
 def unit_has_kind(unit: str, kind: Kind, focus: frozenset[str], question: str = "") -> bool:
     """Does the unit hold something of the kind asked for, near the focus words (stems)?
 
     A token the question already contains is not the asked thing ("Microsoft" does not
     answer "Who founded Microsoft?"). A yes/no question is answered by a unit that states
-    its predicate, asserted or negated (`_states_predicate`)."""
+    its predicate, asserted or negated (`_states_predicate`); a question that names its
+    alternatives, by a unit that names one of them."""
     if kind == "yes_no":
         return _states_predicate(unit, focus, question)
+    if kind == "choice":
+        return _names_an_alternative(unit, question)
     asked = _words_of(question) | set(focus)
     words = [(m.start(), m.group()) for m in _WORD.finditer(unit)]
     unit_stems = [stem(w.casefold()) for _, w in words]

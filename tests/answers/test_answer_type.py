@@ -5,6 +5,7 @@ import pytest
 
 from answers.pipeline.answer_type import (
     Kind,
+    alternatives,
     answer_type_agrees,
     focus_terms,
     question_kind,
@@ -135,6 +136,20 @@ CASES = [
         "The service supports several network protocols.",
         "The service does not support IPv6.",
     ),
+    (
+        # A question that names its alternatives is answered by a unit naming one of them:
+        # a sentence about another band's members answers nothing here.
+        "Which band has more members, Kitchens of Distinction or Royal Blood?",
+        "choice",
+        "Super Junior is a South Korean boy band that had thirteen members.",
+        "Royal Blood's two members are Mike Kerr and Ben Thatcher.",
+    ),
+    (
+        "Which backup runs first, the nightly snapshot or the weekly archive?",
+        "choice",
+        "Backups run in the order the administrator chose at installation.",
+        "The nightly snapshot runs before any other backup.",
+    ),
 ]
 
 
@@ -166,6 +181,36 @@ def test_an_on_topic_unit_without_the_asked_thing_is_rejected_the_one_with_it_ac
 def test_a_question_whose_kind_is_unclear_is_not_gated(question: str) -> None:
     assert question_kind(question) is None
     assert answer_type_agrees(question, "An unrelated sentence about something else.")
+
+
+@pytest.mark.parametrize(
+    ("question", "named"),
+    [
+        ("Who was born first, Ada Lovelace or Grace Hopper?", ("Ada Lovelace", "Grace Hopper")),
+        ("Which is older, the charter or the treaty?", ("charter", "treaty")),
+        # Not alternatives: "or" without a comma before them, or a clause, not a name.
+        ("Is the file stored locally or in the cloud?", None),
+        ("Which file or folder holds the logs?", None),
+        (
+            "Which report, the one the board wrote after the long meeting in spring or the "
+            "other one?",
+            None,
+        ),
+    ],
+)
+def test_the_alternatives_a_question_names(question: str, named: tuple | None) -> None:
+    assert alternatives(question) == named
+
+
+def test_an_alternative_is_named_by_half_of_its_words() -> None:
+    question = "Which Persian historical figure was an astronomer, Al-Karaji or Ahmad Nahavandi?"
+    # Another spelling of the same name still names it.
+    assert answer_type_agrees(
+        question, "Ahmad ibn Muhammad al-Nahawandi was a Persian astronomer of the 8th century."
+    )
+    assert not answer_type_agrees(
+        question, "Omar Khayyam was a Persian astronomer and poet of the 11th century."
+    )
 
 
 def test_a_thing_the_question_already_names_is_not_the_asked_thing() -> None:
