@@ -224,17 +224,24 @@ DETAILS: list[Path] = []  # --details: one JSON line per question asked
 
 def timed_provider(provider):
     """The provider, with the seconds its judge spends inside `select` added up (a
-    judge-aware selection scores spans there; the judgement step is timed by the trace)."""
+    judge-aware selection scores spans there; the judgement step is timed by the trace),
+    and every (part, quote, score) it judged, for --details."""
     spent, selecting = [0.0], [False]
     judge, select = provider.judge, provider.select
+    provider.judged = []
 
     def timed_judge(**kwargs):
         started = time.perf_counter()
         try:
-            return judge(**kwargs)
+            scores = judge(**kwargs)
         finally:
             if selecting[0]:
                 spent[0] += time.perf_counter() - started
+        provider.judged += [
+            (item.part, item.quote, round(float(score), 3))
+            for item, score in zip(kwargs["items"], scores, strict=True)
+        ]
+        return scores
 
     def timed_select(**kwargs):
         selecting[0] = True
@@ -287,22 +294,36 @@ def ask(
         tally.verbatim += citation["quote"] in text
         headings = citation["locator"].get("headings", [])
         tally.label_quotes += is_label(citation["quote"], headings=headings, title=title)
+    outcome = "abstained"
     if item.gold is not None:
         tally.answerable += 1
         if answered:
             if any(item.gold.supports(c["quote"]) for c in quotes):
                 tally.supported += 1
+                outcome = "supported"
             else:
                 tally.wrong += 1
+                outcome = "wrong"
     else:
         tally.impossible += 1
         tally.abstained_impossible += not answered
         tally.answered_impossible += answered
+        outcome = "answered_unanswerable" if answered else "abstained"
     return {
         "question": item.question,
         "gold": item.gold.shown() if item.gold is not None else None,
         "status": status,
+        "outcome": outcome,
         "quotes": [c["quote"] for c in quotes],
+        "judged": [
+            {
+                "part": part,
+                "quote": quote,
+                "score": score,
+                "supports": item.gold.supports(quote) if item.gold is not None else None,
+            }
+            for part, quote, score in getattr(provider, "judged", [])
+        ],
         "rounds": sum(1 for s in steps if s["step"] == "retrieval"),
         "judgements": [
             {"attempt": s.get("attempt"), "verdicts": s.get("verdicts")}
