@@ -66,17 +66,30 @@ def question_parts(question: str) -> list[str]:
 _BOTH = re.compile(
     r"^(?P<head>.*?)\bboth\s+(?P<first>[^,;?]+?)\s+and\s+(?P<second>[^,;?]+?)[\s?.!]*$", re.I
 )
+# "Are A and B both …?": a yes/no question asking the same of two things it names first.
+_BOTH_AFTER = re.compile(
+    r"^(?P<head>\s*" + _AUXILIARY + r"\s+)(?P<first>[^,;?]+?)\s+and\s+(?P<second>[^,;?]+?)"
+    r"\s+both\s+(?P<tail>[^,;?]+?)[\s?.!]*$",
+    re.I,
+)
 
 
 def asked_of_each(question: str) -> list[str]:
-    """The question asked of each of the two things it ends by naming with "both … and …",
-    or the question alone (the same quotation-mark rule as `question_parts`)."""
+    """The question asked of each of two things it names with "both" ("What sport is played
+    by both A and B?", "Are A and B both German?"), or the question alone (the same
+    quotation-mark rule as `question_parts`)."""
     masked = _QUOTED.sub(lambda m: "x" * len(m.group()), question)
-    found = _BOTH.match(masked)
-    if found is None or not found["head"].strip():
-        return [question]
-    head = question[: found.start("head") + len(found["head"])]
-    return [head + question[found.start(name) : found.end(name)] for name in ("first", "second")]
+
+    def span(found: re.Match[str], name: str) -> str:
+        return question[found.start(name) : found.end(name)]
+
+    if (found := _BOTH.match(masked)) is not None and found["head"].strip():
+        head = question[: found.end("head")]
+        return [head + span(found, name) for name in ("first", "second")]
+    if (found := _BOTH_AFTER.match(masked)) is not None:
+        head = question[: found.end("head")]
+        return [f"{head}{span(found, name)} {span(found, 'tail')}" for name in ("first", "second")]
+    return [question]
 
 
 def searches_for(question: str) -> list[str]:

@@ -94,6 +94,17 @@ def test_a_piece_of_fewer_than_two_content_words_is_no_part() -> None:
             "Which files are needed by both the server and the worker?",
             ["Which files are needed by the server", "Which files are needed by the worker"],
         ),
+        (
+            "Is the backup both encrypted and signed?",
+            ["Is the backup encrypted", "Is the backup signed"],
+        ),
+        (
+            "Are the Python client and the Go client both able to verify receipts?",
+            [
+                "Are the Python client able to verify receipts",
+                "Are the Go client able to verify receipts",
+            ],
+        ),
     ],
 )
 def test_a_question_asking_the_same_of_both_of_two_things_is_asked_of_each(
