@@ -214,6 +214,16 @@ def without_leaders(text: str) -> str:
     return bare if body.count(".", len(bare)) >= LEADER_DOTS else text
 
 
+_QUESTION_END = re.compile(r"[?？][\"'”’»)\]}]*$")
+
+
+def is_question(sentence: str) -> bool:
+    """A sentence that asks ("Who is collecting my information?", an FAQ's question): it
+    answers nothing, whatever it shares with the question asked. Quoted after the sentence
+    before it, or before its answer, it may be part of a quote; never its end."""
+    return bool(_QUESTION_END.search(sentence.strip()))
+
+
 def is_label(sentence: str, *, headings: list[str] | tuple[str, ...] = (), title: str = "") -> bool:
     """A heading, title, table header or other label: never a quote on its own.
 

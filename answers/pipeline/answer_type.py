@@ -21,6 +21,7 @@ from typing import Literal
 
 from answers.judge.lexical import content_stems, stem
 from knowledge.normalise import normalised_words
+from knowledge.sentences import is_question
 
 Kind = Literal[
     "choice", "identifier", "port", "place", "time", "quantity", "agent", "values", "yes_no"
@@ -454,7 +455,11 @@ def unit_has_kind(unit: str, kind: Kind, focus: frozenset[str], question: str = 
 
 
 def answer_type_agrees(question: str, unit: str) -> bool:
-    """True when the question asks for no clear kind, or the unit holds one of its kind."""
+    """True when the question asks for no clear kind, or the unit holds one of its kind.
+    A unit that ends by asking a question (an FAQ's heading, "Who is collecting my
+    information?") holds nothing of any kind: False, whatever was asked."""
+    if is_question(unit):
+        return False
     kind = question_kind(question)
     if kind is None:
         return True

@@ -271,3 +271,37 @@ def test_with_only_the_sentence_naming_no_port_the_answer_abstains(space, owner,
 def test_a_yes_no_unit_may_leave_the_subject_to_its_context() -> None:
     assert answer_type_agrees("Is the backup file encrypted?", "It is encrypted with AES.")
     assert not answer_type_agrees("Is the backup file encrypted?", "The backup file is large.")
+
+
+def test_a_unit_that_asks_a_question_answers_nothing() -> None:
+    # An FAQ's heading shares every word with the question and answers none of it.
+    faq = "WHO IS COLLECTING MY INFORMATION AND HOW WILL IT BE USED?"
+    assert not answer_type_agrees("Who is collecting my information?", faq)
+    assert not answer_type_agrees("What happens to my information?", faq)  # no kind asked
+    assert not answer_type_agrees("How is the cache cleared?", "Why is the cache cleared？")
+    assert answer_type_agrees(
+        "Who is collecting my information?",
+        "Who collects it? The Science Society collects the information you give us.",
+    )
+
+
+FAQ_QUESTION = "Who is collecting my information?"
+FAQ_HEADING = "WHO IS COLLECTING MY INFORMATION AND HOW WILL IT BE USED?"
+FAQ_ANSWER = "The Science Society collects the information you give us when you register."
+
+
+@pytest.mark.django_db
+def test_an_faq_s_question_is_never_released_its_answer_is(space, owner, member):
+    ingest(owner, space, "privacy.txt", f"Privacy\n\n{FAQ_HEADING}\n\n{FAQ_ANSWER}\n")
+    body = ask(member, FAQ_QUESTION)
+    assert body["evidence"]["answer_status"] == "evidence_backed", body["evidence"]
+    assert any(FAQ_ANSWER in quote for quote in _quotes(body))
+    assert not any(quote.strip().endswith("?") for quote in _quotes(body))
+
+
+@pytest.mark.django_db
+def test_with_only_the_faq_s_question_the_answer_abstains(space, owner, member):
+    ingest(owner, space, "privacy.txt", f"Privacy\n\n{FAQ_HEADING}\n\nSee the next page.\n")
+    body = ask(member, FAQ_QUESTION)
+    assert body["evidence"]["answer_status"] == "abstained"
+    assert body["answer"]["citations"] == []

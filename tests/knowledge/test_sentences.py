@@ -2,7 +2,7 @@
 
 import pytest
 
-from knowledge.sentences import is_label, sentence_spans
+from knowledge.sentences import is_label, is_question, sentence_spans
 
 
 def sentences(text: str) -> list[str]:
@@ -135,3 +135,19 @@ def test_a_label_is_what_repeats_its_heading_or_the_title():
 )
 def test_sentences_are_not_labels(sentence):
     assert not is_label(sentence, headings=["Retention"], title="Accounting policy")
+
+
+@pytest.mark.parametrize(
+    ("sentence", "asks"),
+    [
+        ("Who is collecting my information?", True),
+        ("WHO IS COLLECTING MY INFORMATION AND HOW WILL IT BE USED?", True),
+        ('He asked: "Is it encrypted?"', True),
+        ("キャッシュはいつ消去されますか？", True),
+        ("The society collects it. Who else?  ", True),
+        ("The society collects the information you give us.", False),
+        ("Is it encrypted? Yes, with AES.", False),
+    ],
+)
+def test_a_sentence_that_asks(sentence: str, asks: bool) -> None:
+    assert is_question(sentence) is asks

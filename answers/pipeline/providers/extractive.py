@@ -15,7 +15,7 @@ from answers.pipeline.providers.base import Analysis
 from answers.pipeline.providers.llm import PROVIDER_UNAVAILABLE, ProviderError
 from answers.pipeline.quote_context import context_line, sentence_before
 from answers.pipeline.vocabulary import CandidateView, DatasetInfo, Plan, Rejection
-from knowledge.sentences import is_label, sentence_spans
+from knowledge.sentences import is_label, is_question, sentence_spans
 
 SELECT_THRESHOLD = 0.3  # IDF-weighted share of a part's stems a sentence must contain
 CANDIDATES_PER_SEARCH = 3
@@ -23,12 +23,14 @@ CANDIDATES_PER_SEARCH = 3
 
 def quote_sentences(candidate: CandidateView) -> list[tuple[int, int]]:
     """The candidate's spans that may be quoted on their own, in text order: its structured
-    units, and its sentences but labels (headings, titles) and the parts a unit completes."""
+    units, and its sentences but labels (headings, titles), questions (an FAQ's question
+    answers nothing) and the parts a unit completes."""
     units = [(start, end) for start, end, _, _ in candidate.units]
     sentences = [
         (start, end)
         for start, end in sentence_spans(candidate.text)
         if not completed(candidate, start)
+        and not is_question(candidate.text[start:end])
         and not is_label(
             candidate.text[start:end], headings=candidate.headings, title=candidate.title
         )
@@ -73,14 +75,17 @@ def quote_spans(candidate: CandidateView) -> list[tuple[int, int, int]]:
     its own start), and each sentence together with the one (or the one-line label) just
     before it (start of that one, end, the sentence's own start). One verbatim span each.
     A sentence that is a unit's lead-in, description, value or row cell is quoted only
-    with the rest of its unit: alone it is the non-answer the unit completes."""
+    with the rest of its unit: alone it is the non-answer the unit completes. No span ends
+    with a question (`is_question`)."""
     text = candidate.text
     spans = sentence_spans(text)
     result = [(start, end, alone) for start, end, alone, _ in candidate.units]
     for number, (start, end) in enumerate(spans):
         sentence = text[start:end]
-        if completed(candidate, start) or is_label(
-            sentence, headings=candidate.headings, title=candidate.title
+        if (
+            completed(candidate, start)
+            or is_question(sentence)
+            or is_label(sentence, headings=candidate.headings, title=candidate.title)
         ):
             continue
         result.append((start, end, start))
