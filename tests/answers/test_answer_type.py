@@ -291,17 +291,15 @@ FAQ_ANSWER = "The Science Society collects the information you give us when you 
 
 
 @pytest.mark.django_db
-def test_an_faq_s_question_is_never_released_its_answer_is(space, owner, member):
-    ingest(owner, space, "privacy.txt", f"Privacy\n\n{FAQ_HEADING}\n\n{FAQ_ANSWER}\n")
+@pytest.mark.parametrize(
+    ("after_the_heading", "status"),
+    [(FAQ_ANSWER, "evidence_backed"), ("See the next page.", "abstained")],
+)
+def test_an_faq_s_question_is_never_released_its_answer_is(
+    space, owner, member, after_the_heading, status
+):
+    ingest(owner, space, "privacy.txt", f"Privacy\n\n{FAQ_HEADING}\n\n{after_the_heading}\n")
     body = ask(member, FAQ_QUESTION)
-    assert body["evidence"]["answer_status"] == "evidence_backed", body["evidence"]
-    assert any(FAQ_ANSWER in quote for quote in _quotes(body))
+    assert body["evidence"]["answer_status"] == status, body["evidence"]
     assert not any(quote.strip().endswith("?") for quote in _quotes(body))
-
-
-@pytest.mark.django_db
-def test_with_only_the_faq_s_question_the_answer_abstains(space, owner, member):
-    ingest(owner, space, "privacy.txt", f"Privacy\n\n{FAQ_HEADING}\n\nSee the next page.\n")
-    body = ask(member, FAQ_QUESTION)
-    assert body["evidence"]["answer_status"] == "abstained"
-    assert body["answer"]["citations"] == []
+    assert any(FAQ_ANSWER in quote for quote in _quotes(body)) == (status == "evidence_backed")
