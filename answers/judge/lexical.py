@@ -149,6 +149,14 @@ def stem(word: str) -> str:
     return _stemmer.stemWord(word)
 
 
+# Auxiliaries, as a regular-expression alternation: they open a yes/no question
+# (answers.pipeline.answer_type) and a question of its own after a comma
+# (answers.pipeline.question_parts).
+AUXILIARIES = (
+    r"is|are|was|were|do|does|did|can|could|will|would|should|shall|may|must|has|have|had|"
+    r"isn't|aren't|doesn't|don't|didn't|can't|won't"
+)
+
 # The planner's stop list, shorter than the judge's (`STOPWORDS`): a part of a question
 # counts as a search, and a search is broadened, with words such as "not", "before" or
 # "more" still counted. Passed to the one `content_words`.

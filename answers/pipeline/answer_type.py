@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Literal
 
-from answers.judge.lexical import content_stems, stem
+from answers.judge.lexical import AUXILIARIES, content_stems, stem
 from knowledge.normalise import normalised_words
 from knowledge.sentences import is_question
 
@@ -35,10 +35,6 @@ def _word_set(words: str) -> frozenset[str]:
 
 # --- what the question asks for ------------------------------------------------------
 
-_AUXILIARIES = (
-    r"is|are|was|were|do|does|did|can|could|will|would|should|shall|may|must|has|have|had|"
-    r"isn't|aren't|doesn't|don't|didn't|can't|won't"
-)
 # A leading "and"/"so"/"but" or a preposition ("in which year", "since when") does not
 # change what is asked; anything longer before the question word does ("What happens
 # when …" asks what happens).
@@ -93,7 +89,7 @@ _IDENTIFIER = re.compile(
     r"|" + _LEAD + r"what\s+(?:do|should|must|can)\s+(?:i|we|you)\s+(?:run|type|enter)\b",
     re.I,
 )
-_YES_NO = re.compile(r"^\s*(?:" + _AUXILIARIES + r")\b", re.I)
+_YES_NO = re.compile(r"^\s*(?:" + AUXILIARIES + r")\b", re.I)
 # A question that names its alternatives after a comma: "Which band has more members,
 # Kitchens of Distinction or Royal Blood?", "Who was born first, Ada or Grace?". Each
 # alternative at most eight words (a longer clause is not a name).

@@ -17,12 +17,10 @@ each of them found."""
 
 import re
 
-from answers.judge.lexical import PLAN_STOPWORDS, content_words
+from answers.judge.lexical import AUXILIARIES, PLAN_STOPWORDS, content_words
 
 _PREPOSITION = r"(?:(?:in|on|at|from|for|to|by|with|since|until|of|about)\s+)?"
-_AUXILIARY = (
-    r"(?:is|are|was|were|do|does|did|can|could|will|would|should|shall|may|must|has|have|had)\b"
-)
+_AUXILIARY = r"(?:" + AUXILIARIES + r")\b"
 # After "and": any question word. After a bare comma only a question word in a question's
 # own order: "what", "how", "why"; "when"/"where" before an auxiliary ("…, where is it
 # kept?"); "which" before a noun and an auxiliary ("…, which currency are amounts stated
@@ -50,10 +48,15 @@ SPLIT = re.compile(
 _QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|«[^»]*»")
 
 
+def _masked(question: str) -> str:
+    """The question with its quoted text blanked out, every offset kept."""
+    return _QUOTED.sub(lambda m: "x" * len(m.group()), question)
+
+
 def question_parts(question: str) -> list[str]:
     """The question cut at every boundary between questions of its own (none inside
     quotation marks), in order; empty pieces included."""
-    masked = _QUOTED.sub(lambda m: "x" * len(m.group()), question)
+    masked = _masked(question)
     parts, start = [], 0
     for match in SPLIT.finditer(masked):
         parts.append(question[start : match.start()])
@@ -78,7 +81,7 @@ def asked_of_each(question: str) -> list[str]:
     """The question asked of each of two things it names with "both" ("What sport is played
     by both A and B?", "Are A and B both German?"), or the question alone (the same
     quotation-mark rule as `question_parts`)."""
-    masked = _QUOTED.sub(lambda m: "x" * len(m.group()), question)
+    masked = _masked(question)
 
     def span(found: re.Match[str], name: str) -> str:
         return question[found.start(name) : found.end(name)]

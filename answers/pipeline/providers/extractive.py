@@ -29,13 +29,19 @@ def quote_sentences(candidate: CandidateView) -> list[tuple[int, int]]:
     sentences = [
         (start, end)
         for start, end in sentence_spans(candidate.text)
-        if not completed(candidate, start)
-        and not is_question(candidate.text[start:end])
-        and not is_label(
-            candidate.text[start:end], headings=candidate.headings, title=candidate.title
-        )
+        if quotable_alone(candidate, start, candidate.text[start:end])
     ]
     return sorted(units + sentences)
+
+
+def quotable_alone(candidate: CandidateView, start: int, sentence: str) -> bool:
+    """May the sentence at `start` end a quote? Not a part a unit completes, a question or
+    a label (heading, title)."""
+    return not (
+        completed(candidate, start)
+        or is_question(sentence)
+        or is_label(sentence, headings=candidate.headings, title=candidate.title)
+    )
 
 
 def completed(candidate: CandidateView, own: int) -> bool:
@@ -82,11 +88,7 @@ def quote_spans(candidate: CandidateView) -> list[tuple[int, int, int]]:
     result = [(start, end, alone) for start, end, alone, _ in candidate.units]
     for number, (start, end) in enumerate(spans):
         sentence = text[start:end]
-        if (
-            completed(candidate, start)
-            or is_question(sentence)
-            or is_label(sentence, headings=candidate.headings, title=candidate.title)
-        ):
+        if not quotable_alone(candidate, start, sentence):
             continue
         result.append((start, end, start))
         if number:
