@@ -196,7 +196,11 @@ _NUMBER_WORDS = (
     r"eighty|ninety|hundreds?|thousands?|millions?|billions?|trillions?|dozens?|half|"
     r"quarter|twice|once|double|triple|single|zero|none|unlimited|no\s+limit|any\s+number"
 )
-_DIGITS = re.compile(r"(?<![\w.])\d[\d,.:/%-]*\w*")
+# Digits, not the end of a name ("COVID-19", "BCV-AKS-01").
+_DIGITS = re.compile(r"(?<![\w.])(?<!\w-)\d[\d,.:/%-]*\w*")
+_PERCENT_AFTER = re.compile(r"\s*(?:%|per\s?cent\b|percentage\s+points?\b)", re.I)
+_COUNT = re.compile(r"\bhow\s+many\b", re.I)
+_SHARE = re.compile(r"\bpercent|\bper\s?cent\b|\bproportion|\bshare|\bfraction|%", re.I)
 _NUMBER = re.compile(r"\b(?:" + _NUMBER_WORDS + r")\b|[%$€£¥]", re.I)
 _DURATION = re.compile(
     r"\b(?:seconds?|minutes?|hours?|days?|weeks?|months?|years?|decades?|centur(?:y|ies)|"
@@ -361,6 +365,19 @@ def _quantities(text: str, asked: set[str]) -> Iterator[int]:
         yield from _new_matches(pattern, text, asked)
 
 
+def _counts(text: str, asked: set[str]) -> Iterator[int]:
+    """As `_quantities`, less percentages: "54 percent of the people" counts nobody."""
+    for m in _DIGITS.finditer(text):
+        if _new(m.group(), asked) and not (
+            m.group().rstrip(",.:/-").endswith("%") or _PERCENT_AFTER.match(text, m.end())
+        ):
+            yield m.start()
+    for pattern in (_NUMBER, _DURATION):
+        yield from (
+            m.start() for m in pattern.finditer(text) if m.group() != "%" and _new(m.group(), asked)
+        )
+
+
 def _times(text: str, asked: set[str]) -> Iterator[int]:
     """Years, dates, times, months, weekdays, "ten days"; an event ("after each upgrade")."""
     yield from _new_matches(_TIME_TOKENS, text, asked)
@@ -398,10 +415,19 @@ _DETECTORS: dict[Kind, Callable[[str, set[str]], Iterator[int]]] = {
 def _states_predicate(unit: str, focus: frozenset[str], question: str) -> bool:
     """The unit holds the question's last focus word: what "Does the service support
     IPv6?" asks about, "IPv6" ("It is encrypted" states "Is the file encrypted?"; "The
-    service supports several protocols" does not state the IPv6 question). Weak by
-    design: a half-of-the-words rule kept a third of RAGBench's utilized sentences."""
+    service supports several protocols" does not state the IPv6 question), or its opposite
+    ("It is disabled" answers "Is it enabled?": no). Weak by design: a half-of-the-words
+    rule kept a third of RAGBench's utilized sentences."""
     ordered = [s for s in content_stems(question) if s in focus] or sorted(focus)
-    return not ordered or ordered[-1] in set(content_stems(unit))
+    if not ordered:
+        return True
+    held = set(content_stems(unit))
+    # Stated by its opposite: "It is disabled by default." answers "Is it enabled?": no.
+    return ordered[-1] in held or any(
+        held & (second if ordered[-1] in first else first)
+        for first, second in _OPPOSED
+        if ordered[-1] in first | second
+    )
 
 
 def _names_an_alternative(unit: str, question: str) -> bool:
@@ -436,7 +462,8 @@ def unit_has_kind(unit: str, kind: Kind, focus: frozenset[str], question: str = 
     asked = _words_of(question) | set(focus)
     words = [(m.start(), m.group()) for m in _WORD.finditer(unit)]
     unit_stems = [stem(w.casefold()) for _, w in words]
-    offsets = list(_DETECTORS[kind](unit, asked))
+    detector = _counts if kind == "quantity" and _counts_only(question) else _DETECTORS[kind]
+    offsets = list(detector(unit, asked))
     if not offsets:
         return False
     near = [n for n, s in enumerate(unit_stems) if s in focus]
@@ -450,13 +477,60 @@ def unit_has_kind(unit: str, kind: Kind, focus: frozenset[str], question: str = 
     return False
 
 
+# --- the other end of what is asked ----------------------------------------------------
+
+# Pairs of opposed predicates: a unit that states only the other side ("The season will
+# begin on September 5.") is on topic for "When does the season end?" and answers nothing.
+# Irregular forms are listed ("began", "begun"); the rest are matched by stem.
+_OPPOSED_WORDS = (
+    (
+        "start starts started begin began begun commence launch open opens opened opening onset",
+        "end ends ended finish conclude close closes closed closing expire terminate",
+    ),
+    ("born birth", "die died dies death dead"),
+    ("maximum max highest largest", "minimum min lowest smallest"),
+    ("oldest earliest", "youngest latest"),
+    ("enable enables enabled", "disable disables disabled"),
+    ("install installs installed", "uninstall uninstalls uninstalled"),
+    ("upload uploads uploaded", "download downloads downloaded"),
+)
+_OPPOSED: tuple[tuple[frozenset[str], frozenset[str]], ...] = tuple(
+    (frozenset(map(stem, _word_set(one))), frozenset(map(stem, _word_set(other))))
+    for one, other in _OPPOSED_WORDS
+)
+
+
+def states_the_other_end(question: str, unit: str) -> bool:
+    """The question asks about one side of an opposed pair (an end, a death, a maximum)
+    and the unit speaks only of the other (a beginning, a birth, a minimum). A unit that
+    names both sides ("born in 1820 and died in 1878") may hold the answer: False there."""
+    asked = {stem(word) for word in normalised_words(question)}
+    held = {stem(word) for word in normalised_words(unit)}
+    for first, second in _OPPOSED:
+        for side, other in ((first, second), (second, first)):
+            if asked & side and not asked & other and held & other and not held & side:
+                return True
+    return False
+
+
+def _counts_only(question: str) -> bool:
+    """Does the question ask "how many", a count? A percentage ("54 percent of the people
+    died") is no count, unless the question itself asks about a share."""
+    return bool(_COUNT.search(question)) and not _SHARE.search(question)
+
+
 def answer_type_agrees(question: str, unit: str) -> bool:
     """True when the question asks for no clear kind, or the unit holds one of its kind.
     A unit that ends by asking a question (an FAQ's heading, "Who is collecting my
-    information?") holds nothing of any kind: False, whatever was asked."""
+    information?") holds nothing of any kind: False, whatever was asked. Nor does a unit
+    that states only the other end of what is asked (`states_the_other_end`), unless the
+    question asks yes or no, or between alternatives (there the other end may be the
+    answer: "Did prices rise?" "They fell.")."""
     if is_question(unit):
         return False
     kind = question_kind(question)
+    if kind not in ("yes_no", "choice") and states_the_other_end(question, unit):
+        return False
     if kind is None:
         return True
     return unit_has_kind(unit, kind, focus_terms(question), question)

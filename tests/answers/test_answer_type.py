@@ -101,6 +101,13 @@ CASES = [
         "Up to 25 users can connect at once.",
     ),
     (
+        # A count is not a share: "how many" is not answered by percentages alone.
+        "How many people died in the flood?",
+        "quantity",
+        "Of the people who died in the flood, 54 percent died at home and 32% outdoors.",
+        "The flood killed 158 people; 54 percent of them died at home.",
+    ),
+    (
         "How much does the annual licence cost?",
         "quantity",
         "The annual licence cost depends on the plan.",
@@ -210,6 +217,64 @@ def test_an_alternative_is_named_by_half_of_its_words() -> None:
     )
     assert not answer_type_agrees(
         question, "Omar Khayyam was a Persian astronomer and poet of the 11th century."
+    )
+
+
+def test_a_share_answers_how_many_when_the_question_asks_for_one() -> None:
+    unit = "Of the people who died in the flood, 54 percent died at home."
+    assert answer_type_agrees("What percentage of the people died at home?", unit)
+    # The end of a name is no count: "COVID-19", "BCV-AKS-01".
+    assert not answer_type_agrees(
+        "How many strains were sequenced?", "The strains BCV-AKS-01 and COVID-19 were sequenced."
+    )
+
+
+# (question, a unit stating only the other end of what is asked, a unit stating it)
+OPPOSED = [
+    (
+        "When does the NFL season end?",
+        "The 2019 NFL season will begin on September 5, 2019.",
+        "The season will conclude with the Super Bowl on February 2, 2020.",
+    ),
+    (
+        "When did Victor Emmanuel II die?",
+        "Victor Emmanuel II was born on 14 March 1820 in Turin.",
+        "Victor Emmanuel II (born 14 March 1820) died in Rome on 9 January 1878.",
+    ),
+    (
+        "What is the maximum upload size?",
+        "The minimum upload size is 1 MB.",
+        "Uploads of up to 2 GB are accepted; the maximum can be raised by an administrator.",
+    ),
+    (
+        "Which command disables the cache?",
+        "Run `koinon cache on` to enable the cache.",
+        "Run `koinon cache off` to disable the cache.",
+    ),
+]
+
+
+@pytest.mark.parametrize(("question", "other_end", "asked_end"), OPPOSED)
+def test_a_unit_stating_only_the_other_end_of_what_is_asked_is_rejected(
+    question: str, other_end: str, asked_end: str
+) -> None:
+    assert not answer_type_agrees(question, other_end)
+    assert answer_type_agrees(question, asked_end)
+
+
+def test_the_other_end_may_answer_a_yes_no_question_or_stand_beside_the_asked_one() -> None:
+    # "Is the cache enabled by default?" "It is disabled by default." answers it: no.
+    assert answer_type_agrees(
+        "Is the cache enabled by default?", "The cache is disabled by default."
+    )
+    # Both ends named: the unit may hold the asked one.
+    assert answer_type_agrees(
+        "When did Ada Lovelace die?", "Ada Lovelace, born in 1815, died in 1852."
+    )
+    # A question about neither end is not touched by either.
+    assert answer_type_agrees(
+        "When was the treaty signed?",
+        "The negotiations began in 1712; the treaty was signed in 1713.",
     )
 
 
