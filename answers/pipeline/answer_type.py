@@ -99,6 +99,7 @@ _CHOICE = re.compile(
     re.I,
 )
 CHOICE_WORDS = 8
+_CHOICE_OPENS = re.compile(_LEAD + r"(?:who|whom|whose|what|which|where|when)\b", re.I)
 _WH_WORD = re.compile(r"\b(?:who|whom|whose|what|when|where|which|why|how)\b", re.I)
 _ALTERNATIVE = re.compile(r"\bor\b", re.I)
 
@@ -120,6 +121,13 @@ def alternatives(question: str) -> tuple[str, str] | None:
     CHOICE_WORDS words, or None."""
     found = _CHOICE.search(question)
     if found is None:
+        return None
+    # "Which band has more members, A or B?" asks which; "How to play, pause or rewind
+    # live TV?" and "… as a consequence of its atomic, molecular or aggregate structure?"
+    # list things. The question before the alternatives must open with a word that asks
+    # which one, and be one clause (no comma of its own).
+    before = question[: found.start()]
+    if "," in before or not _CHOICE_OPENS.match(before):
         return None
     first, second = found["first"].strip(), found["second"].strip()
     if not first or not second or max(len(first.split()), len(second.split())) > CHOICE_WORDS:
@@ -484,7 +492,8 @@ def unit_has_kind(unit: str, kind: Kind, focus: frozenset[str], question: str = 
 # Irregular forms are listed ("began", "begun"); the rest are matched by stem.
 _OPPOSED_WORDS = (
     (
-        "start starts started begin began begun commence launch open opens opened opening onset",
+        "start starts started begin began begun commence launch open opens opened opening onset "
+        "premiere premiered debut debuted",
         "end ends ended finish conclude close closes closed closing expire terminate",
     ),
     ("born birth", "die died dies death dead"),
@@ -500,12 +509,19 @@ _OPPOSED: tuple[tuple[frozenset[str], frozenset[str]], ...] = tuple(
 )
 
 
+# "End" that names no end: "who does she end up with", "who dies at the end of the film".
+_NO_END = re.compile(r"\bend(?:s|ed|ing)?\s+up\b|\b(?:at|by|in|towards?)\s+the\s+end\b", re.I)
+
+
+def _predicate_stems(text: str) -> set[str]:
+    return {stem(word) for word in normalised_words(_NO_END.sub(" ", text))}
+
+
 def states_the_other_end(question: str, unit: str) -> bool:
     """The question asks about one side of an opposed pair (an end, a death, a maximum)
     and the unit speaks only of the other (a beginning, a birth, a minimum). A unit that
     names both sides ("born in 1820 and died in 1878") may hold the answer: False there."""
-    asked = {stem(word) for word in normalised_words(question)}
-    held = {stem(word) for word in normalised_words(unit)}
+    asked, held = _predicate_stems(question), _predicate_stems(unit)
     for first, second in _OPPOSED:
         for side, other in ((first, second), (second, first)):
             if asked & side and not asked & other and held & other and not held & side:

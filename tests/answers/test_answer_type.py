@@ -197,6 +197,13 @@ def test_a_question_whose_kind_is_unclear_is_not_gated(question: str) -> None:
         ("Which is older, the charter or the treaty?", ("charter", "treaty")),
         # Not alternatives: "or" without a comma before them, or a clause, not a name.
         ("Is the file stored locally or in the cloud?", None),
+        # A list, not a choice: the question before it does not ask which, or has a comma.
+        ("How to play, pause or rewind live TV?", None),
+        (
+            "In the context of chemistry, what is an attribute of a substance as a consequence "
+            "of its atomic, molecular or aggregate structure?",
+            None,
+        ),
         ("Which file or folder holds the logs?", None),
         (
             "Which report, the one the board wrote after the long meeting in spring or the "
@@ -270,6 +277,20 @@ def test_the_other_end_may_answer_a_yes_no_question_or_stand_beside_the_asked_on
     # Both ends named: the unit may hold the asked one.
     assert answer_type_agrees(
         "When did Ada Lovelace die?", "Ada Lovelace, born in 1815, died in 1852."
+    )
+    # A premiere is a start; "end up with" and "at the end of" name no end.
+    assert answer_type_agrees(
+        "When does the second half of season 8 start?",
+        "Season 8 premiered on October 22, 2017, and concluded on April 15, 2018.",
+    )
+    assert not answer_type_agrees(
+        "When does the second half of season 8 end?", "Season 8 premiered on October 22, 2017."
+    )
+    assert answer_type_agrees(
+        "Who does Claire end up with?", "Claire and Alex Ryan begin a relationship."
+    )
+    assert answer_type_agrees(
+        "Who dies at the end of the film?", "The police start to shoot at Merrimen."
     )
     # A question about neither end is not touched by either.
     assert answer_type_agrees(
