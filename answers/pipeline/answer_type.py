@@ -224,6 +224,8 @@ _DAYS = r"monday|tuesday|wednesday|thursday|friday|saturday|sunday"
 _TIME_TOKENS = re.compile(
     r"\b(?:1\d{3}|20\d{2})s?\b|\b\d{1,2}:\d{2}\b|\b\d{1,2}\s?(?:am|pm|a\.m\.|p\.m\.)"
     r"|\b\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}\b|\b\d+(?:st|nd|rd|th)\b"
+    # A year before 1000 after a word that dates: "in 711", "of 976", "since 480".
+    r"|\b(?:in|of|since|until|till|by|from|before|after|circa|c\.|around)\s+\d{3}\b(?![.,]\d)"
     r"|\b(?:" + _MONTHS + r"|" + _DAYS + r")\b"
     r"|\b(?:centur(?:y|ies)|decades?|bce?|ad|ce|o'clock|noon|midnight|morning|afternoon|"
     r"evening|night|today|yesterday|tomorrow|daily|weekly|monthly|yearly|annually|hourly|"

@@ -95,6 +95,13 @@ CASES = [
         "The Normans conquered England in 1066.",
     ),
     (
+        # A year before 1000 is a year too.
+        "When did the Moors first invade Spain?",
+        "time",
+        "Troops formed by Moors from northern Africa first invaded Spain with 711 ships.",
+        "In 711, troops formed by Moors from northern Africa first invaded Spain.",
+    ),
+    (
         "How many users can connect at once?",
         "quantity",
         "Several users can connect at once.",
