@@ -347,9 +347,27 @@ def _new_matches(pattern: re.Pattern[str], text: str, asked: set[str]) -> Iterat
     return (m.start() for m in pattern.finditer(text) if _new(m.group(), asked))
 
 
+# A unit's first line, when a described line follows it: a definition term or a label
+# ("desc : str, optional" above "Prefix for the progress bar."). A unit never crosses a
+# heading (knowledge.structure), so a short first line is the name of what it describes.
+_TERM_LINE = re.compile(r"\A\s*(?:[-*•]\s+)?([^\n]+?)\s*\n\s*\S")
+TERM_WORDS = 6
+
+
+def _term(text: str, asked: set[str]) -> Iterator[int]:
+    found = _TERM_LINE.match(text)
+    if found is None:
+        return
+    words = list(_NAME_WORD.finditer(found[1]))
+    if len(words) <= TERM_WORDS and any(_content(m.group(), asked) for m in words):
+        yield found.start(1)
+
+
 def _identifiers(text: str, asked: set[str]) -> Iterator[int]:
     """`code`, --flags, /paths, file.ext, snake_case, CamelCase, quoted words, a
-    capitalised name inside a sentence (a menu item), a name after "run"/"by"/"use"."""
+    capitalised name inside a sentence (a menu item), a name after "run"/"by"/"use", the
+    term a unit describes (`_term`)."""
+    yield from _term(text, asked)
     yield from _new_matches(_CODE, text, asked)
     yield from _new_matches(_QUOTED, text, asked)
     yield from (

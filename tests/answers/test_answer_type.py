@@ -59,6 +59,13 @@ CASES = [
         "Logs are rotated by logrotate every week.",
     ),
     (
+        # A definition term above its description names the thing described.
+        "Which parameter sets the prefix for the progress bar?",
+        "identifier",
+        "Sets the prefix for the progress bar.\nThe prefix is shown before the bar.",
+        "desc : str, optional\n    Prefix for the progress bar.",
+    ),
+    (
         "Which port does the service listen on?",
         "port",
         "The service listens on a port chosen at installation.",
