@@ -330,6 +330,8 @@ def ask(
             for s in steps
             if s["step"] == "judgement"
         ],
+        # Why a selection was refused before the judge saw it (a quote not in the text, …).
+        "refused": [s["issue"] for s in steps if s["step"] == "validation" and not s.get("ok")],
         "provider": provider.name,
     }
 

@@ -4,6 +4,7 @@ Passages never cross a segment (page, cue, block) so each keeps one exact locato
 and every passage is a plain slice of the extraction text.
 """
 
+import re
 from dataclasses import dataclass
 
 from knowledge.extraction import Segment
@@ -20,9 +21,35 @@ class PassageSpan:
     locator: dict
 
 
-def _split_long(start: int, end: int, limit: int) -> list[tuple[int, int]]:
-    """A sentence longer than the limit is cut at fixed widths (rare: tables, code)."""
-    return [(position, min(position + limit, end)) for position in range(start, end, limit)]
+# A mark that ends a sentence where the segmenter saw none: a paper's "[10] . In Asia",
+# a run of "; " clauses.
+_SOFT_END = re.compile(r"[.!?;:]\s+")
+_SPACE = re.compile(r"\s+")
+
+
+def _split_long(text: str, start: int, end: int, limit: int) -> list[tuple[int, int]]:
+    """A sentence longer than the limit (run-on text: tables, code, a paper whose "[10] ."
+    citations the segmenter does not end a sentence at) in pieces of at most `limit`
+    characters, never cut inside a word: each piece ends after the window's last
+    sentence-like mark in its second half, else at its last space; only a window with no
+    space at all (one very long token) is cut at the limit. Before, a fixed-width cut made
+    passages end in "squirre" and begin with "ls": a quote touching the cut was in neither
+    reading of the document, and the answer abstained."""
+    pieces, position = [], start
+    while end - position > limit:
+        window = position + limit
+        cut = None
+        for mark in _SOFT_END.finditer(text, position + limit // 2, window):
+            cut = mark.end()
+        if cut is None:
+            for space in _SPACE.finditer(text, position + 1, window + 1):
+                cut = space.end()
+        if cut is None or cut <= position:
+            cut = window
+        pieces.append((position, cut))
+        position = cut
+    pieces.append((position, end))
+    return pieces
 
 
 def chunk(
@@ -34,7 +61,7 @@ def chunk(
         for start, end in sentence_spans(text, segment.char_start, segment.char_end):
             if end - start > max_chars:
                 sentences.extend(
-                    trim_span(text, a, b) for a, b in _split_long(start, end, max_chars)
+                    trim_span(text, a, b) for a, b in _split_long(text, start, end, max_chars)
                 )
             else:
                 sentences.append((start, end))
