@@ -26,7 +26,13 @@ _BOMS = (
 
 
 def _charset_normalizer_decode(data: bytes) -> str | None:
-    best = charset_normalizer.from_bytes(data).best()
+    """charset_normalizer's reading: UTF-8 when its own check accepts the bytes as UTF-8,
+    else its best guess among every encoding. Asked for its best guess alone, it read a
+    valid UTF-8 paragraph holding one left-to-right mark ("Urdu: \u200e") as Mac Icelandic,
+    and every quote with that mark failed the second quote check."""
+    best = charset_normalizer.from_bytes(data, cp_isolation=["utf_8"]).best()
+    if best is None:
+        best = charset_normalizer.from_bytes(data).best()
     return None if best is None else str(best)
 
 

@@ -291,6 +291,20 @@ def test_text_falls_back_to_a_guessed_legacy_encoding():
 
 
 @pytest.mark.parametrize("role", ROLES)
+def test_valid_utf8_with_a_rare_mark_reads_as_utf8_in_both_roles(role):
+    # One left-to-right mark in a Wikipedia paragraph: charset_normalizer's best guess for
+    # it alone was Mac Icelandic ("Urdu: ‚Äé"), so no quote with the mark was in both readings.
+    text = (
+        "Pumari Chhish (Urdu: \u200e ), (or Pumarikish, Peak 11) is a high peak of the Hispar "
+        "Muztagh, a subrange of the Karakoram range."
+    )
+    assert extract("text", text.encode(), role=role).text == text
+    # A legacy encoding is still guessed in both.
+    legacy = ("Le café du matin est servi à huit heures. " * 5).encode("cp1252")
+    assert extract("text", legacy, role=role).text.startswith("Le café du matin")
+
+
+@pytest.mark.parametrize("role", ROLES)
 def test_encrypted_pdf_is_reported_as_encrypted_unless_only_owner_protected(role):
     assert _error("pdf", _encrypted_pdf("user-secret"), role).code == "encrypted"
     assert extract("pdf", _encrypted_pdf(""), role=role).text == "Confidential figures"
