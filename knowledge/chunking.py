@@ -44,7 +44,7 @@ def _split_long(text: str, start: int, end: int, limit: int) -> list[tuple[int, 
         if cut is None:
             for space in _SPACE.finditer(text, position + 1, window + 1):
                 cut = space.end()
-        if cut is None or cut <= position:
+        if cut is None:  # both searches start past `position`: a cut always moves on
             cut = window
         pieces.append((position, cut))
         position = cut

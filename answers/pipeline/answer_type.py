@@ -387,23 +387,22 @@ def _values(text: str, asked: set[str]) -> Iterator[int]:
     yield from (m.start() for m in _ENUMERATION.finditer(text))
 
 
-def _quantities(text: str, asked: set[str]) -> Iterator[int]:
-    """Digits, number words, amounts; a duration or frequency for "how long/often"."""
+def _quantities(text: str, asked: set[str], *, shares: bool = True) -> Iterator[int]:
+    """Digits, number words, amounts; a duration or frequency for "how long/often". Without
+    `shares`, no percentage: "54 percent of the people" counts nobody."""
     for pattern in (_DIGITS, _NUMBER, _DURATION):
-        yield from _new_matches(pattern, text, asked)
+        for m in pattern.finditer(text):
+            if _new(m.group(), asked) and (shares or not _share(text, m)):
+                yield m.start()
+
+
+def _share(text: str, found: re.Match[str]) -> bool:
+    token = found.group().rstrip(",.:/-")
+    return token.endswith("%") or bool(_PERCENT_AFTER.match(text, found.end()))
 
 
 def _counts(text: str, asked: set[str]) -> Iterator[int]:
-    """As `_quantities`, less percentages: "54 percent of the people" counts nobody."""
-    for m in _DIGITS.finditer(text):
-        if _new(m.group(), asked) and not (
-            m.group().rstrip(",.:/-").endswith("%") or _PERCENT_AFTER.match(text, m.end())
-        ):
-            yield m.start()
-    for pattern in (_NUMBER, _DURATION):
-        yield from (
-            m.start() for m in pattern.finditer(text) if m.group() != "%" and _new(m.group(), asked)
-        )
+    return _quantities(text, asked, shares=False)
 
 
 def _times(text: str, asked: set[str]) -> Iterator[int]:
@@ -440,6 +439,37 @@ _DETECTORS: dict[Kind, Callable[[str, set[str]], Iterator[int]]] = {
 }
 
 
+# --- the other end of what is asked ----------------------------------------------------
+
+# Pairs of opposed predicates: a unit that states only the other side ("The season will
+# begin on September 5.") is on topic for "When does the season end?" and answers nothing.
+# Irregular forms are listed ("began", "begun"); the rest are matched by stem.
+_OPPOSED_WORDS = (
+    (
+        "start starts started begin began begun commence launch open opens opened opening onset "
+        "premiere premiered debut debuted",
+        "end ends ended finish conclude close closes closed closing expire terminate",
+    ),
+    ("born birth", "die died dies death dead"),
+    ("maximum max highest largest", "minimum min lowest smallest"),
+    ("oldest earliest", "youngest latest"),
+    ("enable enables enabled", "disable disables disabled"),
+    ("install installs installed", "uninstall uninstalls uninstalled"),
+    ("upload uploads uploaded", "download downloads downloaded"),
+)
+_OPPOSED: tuple[tuple[frozenset[str], frozenset[str]], ...] = tuple(
+    (frozenset(map(stem, _word_set(one))), frozenset(map(stem, _word_set(other))))
+    for one, other in _OPPOSED_WORDS
+)
+# Each stem of a pair's side, to the stems of the other side.
+_OPPOSITE: dict[str, frozenset[str]] = {
+    word: other
+    for one, two in _OPPOSED
+    for side, other in ((one, two), (two, one))
+    for word in side
+}
+
+
 def _states_predicate(unit: str, focus: frozenset[str], question: str) -> bool:
     """The unit holds the question's last focus word: what "Does the service support
     IPv6?" asks about, "IPv6" ("It is encrypted" states "Is the file encrypted?"; "The
@@ -451,11 +481,7 @@ def _states_predicate(unit: str, focus: frozenset[str], question: str) -> bool:
         return True
     held = set(content_stems(unit))
     # Stated by its opposite: "It is disabled by default." answers "Is it enabled?": no.
-    return ordered[-1] in held or any(
-        held & (second if ordered[-1] in first else first)
-        for first, second in _OPPOSED
-        if ordered[-1] in first | second
-    )
+    return ordered[-1] in held or bool(held & _OPPOSITE.get(ordered[-1], frozenset()))
 
 
 def _names_an_alternative(unit: str, question: str) -> bool:
@@ -503,30 +529,6 @@ def unit_has_kind(unit: str, kind: Kind, focus: frozenset[str], question: str = 
         if any(abs(index - n) <= NEAR_WORDS for n in near):
             return True
     return False
-
-
-# --- the other end of what is asked ----------------------------------------------------
-
-# Pairs of opposed predicates: a unit that states only the other side ("The season will
-# begin on September 5.") is on topic for "When does the season end?" and answers nothing.
-# Irregular forms are listed ("began", "begun"); the rest are matched by stem.
-_OPPOSED_WORDS = (
-    (
-        "start starts started begin began begun commence launch open opens opened opening onset "
-        "premiere premiered debut debuted",
-        "end ends ended finish conclude close closes closed closing expire terminate",
-    ),
-    ("born birth", "die died dies death dead"),
-    ("maximum max highest largest", "minimum min lowest smallest"),
-    ("oldest earliest", "youngest latest"),
-    ("enable enables enabled", "disable disables disabled"),
-    ("install installs installed", "uninstall uninstalls uninstalled"),
-    ("upload uploads uploaded", "download downloads downloaded"),
-)
-_OPPOSED: tuple[tuple[frozenset[str], frozenset[str]], ...] = tuple(
-    (frozenset(map(stem, _word_set(one))), frozenset(map(stem, _word_set(other))))
-    for one, other in _OPPOSED_WORDS
-)
 
 
 # "End" that names no end: "who does she end up with", "who dies at the end of the film".
