@@ -8,6 +8,12 @@ holds it and the structured units it is part of (knowledge.structure), read from
 neighbouring passages of the same extraction. The widened text is a plain slice of the
 admitted extraction text, so the quote checks (answers.pipeline.validation) hold as for
 any passage.
+
+A hit on a heading alone (its passage is the title, which is never quoted) stands for
+the text under it: it becomes the start of its section, the blocks that follow it under
+the same heading path up to the next heading, read with that path as their context. A
+title is often the only place a section's words meet the question's ("defusedxml 0.7.1"
+over "Release date: 08-Mar-2021").
 """
 
 from dataclasses import replace
@@ -16,11 +22,13 @@ from django.db.models import Case, Q, TextField, When
 from django.db.models.functions import Substr
 
 from knowledge.models import Extraction
+from knowledge.normalise import normalised_key
 from knowledge.retrieval import Candidate
 from knowledge.scope import AccessScope
 from knowledge.structure import MAX_PIECES, Block, Unit, structured_units
 
 REACH = MAX_PIECES + 2  # passages read either side of a hit: a lead-in, its items, a header
+SECTION_CHARS = 900  # what a heading's hit stands for at most: the start of its section
 _STRUCTURE_KEYS = ("block", "table", "row", "header")
 
 
@@ -77,8 +85,52 @@ def _widen(scope: AccessScope, candidates: list[Candidate]) -> list[Candidate]:
     widened = []
     for candidate in candidates:
         entry = units.get(candidate.extraction_id)
-        widened.append(candidate if entry is None else _widened(candidate, *entry))
+        if entry is not None:
+            low, region, _ = entry
+            section = _section(candidate, blocks[candidate.extraction_id], low, region)
+            widened.append(_widened(section or candidate, *entry))
+        else:
+            widened.append(candidate)
     return widened
+
+
+def _is_title(text: str, locator: dict) -> bool:
+    """Whether a block is a heading: its text is the last title of its own heading path
+    (the extractors give a heading the path it opens)."""
+    headings: list[str] = locator.get("headings") or []
+    return bool(headings) and normalised_key(text) == normalised_key(headings[-1])
+
+
+def _section(candidate: Candidate, around: list[Block], low: int, region: str) -> Candidate | None:
+    """The start of the section a heading's hit opens: the blocks after the heading that
+    share its heading path, up to the next heading and SECTION_CHARS (at least the first
+    block); None when the candidate is no heading or nothing is under it here."""
+    if not _is_title(candidate.text, candidate.locator):
+        return None
+    path = candidate.locator["headings"]
+    span: tuple[int, int] | None = None
+    for block in sorted(around, key=lambda b: (b.start, b.end)):
+        if block.start < candidate.char_end:
+            continue
+        text = region[block.start - low : block.end - low]
+        if block.locator.get("headings") != path or _is_title(text, block.locator):
+            break
+        if span is None:
+            span = (block.start, block.end)
+        elif block.end - span[0] > SECTION_CHARS:
+            break
+        else:
+            span = (span[0], max(span[1], block.end))
+    if span is None:
+        return None
+    start, end = span
+    return replace(
+        candidate,
+        char_start=start,
+        char_end=end,
+        text=region[start - low : end - low],
+        locator={"headings": list(path)},
+    )
 
 
 def _regions(scope: AccessScope, bounds: dict[int, tuple[int, int]]) -> dict[int, str]:

@@ -145,7 +145,12 @@ def dist_version(distribution: str) -> str:
         return "unknown"
 
 
+def paragraphs(text: str) -> list[str]:
+    """The blank-line-separated paragraphs of text, line ends normalised."""
+    return re.split(r"\n[^\S\n]*\n", _normalise_lines(text))
+
+
 def add_paragraphs(builder: TextBuilder, text: str, locator: dict | None = None) -> None:
     """Adds text as one piece per blank-line-separated paragraph."""
-    for paragraph in re.split(r"\n[^\S\n]*\n", _normalise_lines(text)):
+    for paragraph in paragraphs(text):
         builder.add(paragraph, locator)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import codecs
 import platform
+import re
 
 import charset_normalizer
 
@@ -12,8 +13,8 @@ from .base import (
     ExtractionResult,
     Limits,
     TextBuilder,
-    add_paragraphs,
     dist_version,
+    paragraphs,
 )
 
 _BOMS = (
@@ -71,9 +72,67 @@ def decode_or_raise(data: bytes) -> str:
     return text
 
 
+# A rule line: one punctuation mark repeated, as reStructuredText and Markdown underline
+# (and reStructuredText may overline) a title in plain text.
+_RULE = re.compile(r"""([=\-~^*+#"'`:.])\1{2,}""")
+TITLE_MAX_WORDS = 12
+_NOT_TITLE_END = (".", ",", ";", ":")  # a sentence or a lead-in over a rule, not a title
+
+
+def _is_rule(line: str) -> bool:
+    return _RULE.fullmatch(line.strip()) is not None
+
+
+def _underlined_title(lines: list[str]) -> tuple[str, str, int] | None:
+    """The title that opens a paragraph's `lines` (title, its style, lines it takes), or
+    None. The rule is at least as long as the title, as reStructuredText requires: a
+    short rule under a line of prose is a separator, not an underline."""
+    if len(lines) >= 3 and _is_rule(lines[0]) and lines[0].strip() == lines[2].strip():
+        title, rule, taken, style = lines[1].strip(), lines[2].strip(), 3, "over"
+    elif len(lines) >= 2 and _is_rule(lines[1]) and lines[0][:4].strip():
+        title, rule, taken, style = lines[0].strip(), lines[1].strip(), 2, "under"
+    else:
+        return None
+    if (
+        not title
+        or _is_rule(title)
+        or len(title.split()) > TITLE_MAX_WORDS
+        or title.endswith(_NOT_TITLE_END)
+        or len(rule) < len(title)
+    ):
+        return None
+    return title, style + rule[0], taken
+
+
+def add_titled_paragraphs(builder: TextBuilder, text: str) -> None:
+    """Plain text one piece per paragraph, with the heading path of each.
+
+    Plain text marks a heading only by a rule under it (and, in reStructuredText, over
+    it): that title is a piece of its own, without its rules, and the paragraphs after it
+    carry it in their heading path, so that a quote under "defusedxml 0.7.1" is read as
+    that release's (quote_context) and is never glued to the title. Levels follow the
+    order in which the styles first appear, as in reStructuredText. Text before the first
+    title has no heading path.
+    """
+    styles: list[str] = []
+    path: list[tuple[int, str]] = []
+    for paragraph in paragraphs(text):
+        lines = paragraph.strip("\n").split("\n")
+        while (found := _underlined_title(lines)) is not None:
+            title, style, taken = found
+            if style not in styles:
+                styles.append(style)
+            level = styles.index(style)
+            path = [*(entry for entry in path if entry[0] < level), (level, title)]
+            builder.add(title, {"headings": [heading for _, heading in path]})
+            lines = lines[taken:]
+        located = {"headings": [heading for _, heading in path]} if path else None
+        builder.add("\n".join(lines), located)
+
+
 def extract_primary(data: bytes, limits: Limits) -> ExtractionResult:
     builder = TextBuilder(limits)
-    add_paragraphs(builder, decode_or_raise(data))
+    add_titled_paragraphs(builder, decode_or_raise(data))
     return builder.result("python-codecs", platform.python_version())
 
 
@@ -84,5 +143,5 @@ def extract_secondary(data: bytes, limits: Limits) -> ExtractionResult:
     if text is None or "\x00" in text:
         raise ExtractionError("corrupt")
     builder = TextBuilder(limits)
-    add_paragraphs(builder, text)
+    add_titled_paragraphs(builder, text)
     return builder.result("charset-normalizer", dist_version("charset-normalizer"))

@@ -11,12 +11,25 @@ import pytest
 from answers.judge.model import local_judge
 from answers.models import CandidateFact
 from audit.services import audit_summary
-from knowledge.models import Extraction
+from knowledge.models import Extraction, Passage
 from knowledge.normalise import normalised_key
+from knowledge.retrieval import Candidate, retrieve
+from knowledge.scope import access_scope_build
 from knowledge.sentences import is_label
+from knowledge.units import candidates_widen
 from tests.answers.helpers import ask, ingest
 
 pytestmark = pytest.mark.django_db
+CANDIDATE_FIELDS = (
+    "pk",
+    "document_id",
+    "revision_id",
+    "extraction_id",
+    "char_start",
+    "char_end",
+    "text",
+    "locator",
+)
 
 FERRY = (
     "# Harbour ferry\n\n## Feedback\n\nWe read every message within a week. Complaints about "
@@ -43,6 +56,13 @@ CONTACTS = "Harbour contacts\n\nHarbour master emergency number\n\n0800 123 456\
 PLAIN_LEAD_IN = (
     "Lost property\n\nItems left on board can be collected from the following place:\n"
     "- the ticket office on Pier 3\n- open daily from 8 to 18\n"
+)
+
+CHANGES = (
+    "Changelog\n=========\n\n"
+    "widgetlib 2.1\n-------------\n\n*Release date: 8 March 2021*\n\n- Fix the parser.\n\n"
+    "Known issues\n~~~~~~~~~~~~\n\nNone.\n\n"
+    "widgetlib 2.0\n-------------\n\n*Release date: 4 January 2021*\n\n- First stable release.\n"
 )
 
 
@@ -146,3 +166,36 @@ def test_a_heading_is_never_glued_to_prose_nor_quoted_alone(space, owner, member
             unit = fact.text[start:end]
             assert "Timetable" not in unit and "Feedback" not in unit  # no unit takes a heading
     assert not is_label(citation["quote"], headings=citation["locator"]["headings"])
+
+
+def test_a_hit_on_a_heading_alone_stands_for_the_section_under_it(space, owner, member):
+    # Underlined titles of a plain text are headings (knowledge.extraction.text); a title
+    # is never quoted, so a hit on one becomes the text under it, up to the next heading.
+    ingest(owner, space, "changes.txt", CHANGES)
+    passages = {
+        p.text: Candidate(*(getattr(p, name) for name in CANDIDATE_FIELDS))
+        for p in Passage.objects.filter(is_current=True)
+    }
+    scope = access_scope_build(user=member)
+    heading, body, top = (
+        passages["widgetlib 2.1"],
+        passages["- Fix the parser."],
+        passages["Changelog"],
+    )
+    section, unchanged, same = candidates_widen(scope=scope, candidates=[heading, body, top])
+    assert section.text == "*Release date: 8 March 2021*\n\n- Fix the parser."  # not "Known issues"
+    assert section.locator == {"headings": ["Changelog", "widgetlib 2.1"]}
+    assert section.passage_id == heading.passage_id
+    assert (unchanged.char_start, unchanged.char_end) == (body.char_start, body.char_end)
+    # A title with a title right under it opens no text of its own: unchanged.
+    assert same.text == "Changelog"
+    # Retrieval finds the title: the words of the question meet there only.
+    found = retrieve(scope=scope, query="widgetlib 2.1", limit=10).candidates
+    assert heading.passage_id in [c.passage_id for c in found]
+
+
+def test_a_line_under_a_release_title_is_read_as_that_releases(space, owner, member):
+    ingest(owner, space, "changes.txt", CHANGES)
+    body = ask(member, "When was widgetlib 2.1 released?")
+    citation = released_whole(body, "*Release date: 8 March 2021*")
+    assert citation["locator"] == {"headings": ["Changelog", "widgetlib 2.1"]}

@@ -283,6 +283,41 @@ def test_text_is_normalised(role):
     assert extract("text", decomposed, role=role).text == "Café au lait"
 
 
+CHANGELOG = (
+    "Read this first.\n\n"
+    "=========\nChangelog\n=========\n\n"
+    "widgetlib 2.1\n-------------\n\n*Release date: 8 March 2021*\n\n- Fix the parser.\n\n\n"
+    "widgetlib 2.0\n-------------\nThe first stable release.\n\n"
+    "Notes\n~~~~~\n\nNothing else changed.\n\n"
+    "The parser was rewritten.\n------------------------------\n\n"
+    "Short rule under a long title line\n---\n"
+)
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_plain_text_underlined_titles_give_heading_paths(role):
+    # Underlined (or over- and underlined) as reStructuredText and Markdown write a title
+    # in plain text: the title is a piece of its own without its rules, and what follows
+    # it carries it, one level per style in order of appearance.
+    result = extract("text", CHANGELOG.encode(), role=role)
+    located = _located(result)
+    assert located["Read this first."] == {}  # before the first title: no heading path
+    assert located["Changelog"] == {"headings": ["Changelog"]}
+    release = ["Changelog", "widgetlib 2.1"]
+    assert located["widgetlib 2.1"] == {"headings": release}
+    assert located["*Release date: 8 March 2021*"] == {"headings": release}
+    assert located["- Fix the parser."] == {"headings": release}
+    # A title and its text in one paragraph: two pieces.
+    assert located["The first stable release."] == {"headings": ["Changelog", "widgetlib 2.0"]}
+    assert located["Nothing else changed."] == {"headings": ["Changelog", "widgetlib 2.0", "Notes"]}
+    assert "=" not in result.text and "widgetlib 2.1\n-" not in result.text
+    # A sentence over a rule, and a rule shorter than the line above it, are no titles.
+    under_notes = {"headings": ["Changelog", "widgetlib 2.0", "Notes"]}
+    assert located["The parser was rewritten.\n------------------------------"] == under_notes
+    assert located["Short rule under a long title line\n---"] == under_notes
+    assert_segments_slice_text(result)
+
+
 def test_text_falls_back_to_a_guessed_legacy_encoding():
     data = ("Le café du matin est servi à huit heures. " * 5).encode("cp1252")
     result = extract("text", data, role="primary")
