@@ -31,6 +31,7 @@ from knowledge import embeddings
 from knowledge.models import EmbeddingStatus, LexemeFrequency, Passage
 from knowledge.normalise import normalised_words
 from knowledge.scope import AccessScope
+from knowledge.sentences import code_names
 
 VECTOR_SEARCH = "vector_search"
 KEYWORD_SEARCH = "keyword_search"
@@ -267,6 +268,38 @@ def _ranked_rows(
     ]
 
 
+MAX_NAMES = 4
+_NAMED = (
+    f"SELECT {_COLUMNS}, ts_rank({_PASSAGES}.search_vector, %s::tsquery) AS rank "  # noqa: S608
+    f"FROM {_PASSAGES} WHERE {{where}} AND ({{condition}}) "
+    f"ORDER BY rank DESC, {_PASSAGES}.id LIMIT %s"
+)
+_NAME_CONDITION = (
+    f"({_PASSAGES}.search_vector @@ plainto_tsquery('english', %s) "
+    f"AND strpos(lower({_PASSAGES}.text), %s) > 0)"
+)
+
+
+def _named_rows(
+    where: tuple[str, tuple], search: str, names: list[str], limit: int, database: str
+) -> list[tuple[Candidate, float]]:
+    """The passages in scope that hold one of `names` verbatim, ranked by ts_rank against
+    `search`: the index finds the passages with the name's lexemes, the text decides."""
+    condition = " OR ".join(_NAME_CONDITION for _ in names)
+    params = [value for name in names for value in (name, name.lower())]
+    connection = connections[database]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _NAMED.format(where=where[0], condition=condition),
+            [search, *where[1], *params, limit],
+        )
+        rows = cursor.fetchall()
+    return [
+        (Candidate(*(*row[:7], _LOCATOR.from_db_value(row[7], _LOCATED, connection))), row[8])
+        for row in rows
+    ]
+
+
 def keyword_search(query: str, limit: int, *, scope: AccessScope) -> tuple[list, ToolOutcome]:
     """Passages in scope ranked by ts_rank against any of the query's words.
 
@@ -277,16 +310,25 @@ def keyword_search(query: str, limit: int, *, scope: AccessScope) -> tuple[list,
     of the words runs only when they are fewer than `limit`; the relevance threshold and
     the selector decide what is good enough. The words' document frequencies in the
     scope's spaces order the groups of words.
+
+    A name the query writes as code ("--pages", "ffi_type_uint8": `code_names`) is
+    matched verbatim first: the passages that hold it come before the others, which
+    stemming would rank by the common word it shares with them ("page").
     """
     lexemes = query_lexemes(query, scope.space_ids, scope.database)
     if not lexemes.lexemes:
         return [], ToolOutcome(KEYWORD_SEARCH, "succeeded", "no_relevant_hit")
     where = _where(scope.passages())
     search = _tsquery(lexemes.lexemes, "|")
+    names = code_names(query)[:MAX_NAMES]
+    named = _named_rows(where, search, names, limit, scope.database) if names else []
     for condition in [*_coordination_filters(lexemes), *_any_word_filters(lexemes)]:
         scored = _ranked_rows(where, search, condition, limit, scope.database)
         if len(scored) >= limit:
             break
+    if named:
+        first = {candidate.passage_id for candidate, _ in named}
+        scored = [*named, *(row for row in scored if row[0].passage_id not in first)][:limit]
     code = "matched" if scored else "no_relevant_hit"
     return scored, ToolOutcome(KEYWORD_SEARCH, "succeeded", code, len(scored))
 

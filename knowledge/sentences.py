@@ -249,3 +249,17 @@ def is_label(sentence: str, *, headings: list[str] | tuple[str, ...] = (), title
         return True  # "2.1 Follow-up work", "3 Invoking the parser" (issue 51)
     significant = [word for word in words if len(word) > 3]
     return bool(significant) and all(word[:1].isupper() or word.isdigit() for word in significant)
+
+
+# Names a reader types as the text writes them, which stemming would blur into common
+# words ("--pages" into "page"): a command-line option, a snake_case or dotted name, a
+# camelCase name ("e.g." and "U.S." are none: each part of a dotted name has two letters).
+_CODE_NAME = re.compile(
+    r"(?<![\w-])(?:--?[A-Za-z][\w-]*|\w*[A-Za-z]\w+(?:[._]\w{2,})+|[a-z]+[A-Z]\w*)"
+)
+
+
+def code_names(text: str) -> list[str]:
+    """The names `text` writes as code, each once, in order: a passage holds one only if
+    it holds it verbatim (case aside), whatever words stemming would match it with."""
+    return list(dict.fromkeys(match.group() for match in _CODE_NAME.finditer(text)))

@@ -135,3 +135,22 @@ def test_a_heading_is_not_offered_as_a_quote():
         question="What is the retention period?", plan=plan, candidates=[candidate], attempt=0
     )
     assert json.loads(raw)["facts"] == []
+
+
+OPTIONS = (
+    "The report tool prints the pages of a report. The report tool prints page numbers on "
+    "every page of the report. --pages [list]: the page ranges to print."
+)
+
+
+def test_a_sentence_holding_a_name_the_question_writes_as_code_is_judged_and_chosen():
+    # Stemmed, "--pages" is "page", and the two sentences before cover more of the
+    # question's words; only the one that holds "--pages" verbatim says what it takes.
+    question = "What does the --pages option of the report tool print?"
+    named = "--pages [list]: the page ranges to print."
+    provider = ScoredBy({named: 0.9})
+    plan = plan_question(question=question, history=[], datasets=[])
+    candidate = CandidateView("q1", "quote", OPTIONS, "", (0,), 0.1)
+    raw = provider.select(question=question, plan=plan, candidates=[candidate], attempt=0)
+    assert [OPTIONS[f["start"] : f["end"]] for f in json.loads(raw)["facts"]] == [named]
+    assert named in provider.judged

@@ -30,6 +30,7 @@ from knowledge.retrieval import (
     retrieve,
 )
 from knowledge.scope import access_scope_build
+from knowledge.services import space_create
 from tests.knowledge.test_vector_filter import load_passages
 
 pytestmark = pytest.mark.django_db
@@ -242,6 +243,37 @@ def test_passages_with_a_rare_word_are_ranked_before_those_with_common_words_onl
     assert len(ranked) == levels + 2
     assert _rows_read(ranked[-1]) == 1525
     assert result.outcomes[0].result_count == 40
+
+
+@pytest.mark.parametrize(
+    ("name", "question"),
+    [
+        ("--pages", "Which pages does the --pages argument take?"),
+        ("--pages", "Which pages does --PAGES take?"),  # case aside
+        ("pdf_page_count", "Which pages does pdf_page_count take?"),
+        ("pdfreader.pageRange", "Which pages does pdfreader.pageRange take?"),
+    ],
+)
+def test_a_name_written_as_code_is_matched_verbatim_first(
+    space: Space, staff: AbstractBaseUser, member: AbstractBaseUser, name, question
+) -> None:
+    # Stemmed, "--pages" is "page", which thirty passages say more often; verbatim, it is
+    # in one, and that one comes first.
+    crowd = [f"Report {n}: the pages, page ranges and page numbers of page {n}." for n in range(30)]
+    held = f"{name} [list of entries]"
+    _load(space, staff, [*crowd, held])
+    hidden = space_create(name="Hidden", created_by=staff)
+    hidden_text = [f"{name} in a space the reader cannot see."]
+    load_passages([hidden], staff, hidden_text, [[0.1] * 384], get_embedding_provider().model_id)
+
+    result, ranked = _keyword(member, question)
+
+    assert result.candidates[0].text == held
+    assert all(name not in c.text for c in result.candidates[1:])  # the hidden one is not found
+    assert len(ranked) >= 2  # the verbatim statement, then the levels of words
+    # Asked in plain words, the crowd comes first.
+    result, _ = _keyword(member, question.replace(name, "it").replace(name.upper(), "it"))
+    assert result.candidates[0].text != held
 
 
 WORDS = ["harbour", "pilot", "inspect", "lantern", "berth", "quay", "vessel", "anchor", "tide"]

@@ -2,7 +2,7 @@
 
 import pytest
 
-from knowledge.sentences import is_label, is_question, sentence_spans
+from knowledge.sentences import code_names, is_label, is_question, sentence_spans
 
 
 def sentences(text: str) -> list[str]:
@@ -151,3 +151,11 @@ def test_sentences_are_not_labels(sentence):
 )
 def test_a_sentence_that_asks(sentence: str, asks: bool) -> None:
     assert is_question(sentence) is asks
+
+
+def test_code_names_are_options_snake_case_dotted_and_camel_case_names():
+    text = (
+        "Does --pages or -k take ffi_type_uint8, pdfplumber.Page or extractText, e.g. in "
+        "the U.S., for a well-known version 0.7.1 of McDonald's --pages?"
+    )
+    assert code_names(text) == ["--pages", "-k", "ffi_type_uint8", "pdfplumber.Page", "extractText"]

@@ -15,7 +15,7 @@ from answers.pipeline.providers.base import Analysis
 from answers.pipeline.providers.llm import PROVIDER_UNAVAILABLE, ProviderError
 from answers.pipeline.quote_context import context_line, sentence_before
 from answers.pipeline.vocabulary import CandidateView, DatasetInfo, Plan, Rejection
-from knowledge.sentences import is_label, is_question, sentence_spans
+from knowledge.sentences import code_names, is_label, is_question, sentence_spans
 
 SELECT_THRESHOLD = 0.3  # IDF-weighted share of a part's stems a sentence must contain
 CANDIDATES_PER_SEARCH = 3
@@ -52,6 +52,9 @@ def completed(candidate: CandidateView, own: int) -> bool:
 
 
 MERGE_GAIN = 0.15  # the sentence before must add this much of the part's weighted stems
+# What a span gains by holding a name the part writes as code ("--pages"), verbatim: more
+# than any coverage, since stemming gives the name's words to every span about pages.
+NAME_GAIN = 1.5
 MERGE_MAX_WORDS = 60  # a quote of two sentences stays short
 _CODE = re.compile(r"[{};=<>\[\]]|\(\)|->|^\s*[$#>]")
 
@@ -239,11 +242,13 @@ def part_spans(
     part_texts: list[str], candidates: list[CandidateView], index: int, weights: TermWeights
 ) -> list[SpanChoice]:
     """The spans of a part's top candidates that cover at least SELECT_THRESHOLD of its
-    weighted stems, best covered first. A sentence glued to the one before it only when
-    that adds MERGE_GAIN of the stems."""
+    weighted stems, best covered first (a span holding a name the part writes as code
+    first of all). A sentence glued to the one before it only when that adds MERGE_GAIN
+    of the stems."""
     wanted_texts = [w for w in map(content_stems, part_texts) if w]
     if not wanted_texts:
         return []
+    names = {name.casefold() for text in part_texts for name in code_names(text)}
     found = sorted(
         (c for c in candidates if c.kind == "quote" and index in c.searches),
         key=lambda c: -c.score,
@@ -262,6 +267,8 @@ def part_spans(
             elif in_context < singles.get(own, 0.0) + MERGE_GAIN:
                 continue  # the sentence before adds too little: quote it alone
             score = in_context + 0.5 * max(coverage(w, stems, weights) for w in wanted_texts)
+            quoted = candidate.text[start:end].casefold()
+            score += NAME_GAIN * any(name in quoted for name in names)
             if in_context >= SELECT_THRESHOLD:
                 result.append(SpanChoice(score, candidate, start, end, own))
     # Stable: among equal scores the earlier candidate (better retrieved) and span first.
