@@ -75,6 +75,9 @@ def decode_or_raise(data: bytes) -> str:
 # A rule line: one punctuation mark repeated, as reStructuredText and Markdown underline
 # (and reStructuredText may overline) a title in plain text.
 _RULE = re.compile(r"""([=\-~^*+#"'`:.])\1{2,}""")
+# A Markdown title in a plain text file: "## Install", alone in its paragraph (a "#" line
+# among others is more often a comment of a shell or a configuration file).
+_HASHED = re.compile(r"(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*")
 TITLE_MAX_WORDS = 12
 _NOT_TITLE_END = (".", ",", ";", ":")  # a sentence or a lead-in over a rule, not a title
 
@@ -83,11 +86,14 @@ def _is_rule(line: str) -> bool:
     return _RULE.fullmatch(line.strip()) is not None
 
 
-def _underlined_title(lines: list[str]) -> tuple[str, str, int] | None:
+def _opening_title(lines: list[str]) -> tuple[str, str, int] | None:
     """The title that opens a paragraph's `lines` (title, its style, lines it takes), or
-    None. The rule is at least as long as the title, as reStructuredText requires: a
+    None. An underline is at least as long as the title, as reStructuredText requires: a
     short rule under a line of prose is a separator, not an underline."""
-    if len(lines) >= 3 and _is_rule(lines[0]) and lines[0].strip() == lines[2].strip():
+    hashed = _HASHED.fullmatch(lines[0]) if len(lines) == 1 else None
+    if hashed is not None:
+        title, rule, taken, style = hashed.group(2), "", 1, f"hash{len(hashed.group(1))}"
+    elif len(lines) >= 3 and _is_rule(lines[0]) and lines[0].strip() == lines[2].strip():
         title, rule, taken, style = lines[1].strip(), lines[2].strip(), 3, "over"
     elif len(lines) >= 2 and _is_rule(lines[1]) and lines[0][:4].strip():
         title, rule, taken, style = lines[0].strip(), lines[1].strip(), 2, "under"
@@ -98,17 +104,18 @@ def _underlined_title(lines: list[str]) -> tuple[str, str, int] | None:
         or _is_rule(title)
         or len(title.split()) > TITLE_MAX_WORDS
         or title.endswith(_NOT_TITLE_END)
-        or len(rule) < len(title)
+        or (hashed is None and len(rule) < len(title))
     ):
         return None
-    return title, style + rule[0], taken
+    return title, style + rule[:1], taken
 
 
 def add_titled_paragraphs(builder: TextBuilder, text: str) -> None:
     """Plain text one piece per paragraph, with the heading path of each.
 
-    Plain text marks a heading only by a rule under it (and, in reStructuredText, over
-    it): that title is a piece of its own, without its rules, and the paragraphs after it
+    Plain text marks a heading by a rule under it (and, in reStructuredText, over it),
+    or by Markdown's "#" marks on a line of its own: that title is a piece of its own,
+    without its rules or marks, and the paragraphs after it
     carry it in their heading path, so that a quote under "defusedxml 0.7.1" is read as
     that release's (quote_context) and is never glued to the title. Levels follow the
     order in which the styles first appear, as in reStructuredText. Text before the first
@@ -118,7 +125,7 @@ def add_titled_paragraphs(builder: TextBuilder, text: str) -> None:
     path: list[tuple[int, str]] = []
     for paragraph in paragraphs(text):
         lines = paragraph.strip("\n").split("\n")
-        while (found := _underlined_title(lines)) is not None:
+        while lines and (found := _opening_title(lines)) is not None:
             title, style, taken = found
             if style not in styles:
                 styles.append(style)

@@ -318,6 +318,23 @@ def test_plain_text_underlined_titles_give_heading_paths(role):
     assert_segments_slice_text(result)
 
 
+@pytest.mark.parametrize("role", ROLES)
+def test_plain_text_markdown_titles_alone_on_their_line_give_heading_paths(role):
+    text = (
+        "Intro line.\n\n# Install\n\nRun the installer.\n\n## Options ##\n\nUse --fast.\n\n"
+        "# a comment\nls -la\n\n#not a title\n\n# Done.\n"
+    )
+    located = _located(extract("text", text.encode(), role=role))
+    assert located["Intro line."] == {}
+    assert located["Install"] == {"headings": ["Install"]}
+    assert located["Run the installer."] == {"headings": ["Install"]}
+    options = {"headings": ["Install", "Options"]}
+    assert located["Options"] == located["Use --fast."] == options
+    # A "#" line over other lines (a comment), without a space, or a sentence: no title.
+    assert located["# a comment\nls -la"] == located["#not a title"] == options
+    assert located["# Done."] == options
+
+
 def test_text_falls_back_to_a_guessed_legacy_encoding():
     data = ("Le café du matin est servi à huit heures. " * 5).encode("cp1252")
     result = extract("text", data, role="primary")
