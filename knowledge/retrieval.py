@@ -250,6 +250,16 @@ _RANKED = (
 )
 
 
+def _candidates(
+    rows: list[tuple], connection: BaseDatabaseWrapper
+) -> list[tuple[Candidate, float]]:
+    """Candidates and their rank from rows of `_COLUMNS` and a rank, read by hand."""
+    return [
+        (Candidate(*(*row[:7], _LOCATOR.from_db_value(row[7], _LOCATED, connection))), row[8])
+        for row in rows
+    ]
+
+
 def _ranked_rows(
     where: tuple[str, tuple], search: str, condition: _MatchesAny, limit: int, database: str
 ) -> list[tuple[Candidate, float]]:
@@ -262,10 +272,7 @@ def _ranked_rows(
             [search, *where[1], *tsqueries, search, settings.KOINON_KEYWORD_MIN_RANK, limit],
         )
         rows = cursor.fetchall()
-    return [
-        (Candidate(*(*row[:7], _LOCATOR.from_db_value(row[7], _LOCATED, connection))), row[8])
-        for row in rows
-    ]
+    return _candidates(rows, connection)
 
 
 MAX_NAMES = 4
@@ -294,10 +301,7 @@ def _named_rows(
             [search, *where[1], *params, limit],
         )
         rows = cursor.fetchall()
-    return [
-        (Candidate(*(*row[:7], _LOCATOR.from_db_value(row[7], _LOCATED, connection))), row[8])
-        for row in rows
-    ]
+    return _candidates(rows, connection)
 
 
 def keyword_search(query: str, limit: int, *, scope: AccessScope) -> tuple[list, ToolOutcome]:

@@ -13,23 +13,13 @@ from answers.models import CandidateFact
 from audit.services import audit_summary
 from knowledge.models import Extraction, Passage
 from knowledge.normalise import normalised_key
-from knowledge.retrieval import Candidate, retrieve
+from knowledge.retrieval import _CANDIDATE_FIELDS, Candidate, retrieve
 from knowledge.scope import access_scope_build
 from knowledge.sentences import is_label
 from knowledge.units import candidates_widen
 from tests.answers.helpers import ask, ingest
 
 pytestmark = pytest.mark.django_db
-CANDIDATE_FIELDS = (
-    "pk",
-    "document_id",
-    "revision_id",
-    "extraction_id",
-    "char_start",
-    "char_end",
-    "text",
-    "locator",
-)
 
 FERRY = (
     "# Harbour ferry\n\n## Feedback\n\nWe read every message within a week. Complaints about "
@@ -173,7 +163,7 @@ def test_a_hit_on_a_heading_alone_stands_for_the_section_under_it(space, owner, 
     # is never quoted, so a hit on one becomes the text under it, up to the next heading.
     ingest(owner, space, "changes.txt", CHANGES)
     passages = {
-        p.text: Candidate(*(getattr(p, name) for name in CANDIDATE_FIELDS))
+        p.text: Candidate(*(getattr(p, name) for name in _CANDIDATE_FIELDS))
         for p in Passage.objects.filter(is_current=True)
     }
     scope = access_scope_build(user=member)
