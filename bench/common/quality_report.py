@@ -90,6 +90,26 @@ DOMAIN_COLUMNS = (
 )  # fmt: skip
 
 
+# Options whose value is where this machine writes a file: left out of the recorded
+# command, which is committed (no machine path in the repository).
+_OUTPUT_OPTIONS = ("--details", "--plot", "--domain-report")
+
+
+def shown_command(arguments: list[str]) -> str:
+    """The bench's arguments as a report records them: the repository's own paths relative
+    to it, the output options left out."""
+    shown: list[str] = []
+    skip = False
+    for argument in arguments:
+        if skip:
+            skip = False
+        elif argument in _OUTPUT_OPTIONS:
+            skip = True
+        elif not argument.startswith(tuple(f"{option}=" for option in _OUTPUT_OPTIONS)):
+            shown.append(argument.replace(f"{ROOT}/", ""))
+    return " ".join(shown)
+
+
 def domain_report(prefix: Path, curves: dict[str, list[tuple[float, dict]]]) -> None:
     """The new pipeline's figures per set and threshold: a Markdown table (prefix.md) and
     precision over coverage, one line per set, with correct abstention over the threshold
@@ -104,7 +124,7 @@ def domain_report(prefix: Path, curves: dict[str, list[tuple[float, dict]]]) -> 
     commit = subprocess.run(  # noqa: S603
         [git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT
     ).stdout.strip()
-    command = " ".join(sys.argv[1:]).replace(f"{ROOT}/", "")
+    command = shown_command(sys.argv[1:])
     lines = [
         f"`bench/quality.py {command}` at {commit}, {datetime.now(UTC):%Y-%m-%d}: the new "
         'pipeline per set and judge threshold (docs/quality.md, "Per domain").',
