@@ -115,11 +115,11 @@ def add_titled_paragraphs(builder: TextBuilder, text: str) -> None:
 
     Plain text marks a heading by a rule under it (and, in reStructuredText, over it),
     or by Markdown's "#" marks on a line of its own: that title is a piece of its own,
-    without its rules or marks, and the paragraphs after it
-    carry it in their heading path, so that a quote under "defusedxml 0.7.1" is read as
-    that release's (quote_context) and is never glued to the title. Levels follow the
-    order in which the styles first appear, as in reStructuredText. Text before the first
-    title has no heading path.
+    without its rules or marks, and the paragraphs after it carry it in their heading
+    path, so that a quote under "defusedxml 0.7.1" is read as that release's
+    (quote_context) and is never glued to the title. Levels follow the order in which the
+    styles first appear, as in reStructuredText. Text before the first title has no
+    heading path.
     """
     styles: list[str] = []
     path: list[tuple[int, str]] = []

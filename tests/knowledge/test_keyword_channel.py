@@ -157,7 +157,15 @@ def test_a_retrieval_filters_by_the_scopes_ids_and_reads_no_permission_row(
 
 @pytest.mark.parametrize(
     "query",
-    ["the of and which", "", "¿?!", "pilot pilots piloting", "O'Neil's \\ lantern'; DROP --"],
+    [
+        "the of and which",
+        "",
+        "¿?!",
+        "pilot pilots piloting",
+        "O'Neil's \\ lantern'; DROP --",
+        "Do -a and --the inspect lanterns?",  # names whose words are all stop words
+        "Is it_'%s'; DROP.table_x -- pilots?",
+    ],
 )
 def test_odd_queries_are_answered_without_error(
     space: Space, staff: AbstractBaseUser, member: AbstractBaseUser, query: str
