@@ -276,10 +276,17 @@ def _ranked_rows(
 
 
 MAX_NAMES = 4
+# Passages holding a name that are ranked at most: the scan stops there, however common the
+# name's words are ("--pages" is "page" to the index, which a PDF library says everywhere).
+NAMED_SCAN = 200
+_NAMED_COLUMNS = ", ".join(
+    f'named."{column_name(Passage, name)}"' for name in ("id", *_CANDIDATE_FIELDS[1:])
+)
 _NAMED = (
-    f"SELECT {_COLUMNS}, ts_rank({_PASSAGES}.search_vector, %s::tsquery) AS rank "  # noqa: S608
-    f"FROM {_PASSAGES} WHERE {{where}} AND ({{condition}}) "
-    f"ORDER BY rank DESC, {_PASSAGES}.id LIMIT %s"
+    f"SELECT {_NAMED_COLUMNS}, ts_rank(named.search_vector, %s::tsquery) AS rank "  # noqa: S608
+    f"FROM (SELECT {_COLUMNS}, {_PASSAGES}.search_vector FROM {_PASSAGES} "
+    f"WHERE {{where}} AND ({{condition}}) LIMIT %s) AS named "
+    f'ORDER BY rank DESC, named."id" LIMIT %s'
 )
 _NAME_CONDITION = (
     f"({_PASSAGES}.search_vector @@ plainto_tsquery('english', %s) "
@@ -291,14 +298,15 @@ def _named_rows(
     where: tuple[str, tuple], search: str, names: list[str], limit: int, database: str
 ) -> list[tuple[Candidate, float]]:
     """The passages in scope that hold one of `names` verbatim, ranked by ts_rank against
-    `search`: the index finds the passages with the name's lexemes, the text decides."""
+    `search`: the index finds the passages with the name's lexemes, the text decides; the
+    first NAMED_SCAN that hold it are ranked."""
     condition = " OR ".join(_NAME_CONDITION for _ in names)
     params = [value for name in names for value in (name, name.lower())]
     connection = connections[database]
     with connection.cursor() as cursor:
         cursor.execute(
             _NAMED.format(where=where[0], condition=condition),
-            [search, *where[1], *params, limit],
+            [search, *where[1], *params, NAMED_SCAN, limit],
         )
         rows = cursor.fetchall()
     return _candidates(rows, connection)

@@ -24,6 +24,7 @@ from knowledge.embeddings import get_embedding_provider
 from knowledge.models import Passage, Space
 from knowledge.retrieval import (
     CHANNEL_THREAD,
+    NAMED_SCAN,
     _coordination_filters,
     _quoted,
     query_lexemes,
@@ -282,6 +283,22 @@ def test_a_name_written_as_code_is_matched_verbatim_first(
     # Asked in plain words, the crowd comes first.
     result, _ = _keyword(member, question.replace(name, "it").replace(name.upper(), "it"))
     assert result.candidates[0].text != held
+
+
+def test_the_verbatim_statement_ranks_at_most_named_scan_passages(
+    space: Space, staff: AbstractBaseUser, member: AbstractBaseUser
+) -> None:
+    # A name every passage holds: the scan stops after NAMED_SCAN of them, not 250.
+    _load(
+        space, staff, [f"Use --pages on report {n} to print its page ranges." for n in range(250)]
+    )
+
+    result, ranked = _keyword(member, "Which pages does --pages print?")
+
+    [named] = [sql for sql in ranked if "AS named" in sql]
+    assert _rows_read(named) == NAMED_SCAN
+    assert len(result.candidates) == 10
+    assert all("--pages" in c.text for c in result.candidates)
 
 
 WORDS = ["harbour", "pilot", "inspect", "lantern", "berth", "quay", "vessel", "anchor", "tide"]
