@@ -239,9 +239,15 @@ def _where(scope: QuerySet[Passage]) -> tuple[str, tuple]:
 _PASSAGES = Passage._meta.db_table
 _LOCATOR = Passage._meta.get_field("locator")
 _LOCATED = _LOCATOR.cached_col  # the column's expression, which Django reads a value with
-_COLUMNS = ", ".join(
-    f'{_PASSAGES}."{column_name(Passage, name)}"' for name in ("id", *_CANDIDATE_FIELDS[1:])
-)
+
+
+def _columns(table: str) -> str:
+    """The candidate fields' columns of `table` (the passages, or a subquery of theirs)."""
+    names = ("id", *_CANDIDATE_FIELDS[1:])
+    return ", ".join(f'{table}."{column_name(Passage, name)}"' for name in names)
+
+
+_COLUMNS = _columns(_PASSAGES)
 _RANKED = (
     f"SELECT {_COLUMNS}, ts_rank({_PASSAGES}.search_vector, %s::tsquery) AS rank "  # noqa: S608
     f"FROM {_PASSAGES} WHERE {{where}} AND {{condition}} "
@@ -279,11 +285,8 @@ MAX_NAMES = 4
 # Passages holding a name that are ranked at most: the scan stops there, however common the
 # name's words are ("--pages" is "page" to the index, which a PDF library says everywhere).
 NAMED_SCAN = 200
-_NAMED_COLUMNS = ", ".join(
-    f'named."{column_name(Passage, name)}"' for name in ("id", *_CANDIDATE_FIELDS[1:])
-)
 _NAMED = (
-    f"SELECT {_NAMED_COLUMNS}, ts_rank(named.search_vector, %s::tsquery) AS rank "  # noqa: S608
+    f"SELECT {_columns('named')}, ts_rank(named.search_vector, %s::tsquery) AS rank "  # noqa: S608
     f"FROM (SELECT {_COLUMNS}, {_PASSAGES}.search_vector FROM {_PASSAGES} "
     f"WHERE {{where}} AND ({{condition}}) LIMIT %s) AS named "
     f'ORDER BY rank DESC, named."id" LIMIT %s'
