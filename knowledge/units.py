@@ -54,8 +54,10 @@ def _widen(scope: AccessScope, candidates: list[Candidate]) -> list[Candidate]:
             low, high = max(0, ordinal - REACH), ordinal + REACH
             around |= Q(extraction_id=candidate.extraction_id, ordinal__range=(low, high))
     blocks: dict[int, list[Block]] = {}
-    for extraction_id, start, end, locator in passages.filter(around).values_list(
-        "extraction_id", "char_start", "char_end", "locator"
+    for extraction_id, start, end, locator in (
+        passages.filter(around)
+        .order_by("char_start", "char_end")
+        .values_list("extraction_id", "char_start", "char_end", "locator")
     ):
         blocks.setdefault(extraction_id, []).append(Block(start, end, locator or {}))
     titles = dict(
@@ -102,14 +104,15 @@ def _is_title(text: str, locator: dict) -> bool:
 
 
 def _section(candidate: Candidate, around: list[Block], low: int, region: str) -> Candidate | None:
-    """The start of the section a heading's hit opens: the blocks after the heading that
-    share its heading path, up to the next heading and SECTION_CHARS (at least the first
-    block); None when the candidate is no heading or nothing is under it here."""
+    """The start of the section a heading's hit opens: the blocks (`around`, in text order)
+    after the heading that share its heading path, up to the next heading and SECTION_CHARS
+    (at least the first block); None when the candidate is no heading or nothing is under
+    it here."""
     if not _is_title(candidate.text, candidate.locator):
         return None
     path = candidate.locator["headings"]
     span: tuple[int, int] | None = None
-    for block in sorted(around, key=lambda b: (b.start, b.end)):
+    for block in around:  # in text order
         if block.start < candidate.char_end:
             continue
         text = region[block.start - low : block.end - low]

@@ -267,8 +267,9 @@ def part_spans(
             elif in_context < singles.get(own, 0.0) + MERGE_GAIN:
                 continue  # the sentence before adds too little: quote it alone
             score = in_context + 0.5 * max(coverage(w, stems, weights) for w in wanted_texts)
-            quoted = candidate.text[start:end].casefold()
-            score += NAME_GAIN * any(name in quoted for name in names)
+            if names:  # most questions write no name as code: nothing to look for
+                quoted = candidate.text[start:end].casefold()
+                score += NAME_GAIN * any(name in quoted for name in names)
             if in_context >= SELECT_THRESHOLD:
                 result.append(SpanChoice(score, candidate, start, end, own))
     # Stable: among equal scores the earlier candidate (better retrieved) and span first.
